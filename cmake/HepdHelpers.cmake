@@ -1,0 +1,59 @@
+# One helper per kind of target, so every module, test, fuzzer and benchmark is declared alike.
+
+function(hepd_apply_warnings target)
+  target_compile_options(${target} PRIVATE ${HEPD_WARNINGS})
+endfunction()
+
+# hepd_module(name SOURCES a.cpp ... DEPS lib ...): static library hepd_<name> (alias hepd::<name>)
+# whose headers are included as "<name>/file.hpp" from daemon/.
+function(hepd_module name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(hepd_${name} STATIC ${ARG_SOURCES})
+  add_library(hepd::${name} ALIAS hepd_${name})
+  target_include_directories(hepd_${name} PUBLIC ${PROJECT_SOURCE_DIR}/daemon
+                                                 ${PROJECT_BINARY_DIR}/generated)
+  target_link_libraries(hepd_${name} PUBLIC ${ARG_DEPS})
+  hepd_apply_warnings(hepd_${name})
+endfunction()
+
+# hepd_test(name SOURCES ... LIBS ... [LABELS ...]): a Catch2 executable registered with ctest,
+# one ctest entry per executable (Catch2 reports the cases itself).
+function(hepd_test name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} hepd_catch_main)
+  target_compile_definitions(${name} PRIVATE HEPD_FIXTURES_DIR="${HEPD_FIXTURES_DIR}"
+                                             HEPD_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  hepd_apply_warnings(${name})
+  add_test(NAME ${name} COMMAND ${name} --order rand --rng-seed 1 --warn NoAssertions)
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 120)
+  endif()
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}")
+endfunction()
+
+# hepd_fuzz(name SOURCE file LIBS ...): a libFuzzer target when HEPD_FUZZ is on; otherwise a
+# replay executable that runs the seed and crash corpus under plain ctest.
+function(hepd_fuzz name)
+  cmake_parse_arguments(ARG "" "SOURCE" "LIBS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCE})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS})
+  hepd_apply_warnings(${name})
+  set(corpus ${CMAKE_CURRENT_SOURCE_DIR}/corpus/${name})
+  if(HEPD_FUZZ)
+    target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+    add_test(NAME ${name}_replay COMMAND ${name} -runs=0 ${corpus})
+  else()
+    target_link_libraries(${name} PRIVATE hepd_fuzz_replay_main)
+    add_test(NAME ${name}_replay COMMAND ${name} ${corpus})
+  endif()
+  set_tests_properties(${name}_replay PROPERTIES TIMEOUT 120 LABELS fuzz)
+endfunction()
+
+# hepd_bench(name SOURCES ... LIBS ...): a Google Benchmark executable; never a ctest test.
+function(hepd_bench name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} benchmark::benchmark_main)
+  hepd_apply_warnings(${name})
+endfunction()

@@ -1,0 +1,101 @@
+#include "core/address.hpp"
+
+#include "core/hash.hpp"
+
+#include <arpa/inet.h>
+
+#include <cstring>
+
+namespace hepd {
+
+IpAddress IpAddress::v4(std::span<const std::uint8_t, 4> bytes) noexcept {
+    IpAddress a;
+    a.family_ = IpFamily::v4;
+    std::memcpy(a.bytes_.data(), bytes.data(), 4);
+    return a;
+}
+
+IpAddress IpAddress::v4(std::uint32_t host_order) noexcept {
+    const std::array<std::uint8_t, 4> b{static_cast<std::uint8_t>(host_order >> 24),
+                                        static_cast<std::uint8_t>(host_order >> 16),
+                                        static_cast<std::uint8_t>(host_order >> 8),
+                                        static_cast<std::uint8_t>(host_order)};
+    return v4(std::span<const std::uint8_t, 4>(b));
+}
+
+IpAddress IpAddress::v6(std::span<const std::uint8_t, 16> bytes) noexcept {
+    IpAddress a;
+    a.family_ = IpFamily::v6;
+    std::memcpy(a.bytes_.data(), bytes.data(), 16);
+    return a;
+}
+
+std::optional<IpAddress> IpAddress::parse(std::string_view text) noexcept {
+    // inet_pton needs a NUL-terminated string; the longest textual IPv6 form is 45 characters.
+    char buf[64];
+    if (text.empty() || text.size() >= sizeof buf) return std::nullopt;
+    std::memcpy(buf, text.data(), text.size());
+    buf[text.size()] = '\0';
+    std::array<std::uint8_t, 16> raw{};
+    if (text.find(':') == std::string_view::npos) {
+        if (inet_pton(AF_INET, buf, raw.data()) != 1) return std::nullopt;
+        return v4(std::span<const std::uint8_t, 4>(raw.data(), 4));
+    }
+    if (inet_pton(AF_INET6, buf, raw.data()) != 1) return std::nullopt;
+    return v6(std::span<const std::uint8_t, 16>(raw));
+}
+
+std::uint32_t IpAddress::v4_host_order() const noexcept {
+    return (std::uint32_t{bytes_[0]} << 24) | (std::uint32_t{bytes_[1]} << 16) |
+           (std::uint32_t{bytes_[2]} << 8) | std::uint32_t{bytes_[3]};
+}
+
+std::string IpAddress::to_string() const {
+    char buf[INET6_ADDRSTRLEN] = {};
+    switch (family_) {
+    case IpFamily::v4: inet_ntop(AF_INET, bytes_.data(), buf, sizeof buf); break;
+    case IpFamily::v6: inet_ntop(AF_INET6, bytes_.data(), buf, sizeof buf); break;
+    case IpFamily::none: return "-";
+    }
+    return buf;
+}
+
+std::string Endpoint::to_string() const {
+    if (address.is_v6()) return "[" + address.to_string() + "]:" + std::to_string(port);
+    return address.to_string() + ":" + std::to_string(port);
+}
+
+std::optional<Endpoint> parse_endpoint(std::string_view text) noexcept {
+    std::string_view host;
+    std::string_view port_text;
+    if (!text.empty() && text.front() == '[') {
+        const auto close = text.find(']');
+        if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':')
+            return std::nullopt;
+        host = text.substr(1, close - 1);
+        port_text = text.substr(close + 2);
+    } else {
+        const auto colon = text.rfind(':');
+        if (colon == std::string_view::npos) return std::nullopt;
+        host = text.substr(0, colon);
+        if (host.find(':') != std::string_view::npos) return std::nullopt;  // v6 needs brackets
+        port_text = text.substr(colon + 1);
+    }
+    if (port_text.empty() || port_text.size() > 5) return std::nullopt;
+    unsigned port = 0;
+    for (char c : port_text) {
+        if (c < '0' || c > '9') return std::nullopt;
+        port = port * 10 + static_cast<unsigned>(c - '0');
+    }
+    if (port > 65535) return std::nullopt;
+    auto addr = IpAddress::parse(host);
+    if (!addr) return std::nullopt;
+    return Endpoint{*addr, static_cast<std::uint16_t>(port)};
+}
+
+std::uint64_t hash_endpoint(const Endpoint& e) noexcept {
+    std::uint64_t h = hash_bytes(e.address.bytes().data(), e.address.bytes().size());
+    return mix64(h ^ (std::uint64_t{e.port} << 8) ^ static_cast<std::uint64_t>(e.address.family()));
+}
+
+} // namespace hepd

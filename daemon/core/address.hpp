@@ -1,0 +1,55 @@
+#pragma once
+// IP addresses and endpoints as plain values: 16 bytes of storage for both families, so they can
+// be hashed, compared and copied without allocation.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace hepd {
+
+enum class IpFamily : std::uint8_t { none = 0, v4 = 4, v6 = 6 };
+
+class IpAddress {
+public:
+    IpAddress() = default;
+    static IpAddress v4(std::span<const std::uint8_t, 4> bytes) noexcept;
+    static IpAddress v4(std::uint32_t host_order) noexcept;
+    static IpAddress v6(std::span<const std::uint8_t, 16> bytes) noexcept;
+    // Parses dotted-quad IPv4 or RFC 4291 text IPv6 (brackets not accepted here).
+    static std::optional<IpAddress> parse(std::string_view text) noexcept;
+
+    IpFamily family() const noexcept { return family_; }
+    bool is_v4() const noexcept { return family_ == IpFamily::v4; }
+    bool is_v6() const noexcept { return family_ == IpFamily::v6; }
+    bool empty() const noexcept { return family_ == IpFamily::none; }
+    // v4 addresses occupy the first 4 bytes; the rest is zero.
+    const std::array<std::uint8_t, 16>& bytes() const noexcept { return bytes_; }
+    std::uint32_t v4_host_order() const noexcept;
+    std::string to_string() const;
+
+    friend bool operator==(const IpAddress&, const IpAddress&) = default;
+    friend auto operator<=>(const IpAddress&, const IpAddress&) = default;
+
+private:
+    IpFamily family_ = IpFamily::none;
+    std::array<std::uint8_t, 16> bytes_{};
+};
+
+struct Endpoint {
+    IpAddress address;
+    std::uint16_t port = 0;
+
+    std::string to_string() const;  // "1.2.3.4:5060" or "[::1]:5060"
+    friend bool operator==(const Endpoint&, const Endpoint&) = default;
+    friend auto operator<=>(const Endpoint&, const Endpoint&) = default;
+};
+
+// Parses "host:port" / "[v6]:port"; the host must be a literal address.
+std::optional<Endpoint> parse_endpoint(std::string_view text) noexcept;
+
+std::uint64_t hash_endpoint(const Endpoint& e) noexcept;
+
+} // namespace hepd

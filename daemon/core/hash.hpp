@@ -1,0 +1,41 @@
+#pragma once
+// Fast, portable, seedless hashing for shard dispatch and table keys. Dispatch must give the same
+// shard on every host and every run (snapshots are re-routed with it), so no std::hash here.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+namespace hepd {
+
+// Final mixer of SplitMix64/Murmur3: full avalanche, so the low bits are usable for modulo.
+constexpr std::uint64_t mix64(std::uint64_t x) noexcept {
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+
+// FNV-1a over 8-byte words (little-endian loads, portable), then mixed.
+inline std::uint64_t hash_bytes(const void* data, std::size_t size) noexcept {
+    const auto* p = static_cast<const unsigned char*>(data);
+    std::uint64_t h = 0xcbf29ce484222325ULL ^ size;
+    while (size >= 8) {
+        std::uint64_t w = 0;
+        for (int i = 0; i < 8; ++i) w |= std::uint64_t{p[i]} << (8 * i);
+        h = (h ^ w) * 0x100000001b3ULL;
+        h ^= h >> 29;
+        p += 8;
+        size -= 8;
+    }
+    std::uint64_t tail = 0;
+    for (std::size_t i = 0; i < size; ++i) tail |= std::uint64_t{p[i]} << (8 * i);
+    h = (h ^ tail) * 0x100000001b3ULL;
+    return mix64(h);
+}
+
+inline std::uint64_t hash_text(std::string_view s) noexcept { return hash_bytes(s.data(), s.size()); }
+
+} // namespace hepd
