@@ -1,0 +1,103 @@
+#include "app/cli.hpp"
+
+#include <string_view>
+
+namespace hepd::app {
+
+namespace {
+
+struct FlagKey {
+    std::string_view flag;
+    std::string_view key;
+};
+
+// Flags that set one configuration key each; they win over the file and the defaults.
+constexpr FlagKey kOverrideFlags[] = {
+    {"--hep-listen", "hep.listen"},
+    {"--hep-rate-limit", "hep.rate_limit.rate"},
+    {"--metrics-listen", "metrics.listen"},
+    {"--state-dir", "state.dir"},
+    {"--cores", "shards.count"},
+    {"--log-level", "log_level"},
+};
+
+} // namespace
+
+std::string usage_text() {
+    return R"(hepd - HEP collector: rebuilds SIP dialogs and RTP streams, exports them to Prometheus
+
+Usage:
+  hepd [OPTIONS]                 run the collector (embedded defaults when no --config)
+  hepd check-config FILE [--print]
+                                 validate FILE; --print shows the effective configuration
+  hepd --version | --help
+
+Options (each overrides the configuration file):
+  --config FILE                  YAML configuration (see /etc/hepd/hepd.yaml for every key)
+  --hep-listen ADDR:PORT         HEP listen address for UDP and TCP; repeat for several
+                                 (default 0.0.0.0:9060; IPv6 as [::]:9060)
+  --hep-rate-limit RATE          HEP packets per second accepted before decoding, over all
+                                 senders; 0 means unlimited (default 0)
+  --metrics-listen ADDR:PORT     Prometheus endpoint (default 0.0.0.0:9469, path /metrics)
+  --state-dir DIR                where snapshots are kept (default /var/lib/hepd)
+  --cores N                      reconstruction shards; 0 = one per hardware thread (default 0)
+  --log-level LEVEL              trace, debug, info, warn, error, critical or off (default info)
+
+Exit status: 0 on success, 64 on a usage error, 78 on a configuration error.
+)";
+}
+
+CommandLine parse_command_line(int argc, char** argv) {
+    CommandLine cl;
+    std::vector<std::string_view> args(argv + 1, argv + argc);
+    std::size_t i = 0;
+    auto take_value = [&](std::string_view flag) -> std::string {
+        if (i + 1 >= args.size()) throw UsageError(std::string(flag) + " needs a value");
+        return std::string(args[++i]);
+    };
+
+    if (!args.empty() && args[0] == "check-config") {
+        cl.verb = Verb::check_config;
+        for (i = 1; i < args.size(); ++i) {
+            if (args[i] == "--print") {
+                cl.print_config = true;
+            } else if (!args[i].empty() && args[i][0] == '-') {
+                throw UsageError("check-config: unknown option " + std::string(args[i]));
+            } else if (cl.config_path.empty()) {
+                cl.config_path = args[i];
+            } else {
+                throw UsageError("check-config takes one FILE");
+            }
+        }
+        if (cl.config_path.empty()) throw UsageError("check-config needs a FILE");
+        return cl;
+    }
+
+    for (i = 0; i < args.size(); ++i) {
+        const std::string_view arg = args[i];
+        if (arg == "--help" || arg == "-h") {
+            cl.verb = Verb::help;
+            return cl;
+        }
+        if (arg == "--version" || arg == "-V") {
+            cl.verb = Verb::version;
+            return cl;
+        }
+        if (arg == "--config") {
+            cl.config_path = take_value(arg);
+            continue;
+        }
+        bool matched = false;
+        for (const auto& fk : kOverrideFlags) {
+            if (arg == fk.flag) {
+                cl.overrides.push_back({std::string(fk.flag), std::string(fk.key), take_value(arg)});
+                matched = true;
+                break;
+            }
+        }
+        if (!matched) throw UsageError("unknown argument " + std::string(arg) + " (see hepd --help)");
+    }
+    return cl;
+}
+
+} // namespace hepd::app

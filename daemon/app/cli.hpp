@@ -1,0 +1,33 @@
+#pragma once
+// Command-line parsing: verbs, and flags that override configuration keys. Start-up code, so
+// errors are exceptions carrying the message shown to the operator.
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace hepd::app {
+
+enum class Verb { daemon, check_config, help, version };
+
+struct Override {
+    std::string flag;   // as typed, for error messages
+    std::string key;    // configuration key path
+    std::string value;
+};
+
+struct CommandLine {
+    Verb verb = Verb::daemon;
+    std::string config_path;                                 // --config, or check-config's FILE
+    bool print_config = false;                               // check-config --print
+    std::vector<Override> overrides;  // in command-line order
+};
+
+struct UsageError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+CommandLine parse_command_line(int argc, char** argv);
+std::string usage_text();
+
+} // namespace hepd::app

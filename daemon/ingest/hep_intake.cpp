@@ -1,0 +1,152 @@
+#include "ingest/hep_intake.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+namespace hepd::ingest {
+
+namespace {
+
+std::size_t version_index(ByteSpan bytes) noexcept {
+    if (bytes.size() >= 4 && (std::memcmp(bytes.data(), "HEP3", 4) == 0 ||
+                              std::memcmp(bytes.data(), "EEP3", 4) == 0))
+        return 2;
+    if (!bytes.empty() && (bytes[0] == 1 || bytes[0] == 2)) return bytes[0] - 1U;
+    return 3;  // not HEP at all
+}
+
+shard::PayloadKind kind_of(hep::PayloadClass c, std::uint8_t code) noexcept {
+    switch (c) {
+    case hep::PayloadClass::sip: return shard::PayloadKind::sip;
+    case hep::PayloadClass::rtcp: return shard::PayloadKind::rtcp;
+    case hep::PayloadClass::rtcp_json: return shard::PayloadKind::rtcp_json;
+    case hep::PayloadClass::qos: return shard::PayloadKind::qos;
+    case hep::PayloadClass::log: return shard::PayloadKind::log;
+    case hep::PayloadClass::other: break;
+    }
+    return code == hep::payload_type::rtp ? shard::PayloadKind::rtp : shard::PayloadKind::other;
+}
+
+shard::Transport transport_of(std::uint8_t ip_protocol) noexcept {
+    switch (ip_protocol) {
+    case 17: return shard::Transport::udp;
+    case 6: return shard::Transport::tcp;
+    case 22: return shard::Transport::tls;  // Kamailio's marker for TLS and WebSocket
+    case 132: return shard::Transport::sctp;
+    default: return shard::Transport::other;
+    }
+}
+
+// Constant-time comparison: the auth key must not leak through timing.
+bool same_key(ByteSpan got, std::string_view want) noexcept {
+    if (got.size() != want.size()) return false;
+    unsigned char diff = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) diff |= static_cast<unsigned char>(got[i] ^ static_cast<unsigned char>(want[i]));
+    return diff == 0;
+}
+
+} // namespace
+
+std::string_view to_string(Carrier c) noexcept { return c == Carrier::udp ? "udp" : "tcp"; }
+
+std::string_view to_string(DropReason r) noexcept {
+    switch (r) {
+    case DropReason::rate_limit: return "rate_limit";
+    case DropReason::auth: return "auth";
+    case DropReason::not_allowed: return "not_allowed";
+    case DropReason::queue_full: return "queue_full";
+    case DropReason::decode_error: return "decode_error";
+    }
+    return "unknown";
+}
+
+void IntakeStats::merge(const IntakeStats& o) noexcept {
+    for (std::size_t c = 0; c < kCarrierCount; ++c) {
+        for (std::size_t v = 0; v < 3; ++v) {
+            packets[c][v] += o.packets[c][v];
+            bytes[c][v] += o.bytes[c][v];
+        }
+        undecodable_packets[c] += o.undecodable_packets[c];
+    }
+    for (std::size_t i = 0; i < decode_errors.size(); ++i) decode_errors[i] += o.decode_errors[i];
+    for (std::size_t i = 0; i < timestamp_fixups.size(); ++i) timestamp_fixups[i] += o.timestamp_fixups[i];
+    for (std::size_t i = 0; i < accepted_by_class.size(); ++i) accepted_by_class[i] += o.accepted_by_class[i];
+    for (std::size_t i = 0; i < dropped.size(); ++i) dropped[i] += o.dropped[i];
+}
+
+std::uint64_t IntakeStats::received() const noexcept {
+    std::uint64_t n = 0;
+    for (std::size_t c = 0; c < kCarrierCount; ++c) {
+        for (auto v : packets[c]) n += v;
+        n += undecodable_packets[c];
+    }
+    return n;
+}
+
+std::uint64_t IntakeStats::accepted() const noexcept {
+    return std::accumulate(accepted_by_class.begin(), accepted_by_class.end(), std::uint64_t{0});
+}
+
+HepIntake::HepIntake(IntakeOptions options)
+    : options_(std::move(options)), inflate_buffer_(std::max<std::size_t>(options_.max_decompressed_bytes, 1)) {}
+
+void HepIntake::count_received(ByteSpan bytes, Carrier carrier) noexcept {
+    const auto c = static_cast<std::size_t>(carrier);
+    const std::size_t v = version_index(bytes);
+    if (v < 3) {
+        ++stats_.packets[c][v];
+        stats_.bytes[c][v] += bytes.size();
+    } else {
+        ++stats_.undecodable_packets[c];
+    }
+}
+
+void HepIntake::count_drop(DropReason reason, ByteSpan bytes, Carrier carrier) noexcept {
+    count_received(bytes, carrier);
+    ++stats_.dropped[static_cast<std::size_t>(reason)];
+}
+
+bool HepIntake::accept(ByteSpan bytes, Carrier carrier, Timestamp now, shard::Datagram& out) noexcept {
+    count_received(bytes, carrier);
+
+    auto fail_with = [&](hep::DecodeError e) {
+        ++stats_.decode_errors[static_cast<std::size_t>(e)];
+        ++stats_.dropped[static_cast<std::size_t>(DropReason::decode_error)];
+        return false;
+    };
+    if (auto err = hep::decode_into(bytes, message_)) return fail_with(*err);
+
+    if (!options_.auth_key.empty() && !same_key(message_.auth_key, options_.auth_key)) {
+        ++stats_.dropped[static_cast<std::size_t>(DropReason::auth)];
+        return false;
+    }
+
+    ByteSpan payload = message_.payload;
+    if (message_.compressed) {
+        auto inflated = inflater_.inflate(payload, inflate_buffer_);
+        if (!inflated) return fail_with(inflated.error());
+        payload = *inflated;
+    }
+
+    const auto when = hep::normalise_timestamp(message_, now);
+    if (when.fixup != hep::TimestampFixup::none)
+        ++stats_.timestamp_fixups[static_cast<std::size_t>(when.fixup)];
+
+    const auto cls = options_.payload_types.payload_class(message_.payload_type);
+    ++stats_.accepted_by_class[static_cast<std::size_t>(cls)];
+
+    out.time = when.time;
+    out.src = message_.src;
+    out.dst = message_.dst;
+    out.transport = transport_of(message_.ip_protocol);
+    out.kind = kind_of(cls, message_.payload_type);
+    out.hep_payload_type = message_.payload_type;
+    out.agent = 0;
+    out.capture_id = message_.capture_id;
+    out.correlation_id = as_text(message_.correlation_id);
+    out.payload = payload;
+    return true;
+}
+
+} // namespace hepd::ingest

@@ -1,0 +1,112 @@
+// Runs the real hepd binary: the command line is what operators touch first.
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+struct Run {
+    int status = -1;
+    std::string output;  // stdout and stderr together
+};
+
+Run run(const std::string& args) {
+    Run r;
+    const std::string cmd = std::string(HEPD_BINARY) + " " + args + " 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::array<char, 4096> buf{};
+    while (std::fgets(buf.data(), static_cast<int>(buf.size()), p) != nullptr) r.output += buf.data();
+    const int st = pclose(p);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return r;
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+    const auto path = (std::filesystem::temp_directory_path() / name).string();
+    std::ofstream(path) << text;
+    return path;
+}
+
+} // namespace
+
+TEST_CASE("hepd --version and --help", "[app]") {
+    auto v = run("--version");
+    CHECK(v.status == 0);
+    CHECK(v.output.rfind("hepd 0.", 0) == 0);
+    CHECK(v.output.find("commit") != std::string::npos);
+
+    auto h = run("--help");
+    CHECK(h.status == 0);
+    for (const char* flag : {"--config", "--hep-listen", "--hep-rate-limit", "--metrics-listen", "--state-dir",
+                             "--cores", "--log-level", "check-config", "0 means unlimited"}) {
+        INFO(flag);
+        CHECK(h.output.find(flag) != std::string::npos);
+    }
+}
+
+TEST_CASE("hepd check-config accepts the shipped configuration", "[app]") {
+    auto r = run("check-config " HEPD_SOURCE_DIR "/config/hepd.yaml");
+    CHECK(r.status == 0);
+    CHECK(r.output.find("configuration ok") != std::string::npos);
+
+    auto printed = run("check-config " HEPD_SOURCE_DIR "/config/hepd.yaml --print");
+    CHECK(printed.status == 0);
+    CHECK(printed.output.find("listen:") != std::string::npos);
+}
+
+TEST_CASE("a bad configuration names the key and the line, and exits 78", "[app]") {
+    const auto unknown = write_temp("hepd_cli_unknown.yaml", "log_level: info\nhep:\n  udp:\n    bogus_key: 1\n");
+    auto r = run("check-config " + unknown);
+    CHECK(r.status == 78);
+    CHECK(r.output.find("hep.udp.bogus_key") != std::string::npos);
+    CHECK(r.output.find(":4:") != std::string::npos);
+
+    const auto bad_type = write_temp("hepd_cli_type.yaml", "hep:\n  tcp:\n    max_connections: lots\n");
+    auto t = run("check-config " + bad_type);
+    CHECK(t.status == 78);
+    CHECK(t.output.find("hep.tcp.max_connections") != std::string::npos);
+    CHECK(t.output.find(":3:") != std::string::npos);
+
+    auto flag = run("--cores many");
+    CHECK(flag.status == 78);
+    CHECK(flag.output.find("--cores") != std::string::npos);
+
+    auto missing = run("check-config /nonexistent/hepd.yaml");
+    CHECK(missing.status == 78);
+}
+
+TEST_CASE("usage errors exit 64", "[app]") {
+    CHECK(run("--no-such-flag").status == 64);
+    CHECK(run("--config").status == 64);
+    CHECK(run("check-config").status == 64);
+}
+
+TEST_CASE("a port already in use is a clear start-up error", "[app]") {
+    // Hold a UDP port on loopback, then ask hepd for the same one.
+    const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    socklen_t len = sizeof addr;
+    REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    const std::string at = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+
+    auto r = run("--hep-listen " + at);
+    close(fd);
+    CHECK(r.status == 69);
+    CHECK(r.output.find("cannot listen on " + at) != std::string::npos);
+    CHECK(r.output.find("in use") != std::string::npos);
+}
