@@ -1,0 +1,198 @@
+#pragma once
+// A capped hash table whose entries are kept in least-recently-active order, for the tables an
+// attacker can grow (dialogs, streams, pending media). Entries live in one vector and are
+// addressed by a stable 32-bit index; an open-addressing index maps hashes to them and a doubly
+// linked list threaded through the entries gives the LRU order. At the cap, inserting evicts the
+// least recently touched entry and hands it to the caller to account for.
+//
+// Not thread-safe: one table belongs to one shard.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace hepd {
+
+template <class Key, class Value>
+class LruTable {
+public:
+    static constexpr std::uint32_t kNone = 0xffffffffU;
+
+    struct Entry {
+        Key key{};
+        Value value{};
+        std::uint64_t hash = 0;
+        std::uint32_t prev = kNone;  // towards the least recently touched
+        std::uint32_t next = kNone;  // towards the most recently touched
+        bool used = false;
+    };
+
+    explicit LruTable(std::size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {
+        std::size_t slots = 16;
+        while (slots < capacity_ * 2 && slots < (std::size_t{1} << 31)) slots <<= 1;
+        max_slots_ = slots;
+        index_.assign(16, Slot{});
+    }
+
+    std::size_t size() const noexcept { return size_; }
+    std::size_t capacity() const noexcept { return capacity_; }
+    bool full() const noexcept { return size_ >= capacity_; }
+
+    // Index of the entry with this key, or kNone. `eq(stored_key)` compares against the probe.
+    template <class Eq>
+    std::uint32_t find(std::uint64_t hash, Eq&& eq) const noexcept {
+        const std::size_t mask = index_.size() - 1;
+        for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
+            const Slot& s = index_[i];
+            if (s.entry == kNone) return kNone;
+            if (s.entry != kTombstone && s.hash == hash && eq(entries_[s.entry].key)) return s.entry;
+        }
+    }
+
+    // Inserts a new entry (the caller has checked that the key is absent) and makes it the most
+    // recent. When the table is full, the least recent entry is removed first and returned.
+    std::pair<std::uint32_t, std::optional<Entry>> insert(std::uint64_t hash, Key key, Value value) {
+        std::optional<Entry> evicted;
+        if (size_ >= capacity_) {
+            const std::uint32_t victim = head_;
+            evicted = std::move(entries_[victim]);
+            erase(victim);
+        }
+        std::uint32_t at;
+        if (!free_.empty()) {
+            at = free_.back();
+            free_.pop_back();
+        } else {
+            at = static_cast<std::uint32_t>(entries_.size());
+            entries_.emplace_back();
+        }
+        Entry& e = entries_[at];
+        e.key = std::move(key);
+        e.value = std::move(value);
+        e.hash = hash;
+        e.used = true;
+        link_back(at);
+        ++size_;
+        grow_index_if_needed();
+        place(hash, at);
+        return {at, std::move(evicted)};
+    }
+
+    void touch(std::uint32_t at) noexcept {
+        if (tail_ == at) return;
+        unlink(at);
+        link_back(at);
+    }
+
+    void erase(std::uint32_t at) {
+        Entry& e = entries_[at];
+        const std::size_t mask = index_.size() - 1;
+        for (std::size_t i = e.hash & mask;; i = (i + 1) & mask) {
+            if (index_[i].entry == at) {
+                index_[i].entry = kTombstone;
+                ++tombstones_;
+                break;
+            }
+        }
+        unlink(at);
+        e = Entry{};
+        free_.push_back(at);
+        --size_;
+    }
+
+    Entry& entry(std::uint32_t at) noexcept { return entries_[at]; }
+    const Entry& entry(std::uint32_t at) const noexcept { return entries_[at]; }
+    Value& operator[](std::uint32_t at) noexcept { return entries_[at].value; }
+
+    std::uint32_t oldest() const noexcept { return head_; }
+    std::uint32_t newer(std::uint32_t at) const noexcept { return entries_[at].next; }
+
+    // Visits live entries from least to most recent; `f(index, entry)` may not modify the table.
+    template <class F>
+    void for_each(F&& f) const {
+        for (std::uint32_t at = head_; at != kNone; at = entries_[at].next) f(at, entries_[at]);
+    }
+
+    // Removes every entry for which `pred(entry)` is true, calling `on_remove(entry)` first.
+    template <class Pred, class OnRemove>
+    std::size_t erase_if(Pred&& pred, OnRemove&& on_remove) {
+        std::size_t n = 0;
+        for (std::uint32_t at = head_; at != kNone;) {
+            const std::uint32_t next = entries_[at].next;
+            if (pred(entries_[at])) {
+                on_remove(entries_[at]);
+                erase(at);
+                ++n;
+            }
+            at = next;
+        }
+        return n;
+    }
+
+    // Bytes held by the table's own structures (not by heap memory that keys or values own).
+    std::size_t memory_bytes() const noexcept {
+        return entries_.capacity() * sizeof(Entry) + index_.capacity() * sizeof(Slot) +
+               free_.capacity() * sizeof(std::uint32_t);
+    }
+
+private:
+    static constexpr std::uint32_t kTombstone = 0xfffffffeU;
+
+    struct Slot {
+        std::uint64_t hash = 0;
+        std::uint32_t entry = kNone;
+    };
+
+    void place(std::uint64_t hash, std::uint32_t at) noexcept {
+        const std::size_t mask = index_.size() - 1;
+        for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
+            if (index_[i].entry == kNone || index_[i].entry == kTombstone) {
+                if (index_[i].entry == kTombstone) --tombstones_;
+                index_[i] = Slot{hash, at};
+                return;
+            }
+        }
+    }
+
+    // Keeps the load (live + tombstones) under 1/2 so probes stay short; rebuilding also clears
+    // tombstones. Grows in steps up to twice the capacity.
+    void grow_index_if_needed() {
+        if ((size_ + tombstones_) * 2 < index_.size()) return;
+        std::size_t slots = index_.size();
+        if (size_ * 2 >= slots && slots < max_slots_) slots *= 2;
+        std::vector<Slot> old(slots, Slot{});
+        index_.swap(old);
+        tombstones_ = 0;
+        for (const Slot& s : old)
+            if (s.entry != kNone && s.entry != kTombstone) place(s.hash, s.entry);
+    }
+
+    void link_back(std::uint32_t at) noexcept {
+        Entry& e = entries_[at];
+        e.prev = tail_;
+        e.next = kNone;
+        if (tail_ != kNone) entries_[tail_].next = at;
+        tail_ = at;
+        if (head_ == kNone) head_ = at;
+    }
+
+    void unlink(std::uint32_t at) noexcept {
+        Entry& e = entries_[at];
+        if (e.prev != kNone) entries_[e.prev].next = e.next; else head_ = e.next;
+        if (e.next != kNone) entries_[e.next].prev = e.prev; else tail_ = e.prev;
+        e.prev = e.next = kNone;
+    }
+
+    std::size_t capacity_;
+    std::size_t max_slots_ = 16;
+    std::vector<Entry> entries_;
+    std::vector<Slot> index_;
+    std::vector<std::uint32_t> free_;
+    std::size_t size_ = 0;
+    std::size_t tombstones_ = 0;
+    std::uint32_t head_ = kNone;
+    std::uint32_t tail_ = kNone;
+};
+
+} // namespace hepd

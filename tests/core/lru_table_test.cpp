@@ -1,0 +1,99 @@
+#include "core/hash.hpp"
+#include "core/lru_table.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <random>
+#include <string>
+
+using namespace hepd;
+using Table = LruTable<std::string, int>;
+
+namespace {
+std::uint32_t find(const Table& t, const std::string& k) {
+    return t.find(hash_text(k), [&](const std::string& stored) { return stored == k; });
+}
+std::optional<Table::Entry> put(Table& t, const std::string& k, int v) {
+    return t.insert(hash_text(k), k, v).second;
+}
+} // namespace
+
+TEST_CASE("LRU table finds, touches and evicts the least recently active", "[core][lru]") {
+    Table t(3);
+    CHECK_FALSE(put(t, "a", 1));
+    CHECK_FALSE(put(t, "b", 2));
+    CHECK_FALSE(put(t, "c", 3));
+    CHECK(t.size() == 3);
+    t.touch(find(t, "a"));  // order now b, c, a
+    auto evicted = put(t, "d", 4);
+    REQUIRE(evicted);
+    CHECK(evicted->key == "b");
+    CHECK(evicted->value == 2);
+    CHECK(find(t, "b") == Table::kNone);
+    CHECK(t[find(t, "a")] == 1);
+    CHECK(t[find(t, "d")] == 4);
+    CHECK(t.size() == 3);
+
+    std::vector<std::string> order;
+    t.for_each([&](std::uint32_t, const Table::Entry& e) { order.push_back(e.key); });
+    CHECK(order == std::vector<std::string>{"c", "a", "d"});
+}
+
+TEST_CASE("LRU table erase_if removes and reports", "[core][lru]") {
+    Table t(10);
+    for (int i = 0; i < 10; ++i) put(t, std::to_string(i), i);
+    int removed_sum = 0;
+    const auto n = t.erase_if([](const Table::Entry& e) { return e.value % 2 == 0; },
+                              [&](const Table::Entry& e) { removed_sum += e.value; });
+    CHECK(n == 5);
+    CHECK(removed_sum == 0 + 2 + 4 + 6 + 8);
+    CHECK(t.size() == 5);
+    CHECK(find(t, "4") == Table::kNone);
+    CHECK(find(t, "5") != Table::kNone);
+}
+
+TEST_CASE("LRU table agrees with a reference model under random churn", "[core][lru]") {
+    constexpr std::size_t kCap = 200;
+    Table t(kCap);
+    std::map<std::string, int> model;       // key -> value
+    std::map<std::string, long> last_use;   // key -> logical time
+    long now = 0;
+    std::mt19937 rng(7);
+    for (int step = 0; step < 50'000; ++step) {
+        const std::string k = "k" + std::to_string(rng() % 600);
+        ++now;
+        const auto at = find(t, k);
+        if (at != Table::kNone) {
+            REQUIRE(model.count(k) == 1);
+            REQUIRE(t[at] == model[k]);
+            if (rng() % 4 == 0) {
+                t.erase(at);
+                model.erase(k);
+                last_use.erase(k);
+            } else {
+                t.touch(at);
+                last_use[k] = now;
+            }
+        } else {
+            REQUIRE(model.count(k) == 0);
+            auto evicted = put(t, k, step);
+            if (model.size() == kCap) {
+                REQUIRE(evicted);
+                // The victim is the key used longest ago.
+                auto oldest = std::min_element(last_use.begin(), last_use.end(),
+                                               [](const auto& a, const auto& b) { return a.second < b.second; });
+                REQUIRE(evicted->key == oldest->first);
+                model.erase(evicted->key);
+                last_use.erase(evicted->key);
+            } else {
+                REQUIRE_FALSE(evicted);
+            }
+            model[k] = step;
+            last_use[k] = now;
+        }
+        REQUIRE(t.size() == model.size());
+    }
+    // Memory stays bounded by the cap: entries never exceed it.
+    CHECK(t.memory_bytes() < kCap * 4 * sizeof(Table::Entry));
+}
