@@ -1,0 +1,47 @@
+#pragma once
+// "RTP to address A:p belongs to Call-ID X, with these codecs": learnt from SDP by the shard that
+// owns the dialog, delivered to the shard that owns the media address. It is the only thing
+// that joins streams to dialogs, so both the SIP and the RTP side speak this one type.
+#include "core/address.hpp"
+#include "core/time.hpp"
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace hepd {
+
+struct CodecInfo {
+    std::uint8_t payload_type = 0;
+    std::uint8_t channels = 1;
+    std::uint32_t clock_rate = 0;     // Hz, from a=rtpmap or the RFC 3551 static table
+    std::array<char, 14> name{};      // encoding name as in rtpmap ("PCMA", "opus"), NUL-padded
+
+    std::string_view name_view() const noexcept {
+        std::size_t n = 0;
+        while (n < name.size() && name[n] != '\0') ++n;
+        return {name.data(), n};
+    }
+    void set_name(std::string_view text) noexcept {
+        name.fill('\0');
+        for (std::size_t i = 0; i < text.size() && i < name.size(); ++i) name[i] = text[i];
+    }
+};
+
+inline constexpr std::size_t kMaxBindingCodecs = 8;
+
+struct MediaBinding {
+    Endpoint media;               // RTP destination announced in SDP: c= address + m= port
+    Timestamp time;               // time of the SIP message that carried the SDP
+    std::string_view call_id;     // a view: whoever queues a binding copies the text
+    std::array<CodecInfo, kMaxBindingCodecs> codecs{};
+    std::uint8_t codec_count = 0;
+};
+
+// RTP and its RTCP (port + 1, or the same port with rtcp-mux) map to one key, so both land on
+// the shard that owns the stream.
+inline Endpoint media_key(const Endpoint& e) noexcept {
+    return Endpoint{e.address, static_cast<std::uint16_t>(e.port & ~1U)};
+}
+
+} // namespace hepd
