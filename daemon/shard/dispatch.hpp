@@ -1,0 +1,37 @@
+#pragma once
+// Which shard owns a datagram: a pure function of the datagram and the shard count, so live and
+// offline input, and a snapshot restored onto another core count, all agree.
+//   SIP                         -> hash(Call-ID)
+//   report with correlation id  -> hash(correlation id)   (senders put the Call-ID there)
+//   RTP                         -> hash(media_key(destination))
+//   raw RTCP                    -> hash(media_key(source)) (the reporter: its blocks describe
+//                                  the stream sent to it, which lives on that shard)
+#include "core/address.hpp"
+#include "shard/datagram.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace hepd::shard {
+
+// The Call-ID header value of a SIP message (full or compact form, any case), trimmed; empty
+// when there is none. A header scan only: the owning shard parses the message properly.
+std::string_view find_call_id(std::string_view sip) noexcept;
+
+std::uint64_t call_key(std::string_view call_id) noexcept;
+std::uint64_t media_hash(const Endpoint& media) noexcept;  // applies media_key()
+
+std::uint64_t dispatch_hash(const Datagram& d) noexcept;
+
+inline std::size_t shard_of(const Datagram& d, std::size_t shards) noexcept {
+    return shards <= 1 ? 0 : static_cast<std::size_t>(dispatch_hash(d) % shards);
+}
+inline std::size_t shard_of_call(std::string_view call_id, std::size_t shards) noexcept {
+    return shards <= 1 ? 0 : static_cast<std::size_t>(call_key(call_id) % shards);
+}
+inline std::size_t shard_of_media(const Endpoint& media, std::size_t shards) noexcept {
+    return shards <= 1 ? 0 : static_cast<std::size_t>(media_hash(media) % shards);
+}
+
+} // namespace hepd::shard

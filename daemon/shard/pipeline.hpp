@@ -1,0 +1,113 @@
+#pragma once
+// N shards, each a thread that owns a Worker (its dialog and stream tables), fed by producers
+// (receive threads, the pcap reader) through bounded single-producer/single-consumer queues of
+// batches. Shards share nothing: the only traffic between them is MediaBinding records on
+// shard-to-shard links. With one shard there are no threads and no queues at all.
+#include "core/media_binding.hpp"
+#include "core/stats.hpp"
+#include "core/time.hpp"
+#include "shard/batch.hpp"
+#include "shard/datagram.hpp"
+#include "shard/spsc_queue.hpp"
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <thread>
+#include <vector>
+
+namespace hepd::shard {
+
+class BindingSink {
+public:
+    virtual ~BindingSink() = default;
+    virtual void send(const MediaBinding& binding) = 0;
+};
+
+// What runs on a shard. Called only from that shard's thread.
+class Worker {
+public:
+    virtual ~Worker() = default;
+    virtual void process(const Datagram& d, BindingSink& out) = 0;
+    virtual void bind(const MediaBinding& binding) = 0;
+    // The shard's packet-time clock moved (expiry runs here).
+    virtual void advance(Timestamp now) = 0;
+    // Nothing more will arrive (end of an offline run, or shutdown).
+    virtual void finish(Timestamp end) = 0;
+};
+
+struct PipelineOptions {
+    std::size_t shards = 1;
+    std::size_t producers = 1;
+    std::size_t queue_batches = 64;        // per producer-to-shard link
+    std::size_t batch_datagrams = 256;
+    std::size_t batch_bytes = 128 * 1024;
+    // Offline runs wait for room instead of dropping: a capture must be read in full.
+    bool lossless = false;
+};
+
+class Pipeline {
+public:
+    class Producer;
+
+    Pipeline(PipelineOptions options, std::vector<std::unique_ptr<Worker>> workers);
+    ~Pipeline();
+    Pipeline(const Pipeline&) = delete;
+    Pipeline& operator=(const Pipeline&) = delete;
+
+    std::size_t shards() const noexcept { return workers_.size(); }
+    Producer& producer(std::size_t i) noexcept { return *producers_[i]; }
+    Worker& worker(std::size_t shard) noexcept { return *workers_[shard]; }
+
+    // Starts the shard threads (none with a single shard).
+    void start();
+    // Ends the run once every producer has flushed and stopped: delivers everything queued
+    // (datagrams, then bindings between shards), calls Worker::finish(end) on every shard and
+    // joins the threads. Idempotent.
+    void finish(Timestamp end);
+
+    // Batches waiting for a shard (scraped as hepd_shard_queue_depth).
+    std::size_t queue_depth(std::size_t shard) const noexcept;
+    // Datagrams dropped because a shard's queue was full (live mode), over all producers.
+    std::uint64_t queue_full_drops() const noexcept;
+    // Bindings lost between shards because a shard-to-shard link was full (live mode only).
+    std::uint64_t binding_drops() const noexcept { return binding_drops_.value(); }
+
+private:
+    struct Link;
+    class ShardThread;
+    friend class Producer;
+
+    PipelineOptions options_;
+    std::vector<std::unique_ptr<Worker>> workers_;
+    std::vector<std::unique_ptr<Producer>> producers_;
+    std::vector<std::unique_ptr<ShardThread>> threads_;
+    std::atomic<bool> producers_done_{false};
+    std::atomic<std::size_t> shards_drained_{0};
+    Counter binding_drops_;
+    bool finished_ = false;
+};
+
+class Pipeline::Producer {
+public:
+    Producer(Pipeline& pipeline, std::size_t index);
+    ~Producer();
+    // Routes the datagram to its shard (copying its bytes). Never blocks in live mode: when the
+    // shard's queue is full the datagram is dropped and counted.
+    void push(const Datagram& d);
+    // Sends partially filled batches now (call when the input goes idle, and at the end).
+    void flush();
+    std::uint64_t dropped() const noexcept { return dropped_.value(); }
+
+private:
+    friend class Pipeline;
+    Pipeline& pipeline_;
+    std::vector<Link*> links_;  // one per shard
+    Timestamp watermark_{};
+    Counter dropped_;
+    // Single-shard mode: delivered in place.
+    class DirectSink;
+    std::unique_ptr<DirectSink> direct_;
+};
+
+} // namespace hepd::shard
