@@ -1,0 +1,21 @@
+#pragma once
+// Tells apart what shares one media port (RFC 7983 first-octet ranges, then RFC 5761 section 4
+// for RTP versus RTCP). A hint for routing only: the matching parser still validates the packet.
+#include <cstdint>
+#include <string_view>
+
+#include "core/bytes.hpp"
+
+namespace hepd::rtp {
+
+enum class PacketKind : std::uint8_t { unknown, rtp, rtcp, stun, zrtp, dtls, turn_channel };
+
+std::string_view to_string(PacketKind kind) noexcept;
+
+// First octet: 0-3 STUN, 16-19 ZRTP, 20-63 DTLS, 64-79 TURN ChannelData, 128-191 RTP/RTCP
+// (version 2). For RTP/RTCP the second octet decides: 192-223 is an RTCP packet type, anything
+// else is marker bit + payload type (which is why payload types 64-95 must not be used when
+// RTP and RTCP are multiplexed). An RTP/RTCP candidate shorter than 2 octets is unknown.
+PacketKind classify(ByteSpan bytes) noexcept;
+
+} // namespace hepd::rtp
