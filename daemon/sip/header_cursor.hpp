@@ -1,0 +1,103 @@
+#pragma once
+// Walks the header section of a SIP message one field at a time, joining folded continuation
+// lines (RFC 3261 section 7.3.1) and accepting bare LF line ends. Shared by the message parser,
+// find_header() and the stream framer so that all three agree on where a field and the header
+// section end.
+#include "sip/text.hpp"
+
+#include <cstddef>
+#include <cstring>
+#include <string_view>
+
+namespace hepd::sip::detail {
+
+struct HeaderLine {
+    std::string_view name;
+    std::string_view value;  // trimmed, folds kept
+    std::size_t start = 0;   // offset of the field's first byte in the cursor's text
+    bool folded = false;
+};
+
+enum class LineStatus : unsigned char {
+    field,           // `line` holds the next field
+    end_of_headers,  // the empty line; position() is the first body byte
+    end_of_input,    // the text ended right after a complete line, with no empty line
+    truncated,       // the text ends inside a line
+    no_colon,
+    bad_name,
+};
+
+class HeaderCursor {
+public:
+    HeaderCursor(std::string_view text, std::size_t pos) noexcept : text_(text), pos_(pos) {}
+
+    std::size_t position() const noexcept { return pos_; }
+
+    LineStatus next(HeaderLine& line) noexcept {
+        const std::size_t size = text_.size();
+        if (pos_ >= size) return LineStatus::end_of_input;
+        const std::size_t start = pos_;
+        const std::size_t lf = find_lf(start);
+        if (lf == npos) {
+            // A lone CR is the empty line cut before its LF: the header section is complete.
+            if (size - start == 1 && text_[start] == '\r') {
+                pos_ = size;
+                return LineStatus::end_of_headers;
+            }
+            return LineStatus::truncated;
+        }
+        const std::size_t end = content_end(start, lf);
+        if (end == start) {
+            pos_ = lf + 1;
+            return LineStatus::end_of_headers;
+        }
+        // The name is a token up to optional blanks and the colon (RFC 3261 HCOLON); one pass
+        // over it replaces a colon search plus a separate validation.
+        std::size_t name_end = start;
+        while (name_end < end && is_token_char(text_[name_end])) ++name_end;
+        std::size_t colon = name_end;
+        while (colon < end && is_space(text_[colon])) ++colon;
+        if (name_end == start || colon == end || text_[colon] != ':') {
+            // A continuation line with no field to continue, no colon at all, or else an empty
+            // name or one with a non-token character.
+            if (is_space(text_[start])) return LineStatus::bad_name;
+            if (std::memchr(text_.data() + start, ':', end - start) == nullptr) return LineStatus::no_colon;
+            return LineStatus::bad_name;
+        }
+        const std::string_view name = text_.substr(start, name_end - start);
+
+        std::size_t value_end = end;
+        std::size_t next = lf + 1;
+        bool folded = false;
+        while (next < size && is_space(text_[next])) {
+            const std::size_t lf2 = find_lf(next);
+            if (lf2 == npos) return LineStatus::truncated;
+            value_end = content_end(next, lf2);
+            next = lf2 + 1;
+            folded = true;
+        }
+        pos_ = next;
+        line.name = name;
+        line.value = trim_lws(text_.substr(colon + 1, value_end - (colon + 1)));
+        line.start = start;
+        line.folded = folded;
+        return LineStatus::field;
+    }
+
+private:
+    static constexpr std::size_t npos = std::string_view::npos;
+
+    std::size_t find_lf(std::size_t from) const noexcept {
+        const void* p = std::memchr(text_.data() + from, '\n', text_.size() - from);
+        return p == nullptr ? npos : static_cast<std::size_t>(static_cast<const char*>(p) - text_.data());
+    }
+    // End of a line's content: before the LF and before one CR preceding it.
+    std::size_t content_end(std::size_t start, std::size_t lf) const noexcept {
+        return (lf > start && text_[lf - 1] == '\r') ? lf - 1 : lf;
+    }
+
+    std::string_view text_;
+    std::size_t pos_;
+};
+
+} // namespace hepd::sip::detail

@@ -1,0 +1,278 @@
+#pragma once
+// Character-level helpers shared by the SIP and SDP parsers. Header values are views into the
+// packet, so a folded value still holds its CRLF + SP: every helper that skips white space here
+// treats CR and LF as linear white space (RFC 3261 LWS) for that reason.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <string_view>
+
+namespace hepd::sip::detail {
+
+inline constexpr bool is_space(char c) noexcept { return c == ' ' || c == '\t'; }
+inline constexpr bool is_lws(char c) noexcept {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+inline constexpr bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
+// Branch-free: header names are compared byte by byte on every packet.
+inline constexpr char to_lower(char c) noexcept {
+    const auto u = static_cast<unsigned char>(c);
+    return static_cast<char>(u + (static_cast<unsigned char>(u - 'A') < 26u ? 32u : 0u));
+}
+
+// RFC 3261 token: alphanum / "-" / "." / "!" / "%" / "*" / "_" / "+" / "`" / "'" / "~"
+inline constexpr std::array<bool, 256> make_token_table() noexcept {
+    std::array<bool, 256> t{};
+    for (int c = '0'; c <= '9'; ++c) t[static_cast<std::size_t>(c)] = true;
+    for (int c = 'a'; c <= 'z'; ++c) t[static_cast<std::size_t>(c)] = true;
+    for (int c = 'A'; c <= 'Z'; ++c) t[static_cast<std::size_t>(c)] = true;
+    for (char c : std::string_view("-.!%*_+`'~")) t[static_cast<unsigned char>(c)] = true;
+    return t;
+}
+inline constexpr std::array<bool, 256> token_table = make_token_table();
+
+inline constexpr bool is_token_char(char c) noexcept {
+    return token_table[static_cast<unsigned char>(c)];
+}
+
+inline constexpr bool is_token(std::string_view s) noexcept {
+    if (s.empty()) return false;
+    for (char c : s)
+        if (!is_token_char(c)) return false;
+    return true;
+}
+
+inline constexpr std::string_view ltrim_lws(std::string_view s) noexcept {
+    std::size_t i = 0;
+    while (i < s.size() && is_lws(s[i])) ++i;
+    return s.substr(i);
+}
+inline constexpr std::string_view rtrim_lws(std::string_view s) noexcept {
+    std::size_t n = s.size();
+    while (n > 0 && is_lws(s[n - 1])) --n;
+    return s.substr(0, n);
+}
+inline constexpr std::string_view trim_lws(std::string_view s) noexcept {
+    return rtrim_lws(ltrim_lws(s));
+}
+
+// Lower-cases the ASCII letters among 8 bytes at once (exact: other bytes are left alone).
+inline std::uint64_t lower8(std::uint64_t x) noexcept {
+    const std::uint64_t low7 = x & 0x7f7f7f7f7f7f7f7fULL;
+    const std::uint64_t ge_a = low7 + 0x3f3f3f3f3f3f3f3fULL;  // bit 7 set where byte >= 'A'
+    const std::uint64_t gt_z = low7 + 0x2525252525252525ULL;  // bit 7 set where byte > 'Z'
+    const std::uint64_t upper = ge_a & ~gt_z & ~x & 0x8080808080808080ULL;
+    return x | (upper >> 2);
+}
+
+inline std::uint64_t load8(const char* p) noexcept {
+    std::uint64_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+inline std::uint64_t load4(const char* p) noexcept {
+    std::uint32_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+inline std::uint64_t load2(const char* p) noexcept {
+    std::uint16_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+// ASCII case-insensitive equality; `lower` must already be lower case. Header names and SDP
+// attribute names go through here on every packet, hence the 8-bytes-at-a-time path.
+inline bool iequals_lower(std::string_view text, std::string_view lower) noexcept {
+    const std::size_t n = text.size();
+    if (n != lower.size()) return false;
+    const char* t = text.data();
+    const char* l = lower.data();
+    // Short names: two overlapping loads cover every length (zero-extended bytes are no letters).
+    if (n < 8) {
+        if (n >= 4) return lower8(load4(t)) == load4(l) && lower8(load4(t + n - 4)) == load4(l + n - 4);
+        if (n >= 2) return lower8(load2(t)) == load2(l) && lower8(load2(t + n - 2)) == load2(l + n - 2);
+        return n == 0 || to_lower(t[0]) == l[0];
+    }
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        if (lower8(load8(text.data() + i)) != load8(lower.data() + i)) return false;
+    // The tail re-reads a few bytes already compared rather than looping byte by byte.
+    return i == n || lower8(load8(text.data() + n - 8)) == load8(lower.data() + n - 8);
+}
+
+// Exact comparison against a literal: with the length known at compile time the compiler turns
+// the memcmp into a couple of loads, so callers try this before the case-insensitive compare.
+inline bool equals_exact(std::string_view text, std::string_view literal) noexcept {
+    return text.size() == literal.size() && std::memcmp(text.data(), literal.data(), literal.size()) == 0;
+}
+
+// `text` equals `lower` ignoring case; `lower` is lower case. Rejects on the first letter before
+// paying for a full comparison, and accepts the usual spelling `as_written` without one.
+inline bool matches_name(std::string_view text, std::string_view as_written, std::string_view lower) noexcept {
+    if (text.size() != lower.size() || text.empty() || to_lower(text[0]) != lower[0]) return false;
+    return equals_exact(text, as_written) || iequals_lower(text, lower);
+}
+
+inline constexpr bool iequals(std::string_view a, std::string_view b) noexcept {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (to_lower(a[i]) != to_lower(b[i])) return false;
+    return true;
+}
+
+inline bool istarts_with(std::string_view text, std::string_view lower_prefix) noexcept {
+    return text.size() >= lower_prefix.size() &&
+           iequals_lower(text.substr(0, lower_prefix.size()), lower_prefix);
+}
+
+// Decimal digits only (no sign, no white space, at most 20 digits), rejecting overflow of T.
+template <class T>
+constexpr std::optional<T> parse_uint(std::string_view s) noexcept {
+    const std::size_t n = s.size();
+    if (n == 0 || n > 20) return std::nullopt;
+    // Nineteen digits always fit in 64 bits, so only a twentieth needs an overflow check.
+    const std::size_t safe = n < 19 ? n : 19;
+    std::uint64_t v = 0;
+    for (std::size_t i = 0; i < safe; ++i) {
+        const unsigned digit = static_cast<unsigned char>(s[i]) - unsigned{'0'};
+        if (digit > 9) return std::nullopt;
+        v = v * 10 + digit;
+    }
+    if (n == 20) {
+        const unsigned digit = static_cast<unsigned char>(s[19]) - unsigned{'0'};
+        if (digit > 9 || v > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) return std::nullopt;
+        v = v * 10 + digit;
+    }
+    if (v > std::numeric_limits<T>::max()) return std::nullopt;
+    return static_cast<T>(v);
+}
+
+// Index of the closing quote of a quoted-string whose opening quote is at `open`, honouring
+// backslash escapes; npos when the string is unterminated.
+inline constexpr std::size_t find_closing_quote(std::string_view s, std::size_t open) noexcept {
+    for (std::size_t i = open + 1; i < s.size(); ++i) {
+        if (s[i] == '\\') {
+            ++i;
+        } else if (s[i] == '"') {
+            return i;
+        }
+    }
+    return std::string_view::npos;
+}
+
+// Bytes find_unquoted has to look at: quotes, brackets and every separator it is asked for.
+inline constexpr std::array<bool, 256> make_list_special_table() noexcept {
+    std::array<bool, 256> t{};
+    for (char c : std::string_view("\"<>,;")) t[static_cast<unsigned char>(c)] = true;
+    return t;
+}
+inline constexpr std::array<bool, 256> list_special_table = make_list_special_table();
+
+// First `sep` (one of , ; <) that is outside quoted strings and (when `angle` is set) outside
+// <...>; npos if none. An unterminated quote swallows the rest, which is what a tolerant reader
+// wants. Scans only up to the separator, skipping ordinary bytes with one table lookup each.
+inline std::size_t find_unquoted(std::string_view s, char sep, bool angle) noexcept {
+    bool in_angle = false;
+    const std::size_t n = s.size();
+    for (std::size_t i = 0; i < n; ++i) {
+        const char c = s[i];
+        if (!list_special_table[static_cast<unsigned char>(c)]) continue;
+        if (c == '"') {
+            const std::size_t close = find_closing_quote(s, i);
+            if (close == std::string_view::npos) return std::string_view::npos;
+            i = close;
+        } else if (c == sep && !in_angle) {
+            return i;
+        } else if (angle && c == '<') {
+            in_angle = true;
+        } else if (angle && c == '>') {
+            in_angle = false;
+        }
+    }
+    return std::string_view::npos;
+}
+
+// Walks the elements of a list separated by `sep` outside quoted strings (and outside <...> when
+// `angle` is set). Whether the text has any quote or bracket at all is decided once, so the
+// common plain value is split with one vectorised search per element.
+class ItemSplitter {
+public:
+    ItemSplitter(std::string_view text, char sep, bool angle) noexcept
+        : rest_(text), sep_(sep), angle_(angle),
+          plain_(text.empty() || (std::memchr(text.data(), '"', text.size()) == nullptr &&
+                                  (!angle || std::memchr(text.data(), '<', text.size()) == nullptr))) {}
+
+    bool done() const noexcept { return rest_.empty(); }
+
+    // The next element, trimmed (possibly empty); advances past its separator.
+    std::string_view next() noexcept {
+        std::size_t at = std::string_view::npos;
+        if (plain_) {
+            const void* p = std::memchr(rest_.data(), sep_, rest_.size());
+            if (p != nullptr) at = static_cast<std::size_t>(static_cast<const char*>(p) - rest_.data());
+        } else {
+            at = find_unquoted(rest_, sep_, angle_);
+        }
+        std::string_view item;
+        if (at == std::string_view::npos) {
+            item = rest_;
+            rest_ = {};
+        } else {
+            item = rest_.substr(0, at);
+            rest_ = rest_.substr(at + 1);
+        }
+        return trim_lws(item);
+    }
+
+private:
+    std::string_view rest_;
+    char sep_;
+    bool angle_;
+    bool plain_;
+};
+
+// Splits off the first element of a comma-separated header value; returns it trimmed and
+// advances `rest` past the comma (empty when it was the last one).
+inline std::string_view next_list_item(std::string_view& rest) noexcept {
+    const std::size_t comma = find_unquoted(rest, ',', true);
+    std::string_view item;
+    if (comma == std::string_view::npos) {
+        item = rest;
+        rest = {};
+    } else {
+        item = rest.substr(0, comma);
+        rest = rest.substr(comma + 1);
+    }
+    return trim_lws(item);
+}
+
+// Calls f(name, value, has_value) for each ";name[=value]" parameter, names and values
+// trimmed, quoted values without their quotes; stops early when f returns true.
+template <class F>
+void for_each_param(std::string_view params, F&& f) noexcept {
+    ItemSplitter items(params, ';', false);
+    while (!items.done()) {
+        const std::string_view item = items.next();
+        if (item.empty()) continue;
+        const std::size_t eq = item.find('=');
+        if (eq == std::string_view::npos) {
+            if (f(item, item.substr(item.size()), false)) return;
+        } else {
+            const std::string_view value = trim_lws(item.substr(eq + 1));
+            const bool quoted = value.size() >= 2 && value.front() == '"' && value.back() == '"';
+            if (f(rtrim_lws(item.substr(0, eq)), quoted ? value.substr(1, value.size() - 2) : value, true))
+                return;
+        }
+    }
+}
+
+inline constexpr std::string_view unquote(std::string_view s) noexcept {
+    if (s.size() >= 2 && s.front() == '"' && s.back() == '"') return s.substr(1, s.size() - 2);
+    return s;
+}
+
+} // namespace hepd::sip::detail

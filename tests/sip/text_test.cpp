@@ -1,0 +1,103 @@
+#include "sip/text.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+using namespace hepd::sip::detail;
+
+TEST_CASE("iequals_lower at every length and mismatch position", "[sip][text]") {
+    const std::string lower_all = "abcdefghijklmnopqrstuvwxyz-0123";
+    for (std::size_t n = 0; n <= 24; ++n) {
+        INFO("length " << n);
+        const std::string lower = lower_all.substr(0, n);
+        std::string upper = lower;
+        for (char& c : upper)
+            if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 32);
+        CHECK(iequals_lower(lower, lower));
+        CHECK(iequals_lower(upper, lower));
+        for (std::size_t i = 0; i < n; ++i) {
+            INFO("position " << i);
+            std::string wrong = upper;
+            wrong[i] = wrong[i] == 'Z' ? 'Y' : 'Z';
+            CHECK_FALSE(iequals_lower(wrong, lower));
+            // Bytes that differ from a letter by 0x20 but are not its other case.
+            std::string punct = lower;
+            punct[i] = static_cast<char>(lower[i] ^ 0x20);
+            if (!(lower[i] >= 'a' && lower[i] <= 'z')) CHECK_FALSE(iequals_lower(punct, lower));
+        }
+        if (n > 0) CHECK_FALSE(iequals_lower(lower.substr(1), lower));
+    }
+    CHECK_FALSE(iequals_lower("@", "`"));
+    CHECK_FALSE(iequals_lower("[", "{"));
+    CHECK_FALSE(iequals_lower("\r", "-"));
+    CHECK_FALSE(iequals_lower("\xc1", "\xe1"));
+    CHECK(iequals_lower("SIP/2.0", "sip/2.0"));
+    CHECK(iequals("Content-LENGTH", "content-length"));
+    CHECK_FALSE(iequals("via", "vie"));
+}
+
+TEST_CASE("to_lower maps exactly A-Z", "[sip][text]") {
+    for (int c = 0; c < 256; ++c) {
+        const char ch = static_cast<char>(c);
+        const char expected = (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : ch;
+        CHECK(to_lower(ch) == expected);
+    }
+}
+
+TEST_CASE("parse_uint boundaries", "[sip][text]") {
+    CHECK(parse_uint<std::uint8_t>("255") == std::optional<std::uint8_t>(255));
+    CHECK_FALSE(parse_uint<std::uint8_t>("256").has_value());
+    CHECK(parse_uint<std::uint16_t>("65535") == std::optional<std::uint16_t>(65535));
+    CHECK_FALSE(parse_uint<std::uint16_t>("65536").has_value());
+    CHECK(parse_uint<std::uint32_t>("0004294967295") == std::optional<std::uint32_t>(4294967295u));
+    CHECK_FALSE(parse_uint<std::uint32_t>("4294967296").has_value());
+    CHECK(parse_uint<std::uint64_t>("18446744073709551615") ==
+          std::optional<std::uint64_t>(18446744073709551615ULL));
+    CHECK_FALSE(parse_uint<std::uint64_t>("18446744073709551616").has_value());
+    CHECK_FALSE(parse_uint<std::uint64_t>("99999999999999999999").has_value());
+    CHECK(parse_uint<std::uint64_t>("9999999999999999999") ==
+          std::optional<std::uint64_t>(9999999999999999999ULL));
+    CHECK_FALSE(parse_uint<std::uint64_t>("000000000000000000001").has_value());  // 21 digits
+    CHECK_FALSE(parse_uint<std::uint32_t>("").has_value());
+    CHECK_FALSE(parse_uint<std::uint32_t>("1a").has_value());
+    CHECK_FALSE(parse_uint<std::uint32_t>(" 1").has_value());
+    CHECK_FALSE(parse_uint<std::uint32_t>("+1").has_value());
+    CHECK_FALSE(parse_uint<std::uint32_t>("1/").has_value());
+    CHECK_FALSE(parse_uint<std::uint32_t>(":").has_value());
+}
+
+TEST_CASE("find_unquoted and next_list_item", "[sip][text]") {
+    CHECK(find_unquoted("a,b", ',', true) == 1);
+    CHECK(find_unquoted("\"a,b\",c", ',', true) == 5);
+    CHECK(find_unquoted("<sip:a,b>,c", ',', true) == 9);
+    CHECK(find_unquoted("<sip:a,b>,c", ',', false) == 6);
+    CHECK(find_unquoted("\"a\\\",b\",c", ',', true) == 7);
+    CHECK(find_unquoted("\"unterminated,", ',', true) == std::string_view::npos);
+    CHECK(find_unquoted("", ',', true) == std::string_view::npos);
+    CHECK(find_unquoted("abc", ',', true) == std::string_view::npos);
+
+    std::string_view rest = " one , \"t,wo\" ,<th,ree>,";
+    CHECK(next_list_item(rest) == "one");
+    CHECK(next_list_item(rest) == "\"t,wo\"");
+    CHECK(next_list_item(rest) == "<th,ree>");
+    CHECK(rest.empty());
+}
+
+TEST_CASE("ItemSplitter: plain and quoted values split alike", "[sip][text]") {
+    const auto split = [](std::string_view text, char sep, bool angle) {
+        std::vector<std::string> items;
+        ItemSplitter splitter(text, sep, angle);
+        while (!splitter.done()) items.emplace_back(splitter.next());
+        return items;
+    };
+    CHECK(split("a, b ,c", ',', true) == std::vector<std::string>{"a", "b", "c"});
+    CHECK(split("a,,", ',', true) == std::vector<std::string>{"a", ""});
+    CHECK(split(",a", ',', true) == std::vector<std::string>{"", "a"});
+    CHECK(split("", ',', true).empty());
+    CHECK(split("\"x,y\" <u,v>, w", ',', true) == std::vector<std::string>{"\"x,y\" <u,v>", "w"});
+    CHECK(split("<u,v>, w", ',', false) == std::vector<std::string>{"<u", "v>", "w"});
+    CHECK(split(";a=1;b=\"2;3\";c", ';', false) == std::vector<std::string>{"", "a=1", "b=\"2;3\"", "c"});
+    CHECK(split("\"open, never closed", ',', true) == std::vector<std::string>{"\"open, never closed"});
+}
