@@ -1,0 +1,118 @@
+#pragma once
+// The offline input: capture files in, shard::Datagrams out, in file order, exactly as the live
+// path would produce them. HEP found in a capture goes through ingest::HepIntake (so offline HEP
+// decodes like live HEP); raw SIP and media are classified here. IP fragments and TCP streams are
+// reassembled. Every frame ends in exactly one counter:
+//   frames == sum(decode_errors) + fragments.fragments - fragments.reassembled + sum(packets)
+#include "core/time.hpp"
+#include "ingest/hep_intake.hpp"
+#include "pcap/decode.hpp"
+#include "pcap/function_ref.hpp"
+#include "pcap/ip_reassembly.hpp"
+#include "pcap/reader.hpp"
+#include "pcap/tcp_reassembly.hpp"
+#include "shard/datagram.hpp"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hepd::pcap {
+
+struct CaptureOptions {
+    std::vector<std::uint16_t> hep_ports{9060};  // config pcap.hep_ports
+    std::vector<std::uint16_t> sip_ports{5060};  // config pcap.sip_ports
+    // UDP on other ports: a payload that starts like a SIP start line is SIP, and one that is a
+    // whole HEPv3 message ("HEP3" + its own length) is HEP.
+    bool sniff_sip = true;
+    bool sniff_hep = true;
+    ingest::IntakeOptions intake;
+    ReassemblyOptions fragments;
+    TcpOptions tcp;  // tcp.max_streams: config pcap.max_tcp_streams
+    std::size_t max_inflated_bytes = FileReader::kDefaultMaxInflatedBytes;
+};
+
+// What became of each UDP datagram or TCP segment that decoded (after IP reassembly).
+enum class PacketClass : std::uint8_t {
+    hep_udp,
+    hep_tcp,  // segments; the messages cut from them are counted by the intake
+    sip_udp,
+    sip_tcp,  // segments; messages in tcp.messages
+    rtp,
+    rtcp,
+    stun,  // media-port neighbours (RFC 7983): counted and skipped
+    zrtp,
+    dtls,
+    turn_channel,
+    unknown_udp,  // none of the above: skipped
+    other_tcp,    // TCP on a port that is neither HEP nor SIP: skipped
+};
+inline constexpr std::size_t kPacketClassCount = 12;
+std::string_view to_string(PacketClass c) noexcept;
+
+struct CaptureStats {
+    std::uint64_t files = 0;                                   // files read to the end or an error
+    std::array<std::uint64_t, kFileErrorCount> file_errors{};  // [none] unused
+    std::uint64_t frames = 0;
+    std::uint64_t bytes = 0;  // captured bytes of those frames
+    std::array<std::uint64_t, kLinkTypeSlots> frames_by_link{};
+    std::array<std::uint64_t, kDecodeErrorCount> decode_errors{};  // [none] and [ip_fragment] unused
+    std::array<std::uint64_t, kPacketClassCount> packets{};
+    std::uint64_t datagrams = 0;  // handed to the sink
+    std::array<std::uint64_t, shard::kPayloadKindCount> datagrams_by_kind{};
+    ReassemblyStats fragments;
+    TcpStats tcp;
+    ingest::IntakeStats hep;  // HEP messages found in the capture (UDP and TCP)
+
+    std::uint64_t decode_errors_total() const noexcept;
+    std::uint64_t packets_total() const noexcept;
+};
+
+class CaptureSource {
+public:
+    using DatagramSink = FunctionRef<void(const shard::Datagram&)>;
+
+    explicit CaptureSource(CaptureOptions options = {});
+
+    // Opens and reads one file to its end or first error, then returns that error (none at a
+    // clean end). `message` (optional) gets a human-readable account of an error.
+    FileError read_file(const std::string& path, DatagramSink sink, std::string* message = nullptr);
+    // Reads what is left of `reader`.
+    FileError read(FileReader& reader, DatagramSink sink);
+    // One frame: the unit the walk-and-split modes use.
+    void process(const Frame& frame, DatagramSink sink);
+    // End of all input: incomplete fragments and TCP streams are counted and dropped.
+    void finish() noexcept;
+
+    CaptureStats stats() const noexcept;
+
+private:
+    void udp(const L4Packet& p, DatagramSink sink);
+    void tcp(const L4Packet& p, DatagramSink sink);
+    void hep(ByteSpan bytes, ingest::Carrier carrier, Timestamp time, DatagramSink sink);
+    void raw(const L4Packet& p, shard::PayloadKind kind, ByteSpan payload, Timestamp time, DatagramSink sink);
+    void count(PacketClass c) noexcept { ++stats_.packets[static_cast<std::size_t>(c)]; }
+    bool is_hep_port(std::uint16_t port) const noexcept { return test(hep_ports_, port); }
+    bool is_sip_port(std::uint16_t port) const noexcept { return test(sip_ports_, port); }
+    static bool test(const std::array<std::uint64_t, 1024>& bits, std::uint16_t port) noexcept {
+        return ((bits[port >> 6] >> (port & 63U)) & 1U) != 0;
+    }
+
+    CaptureOptions options_;
+    std::array<std::uint64_t, 1024> hep_ports_{};
+    std::array<std::uint64_t, 1024> sip_ports_{};
+    ingest::HepIntake intake_;
+    Reassembler fragments_;
+    TcpReassembler tcp_;
+    CaptureStats stats_;
+    shard::Datagram datagram_;
+};
+
+// Whether a UDP payload starts like a SIP request line ("INVITE sip:… SIP/2.0") or status line
+// ("SIP/2.0 200 …"). Looks at the first line only.
+bool looks_like_sip(ByteSpan payload) noexcept;
+
+}  // namespace hepd::pcap

@@ -1,0 +1,140 @@
+#include "sip/dialog.hpp"
+
+#include "core/hash.hpp"
+
+namespace hepd::sip {
+
+std::string_view to_string(DialogState state) noexcept {
+    switch (state) {
+    case DialogState::trying: return "trying";
+    case DialogState::proceeding: return "proceeding";
+    case DialogState::early: return "early";
+    case DialogState::confirmed: return "confirmed";
+    case DialogState::terminated: return "terminated";
+    case DialogState::cancelled: return "cancelled";
+    case DialogState::failed: return "failed";
+    case DialogState::timed_out: return "timed_out";
+    }
+    return "unknown";
+}
+
+std::string_view to_string(DialogOutcome outcome) noexcept {
+    switch (outcome) {
+    case DialogOutcome::completed: return "completed";
+    case DialogOutcome::failed: return "failed";
+    case DialogOutcome::cancelled: return "cancelled";
+    case DialogOutcome::timed_out: return "timed_out";
+    case DialogOutcome::evicted: return "evicted";
+    }
+    return "unknown";
+}
+
+std::string_view to_string(Party party) noexcept {
+    switch (party) {
+    case Party::unknown: return "unknown";
+    case Party::caller: return "caller";
+    case Party::callee: return "callee";
+    }
+    return "unknown";
+}
+
+std::string_view to_string(TransactionOutcome outcome) noexcept {
+    switch (outcome) {
+    case TransactionOutcome::status_2xx: return "2xx";
+    case TransactionOutcome::status_3xx: return "3xx";
+    case TransactionOutcome::status_4xx: return "4xx";
+    case TransactionOutcome::status_5xx: return "5xx";
+    case TransactionOutcome::status_6xx: return "6xx";
+    case TransactionOutcome::timed_out: return "timed_out";
+    case TransactionOutcome::evicted: return "evicted";
+    }
+    return "unknown";
+}
+
+std::string_view to_string(DialogAnomaly anomaly) noexcept {
+    switch (anomaly) {
+    case DialogAnomaly::invite_without_from_tag: return "invite_without_from_tag";
+    case DialogAnomaly::key_too_long: return "key_too_long";
+    case DialogAnomaly::reinvite_unknown_dialog: return "reinvite_unknown_dialog";
+    case DialogAnomaly::ack_unknown_dialog: return "ack_unknown_dialog";
+    case DialogAnomaly::bye_unknown_dialog: return "bye_unknown_dialog";
+    case DialogAnomaly::cancel_unknown_dialog: return "cancel_unknown_dialog";
+    case DialogAnomaly::in_dialog_unknown_dialog: return "in_dialog_unknown_dialog";
+    case DialogAnomaly::response_unknown_dialog: return "response_unknown_dialog";
+    case DialogAnomaly::response_unknown_transaction: return "response_unknown_transaction";
+    case DialogAnomaly::invite_after_end: return "invite_after_end";
+    case DialogAnomaly::sdp_unusable_address: return "sdp_unusable_address";
+    case DialogAnomaly::multipart_body_skipped: return "multipart_body_skipped";
+    case DialogAnomaly::clock_skew: return "clock_skew";
+    }
+    return "unknown";
+}
+
+std::string_view to_string(Disposition disposition) noexcept {
+    switch (disposition) {
+    case Disposition::dialog_created: return "dialog_created";
+    case Disposition::dialog_updated: return "dialog_updated";
+    case Disposition::transaction_created: return "transaction_created";
+    case Disposition::transaction_updated: return "transaction_updated";
+    case Disposition::retransmission: return "retransmission";
+    case Disposition::anomaly: return "anomaly";
+    case Disposition::parse_error: return "parse_error";
+    }
+    return "unknown";
+}
+
+Hop hop_of(const PacketMeta& meta) noexcept {
+    const bool forward = meta.src < meta.dst;
+    const Endpoint& lo = forward ? meta.src : meta.dst;
+    const Endpoint& hi = forward ? meta.dst : meta.src;
+    const std::uint64_t h = mix64(hash_endpoint(lo) ^ (hash_endpoint(hi) * 0x9e3779b97f4a7c15ULL));
+    auto id = static_cast<std::uint32_t>(h ^ (h >> 32));
+    if (id == 0) id = 1;
+    return Hop{id, forward};
+}
+
+std::uint32_t tag_id(std::string_view tag) noexcept {
+    const std::uint64_t h = hash_text(tag);
+    const auto v = static_cast<std::uint32_t>(h ^ (h >> 32));
+    return v == 0 ? 1 : v;
+}
+
+std::uint32_t message_fingerprint(const Message& m, Hop hop) noexcept {
+    std::uint64_t h = hash_text(m.top_via.branch);
+    h ^= (std::uint64_t{hop.id} << 32) | (std::uint64_t{hop.forward} << 31) |
+         (std::uint64_t{m.is_response()} << 30) | (std::uint64_t{static_cast<std::uint8_t>(m.method)} << 16) |
+         m.status_code;
+    h = mix64(h ^ (std::uint64_t{m.cseq.number} * 0xff51afd7ed558ccdULL));
+    if (m.is_response() && m.to.has_tag) h = mix64(h ^ hash_text(m.to.tag));
+    auto fp = static_cast<std::uint32_t>(h ^ (h >> 32));
+    if (fp == 0) fp = 1;
+    return fp;
+}
+
+DialogKey::DialogKey(std::string_view call_id, std::string_view from_tag) {
+    // The table refuses longer tags before building a key; clamp anyway so the length byte holds.
+    if (from_tag.size() > kMaxTagSize) from_tag = from_tag.substr(0, kMaxTagSize);
+    text_.reserve(call_id.size() + from_tag.size() + 1);
+    text_.append(call_id);
+    text_.append(from_tag);
+    text_.push_back(static_cast<char>(static_cast<unsigned char>(from_tag.size())));
+}
+
+std::string_view DialogKey::from_tag() const noexcept {
+    if (text_.empty()) return {};
+    const std::size_t n = static_cast<unsigned char>(text_.back());
+    return std::string_view(text_).substr(text_.size() - 1 - n, n);
+}
+
+std::string_view DialogKey::call_id() const noexcept {
+    if (text_.empty()) return {};
+    const std::size_t n = static_cast<unsigned char>(text_.back());
+    return std::string_view(text_).substr(0, text_.size() - 1 - n);
+}
+
+std::size_t DialogKey::heap_bytes() const noexcept {
+    static const std::size_t kInline = std::string().capacity();
+    return text_.capacity() > kInline ? text_.capacity() + 1 : 0;
+}
+
+} // namespace hepd::sip

@@ -1,0 +1,280 @@
+#pragma once
+// Plain records of the SIP dialog and transaction tables: what one call (or one out-of-dialog
+// transaction) looked like on the wire. Kept as plain data (no pointers, no views) so that a
+// snapshot can serialise them and a restore can insert them back, possibly into another shard.
+#include "sip/message.hpp"
+#include "sip/method.hpp"
+
+#include "core/address.hpp"
+#include "core/packet_meta.hpp"
+#include "core/time.hpp"
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace hepd::sip {
+
+// Timers and caps of the tables; the daemon fills it from TablesConfig / TimersConfig.
+struct DialogConfig {
+    std::uint32_t max_dialogs = 100'000;
+    std::uint32_t max_transactions = 100'000;
+    // No final answer and no ringing this long after the INVITE: RFC 3261 Timer B (64 * T1).
+    std::chrono::microseconds invite_timeout = std::chrono::seconds(32);
+    // Ringing (101..199 seen) without a final answer: RFC 3261 Timer C, "greater than 3 minutes",
+    // restarted by every provisional. Calls commonly ring longer than Timer B.
+    std::chrono::microseconds ringing_timeout = std::chrono::minutes(3);
+    std::chrono::microseconds max_call_duration = std::chrono::hours(4);
+    // Finished dialogs stay this long so that late retransmissions, ACKs and the BYE's answer
+    // still match (and are counted) instead of creating new records.
+    std::chrono::microseconds dialog_linger = std::chrono::seconds(32);
+    // Non-INVITE transaction with no final response: Timer F (64 * T1).
+    std::chrono::microseconds transaction_timeout = std::chrono::seconds(32);
+    // Completed non-INVITE transaction kept to absorb retransmissions: Timer J/K.
+    std::chrono::microseconds transaction_linger = std::chrono::seconds(32);
+};
+
+// The label set of hepd_dialogs_active{state}. Terminal states (terminated and after) are held by
+// records that linger after the end of the call.
+enum class DialogState : std::uint8_t {
+    trying,      // INVITE seen
+    proceeding,  // 100 Trying
+    early,       // 101..199
+    confirmed,   // 2xx to the INVITE
+    terminated,  // BYE after the answer
+    cancelled,   // CANCEL and/or 487, or BYE before the answer
+    failed,      // final response >= 300
+    timed_out,   // no final answer, or no BYE within max_call_duration
+};
+inline constexpr std::size_t kDialogStateCount = 8;
+std::string_view to_string(DialogState state) noexcept;
+
+constexpr bool is_finished(DialogState s) noexcept { return s >= DialogState::terminated; }
+constexpr bool is_unanswered(DialogState s) noexcept { return s < DialogState::confirmed; }
+
+// The label set of hepd_dialogs_finished_total{outcome}.
+enum class DialogOutcome : std::uint8_t { completed, failed, cancelled, timed_out, evicted };
+inline constexpr std::size_t kDialogOutcomeCount = 5;
+std::string_view to_string(DialogOutcome outcome) noexcept;
+
+// Outcome of a record in a terminal state (evicted records are gone, so never have a state).
+constexpr DialogOutcome outcome_of(DialogState s) noexcept {
+    switch (s) {
+    case DialogState::cancelled: return DialogOutcome::cancelled;
+    case DialogState::failed: return DialogOutcome::failed;
+    case DialogState::timed_out: return DialogOutcome::timed_out;
+    default: return DialogOutcome::completed;
+    }
+}
+
+enum class Party : std::uint8_t { unknown, caller, callee };
+std::string_view to_string(Party party) noexcept;
+
+// Non-INVITE transaction outcomes: the final status class, or why there was none.
+enum class TransactionOutcome : std::uint8_t {
+    status_2xx,
+    status_3xx,
+    status_4xx,
+    status_5xx,
+    status_6xx,
+    timed_out,
+    evicted,
+};
+inline constexpr std::size_t kTransactionOutcomeCount = 7;
+std::string_view to_string(TransactionOutcome outcome) noexcept;
+
+// Input the tables cannot use. Counted by reason; never stored.
+enum class DialogAnomaly : std::uint8_t {
+    invite_without_from_tag,
+    key_too_long,              // Call-ID or tag beyond kMaxCallIdSize / kMaxTagSize
+    reinvite_unknown_dialog,   // INVITE with a To-tag for a dialog not tracked
+    ack_unknown_dialog,
+    bye_unknown_dialog,
+    cancel_unknown_dialog,
+    in_dialog_unknown_dialog,  // PRACK or UPDATE for a dialog not tracked
+    response_unknown_dialog,   // response to INVITE/BYE/CANCEL/PRACK/UPDATE, dialog not tracked
+    response_unknown_transaction,
+    invite_after_end,          // a new INVITE attempt (higher CSeq, no To-tag) after the end
+    sdp_unusable_address,      // SDP media with no literal, specified connection address
+    multipart_body_skipped,    // SDP inside multipart bodies is not extracted
+    clock_skew,                // an interval came out negative (agents' clocks disagree): 0 used
+};
+inline constexpr std::size_t kDialogAnomalyCount = 13;
+std::string_view to_string(DialogAnomaly anomaly) noexcept;
+
+// Keys longer than this are refused: they would let one packet pin kilobytes per record.
+inline constexpr std::size_t kMaxCallIdSize = 255;
+inline constexpr std::size_t kMaxTagSize = 128;
+
+inline constexpr std::size_t kMaxHops = 4;        // distinct hops stored (counted exactly up to this)
+inline constexpr std::size_t kMaxForkTags = 4;    // distinct To-tags stored (forks counted exactly up to this)
+inline constexpr std::size_t kUserAgentCap = 32;  // bytes of the caller's User-Agent kept
+inline constexpr std::uint16_t kNoCause = 0xffff;
+inline constexpr std::uint32_t kNoCSeq = 0xffffffffU;  // RFC 3261: CSeq numbers are < 2^31
+
+// The last N message fingerprints of a dialog or transaction: a message whose fingerprint is
+// already there is a retransmission. Fixed size, so memory per record stays bounded.
+template <std::size_t N>
+struct FingerprintRing {
+    std::array<std::uint32_t, N> slots{};  // 0 = empty (fingerprints are never 0)
+    std::uint8_t next = 0;
+
+    bool contains(std::uint32_t fp) const noexcept {
+        for (const std::uint32_t s : slots)
+            if (s == fp) return true;
+        return false;
+    }
+    void push(std::uint32_t fp) noexcept {
+        slots[next] = fp;
+        next = static_cast<std::uint8_t>((next + 1) % N);
+    }
+    friend bool operator==(const FingerprintRing&, const FingerprintRing&) = default;
+};
+
+inline constexpr std::size_t kDialogRingSize = 12;
+inline constexpr std::size_t kTransactionRingSize = 6;
+
+// Where a message travelled: the unordered (src, dst) pair, and which way along it.
+struct Hop {
+    std::uint32_t id = 0;    // hash of the unordered endpoint pair (never 0)
+    bool forward = false;    // src sorts before dst
+};
+Hop hop_of(const PacketMeta& meta) noexcept;
+
+// Adds `id` to a record's list of hop ids (or To-tag hashes); returns its index (0 = the first
+// one seen), or N when the list is full and `id` is not in it (the count then stays at N).
+template <std::size_t N>
+std::size_t remember_id(std::array<std::uint32_t, N>& ids, std::uint8_t& count, std::uint32_t id) noexcept {
+    const std::size_t stored = count < N ? count : N;
+    for (std::size_t i = 0; i < stored; ++i)
+        if (ids[i] == id) return i;
+    if (stored == N) return N;
+    ids[stored] = id;
+    ++count;
+    return stored;
+}
+
+// The 32-bit hash stored for a To-tag (Dialog::fork_tags, Dialog::confirmed_tag); never 0.
+std::uint32_t tag_id(std::string_view tag) noexcept;
+
+// Identity of a message within its transaction, as seen on one hop in one direction: top Via
+// branch + CSeq + method, and for a response also the status code and the To-tag (two forks
+// answer the same branch with the same code, and those are not retransmissions of each other).
+// Seeing a fingerprint twice means a retransmission; the copy a proxy relays on another hop
+// differs by the hop (and usually the branch).
+std::uint32_t message_fingerprint(const Message& message, Hop hop) noexcept;
+
+// What the tables did with a message.
+enum class Disposition : std::uint8_t {
+    dialog_created,
+    dialog_updated,
+    transaction_created,
+    transaction_updated,
+    retransmission,  // counted, not applied
+    anomaly,         // counted by DialogAnomaly, not stored
+    parse_error,     // counted by ParseError
+};
+std::string_view to_string(Disposition disposition) noexcept;
+
+struct Dialog {
+    Timestamp invite_time;      // first INVITE, earliest over hops
+    Timestamp trying_time;      // first 100 (0: not seen)
+    Timestamp ringing_time;     // first 180/183 (PDD end)
+    Timestamp answer_time;      // first 2xx to the INVITE
+    Timestamp ack_time;         // first ACK of the INVITE transaction
+    Timestamp cancel_time;
+    Timestamp bye_time;         // first BYE
+    Timestamp bye_answer_time;  // first final response to a BYE
+    Timestamp end_time;         // when the record reached its terminal state
+    Timestamp last_activity;
+    Timestamp deadline;         // next timer: Timer B/C, call cap, or the end of the linger
+
+    Endpoint caller;  // source of the first INVITE (first hop)
+    Endpoint callee;  // its destination: the callee, or the proxy that relays the call
+
+    std::array<std::uint32_t, kMaxHops> hops{};         // Hop::id; hops[0] is the caller's hop
+    std::array<std::uint32_t, kMaxForkTags> fork_tags{};  // hashes of To-tags of 1xx/2xx
+    std::uint32_t confirmed_tag = 0;                    // hash of the first 2xx's To-tag
+    FingerprintRing<kDialogRingSize> recent;
+
+    std::uint32_t invite_cseq = 0;                        // CSeq of the current INVITE attempt
+    std::array<std::uint32_t, 2> reinvite_cseq{kNoCSeq, kNoCSeq};  // last re-INVITE by caller, callee
+    std::uint16_t final_status = 0;    // final answer to the INVITE (0: none)
+    std::uint16_t pending_status = 0;  // a failure not yet authoritative (challenge, or another hop)
+    std::uint16_t bye_status = 0;      // final answer to the first answered BYE
+    std::uint16_t q850_cause = kNoCause;    // Reason: Q.850 of BYE, CANCEL or the final answer
+    std::uint16_t pending_q850 = kNoCause;  // Q.850 of pending_status
+    std::uint16_t retransmissions = 0;      // saturating
+    std::uint16_t reinvites = 0;            // saturating
+    std::uint8_t hop_count = 0;             // distinct hops (exact up to kMaxHops)
+    std::uint8_t fork_count = 0;            // distinct To-tags on 1xx/2xx (exact up to kMaxForkTags)
+    std::uint8_t agent = 0;                 // capture agent of the first INVITE
+    DialogState state = DialogState::trying;
+    Party hangup = Party::unknown;          // sender of the first BYE
+    bool cancel_seen = false;
+    bool q850_counted = false;              // the cause went into the statistics
+    std::uint8_t user_agent_size = 0;
+    std::array<char, kUserAgentCap> user_agent{};  // caller's User-Agent, cut at kUserAgentCap
+
+    std::string_view user_agent_view() const noexcept { return {user_agent.data(), user_agent_size}; }
+    bool finished() const noexcept { return is_finished(state); }
+    DialogOutcome outcome() const noexcept { return outcome_of(state); }
+    // Microsecond intervals; -1 when either end is missing.
+    std::int64_t pdd_us() const noexcept { return span(invite_time, ringing_time); }
+    std::int64_t setup_us() const noexcept { return span(invite_time, answer_time); }
+    std::int64_t duration_us() const noexcept { return span(answer_time, bye_time); }
+
+    friend bool operator==(const Dialog&, const Dialog&) = default;
+
+private:
+    static std::int64_t span(Timestamp a, Timestamp b) noexcept {
+        return (a.us == 0 || b.us == 0) ? -1 : b.us - a.us;
+    }
+};
+
+// Call-ID + From-tag of the INVITE, in one allocation: the text is the Call-ID, the tag, then
+// one byte holding the tag's length.
+class DialogKey {
+public:
+    DialogKey() = default;
+    DialogKey(std::string_view call_id, std::string_view from_tag);
+
+    std::string_view call_id() const noexcept;
+    std::string_view from_tag() const noexcept;
+    // Heap bytes owned by the key (0 while the text fits the small-string buffer).
+    std::size_t heap_bytes() const noexcept;
+
+private:
+    std::string text_;
+};
+
+enum class TransactionState : std::uint8_t { pending, completed };
+
+struct Transaction {
+    Timestamp request_time;      // first request, earliest over hops
+    Timestamp provisional_time;  // first 1xx
+    Timestamp final_time;        // first final response
+    Timestamp last_activity;
+    Timestamp deadline;          // Timer F while pending, end of the linger once completed
+    std::array<std::uint32_t, 2> hops{};
+    FingerprintRing<kTransactionRingSize> recent;
+    std::uint16_t final_status = 0;
+    std::uint16_t retransmissions = 0;
+    Method method = Method::other;
+    TransactionState state = TransactionState::pending;
+    std::uint8_t agent = 0;
+    std::uint8_t hop_count = 0;
+
+    friend bool operator==(const Transaction&, const Transaction&) = default;
+};
+
+struct TransactionKey {
+    std::string call_id;
+    std::uint32_t cseq = 0;
+    Method method = Method::other;
+};
+
+} // namespace hepd::sip

@@ -1,0 +1,77 @@
+#include "sip/dialog_media.hpp"
+
+#include <cstdint>
+
+namespace hepd::sip {
+
+namespace {
+
+char lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + ('a' - 'A')) : c; }
+
+bool starts_with_nocase(std::string_view text, std::string_view prefix) noexcept {
+    if (text.size() < prefix.size()) return false;
+    for (std::size_t i = 0; i < prefix.size(); ++i)
+        if (lower(text[i]) != prefix[i]) return false;
+    return true;
+}
+
+std::string_view trim(std::string_view s) noexcept {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
+        s.remove_suffix(1);
+    return s;
+}
+
+bool is_unspecified(const IpAddress& a) noexcept {
+    for (const std::uint8_t b : a.bytes())
+        if (b != 0) return false;
+    return true;
+}
+
+} // namespace
+
+bool is_sdp_content_type(std::string_view content_type) noexcept {
+    const std::string_view s = trim(content_type);
+    constexpr std::string_view kSdp = "application/sdp";
+    if (!starts_with_nocase(s, kSdp)) return false;
+    if (s.size() == kSdp.size()) return true;
+    const char next = s[kSdp.size()];
+    return next == ';' || next == ' ' || next == '\t';
+}
+
+bool is_multipart_content_type(std::string_view content_type) noexcept {
+    return starts_with_nocase(trim(content_type), "multipart/");
+}
+
+MediaEmitResult emit_media_bindings(const SessionDescription& sdp, std::string_view call_id,
+                                    Timestamp time, MediaSink& sink) noexcept {
+    MediaEmitResult result;
+    for (std::size_t i = 0; i < sdp.media_count; ++i) {
+        const Media& media = sdp.media[i];
+        if (media.port == 0) continue;  // a declined or removed stream
+        const auto endpoint = media_endpoint(sdp, i);
+        if (!endpoint || is_unspecified(endpoint->address)) {
+            ++result.unusable;
+            continue;
+        }
+        MediaBinding binding;
+        binding.media = *endpoint;
+        binding.time = time;
+        binding.call_id = call_id;
+        for (const std::uint8_t pt : media.payload_type_list()) {
+            if (binding.codec_count == kMaxBindingCodecs) break;
+            CodecInfo& codec = binding.codecs[binding.codec_count++];
+            codec.payload_type = pt;
+            if (const auto map = find_rtpmap(sdp, i, pt)) {
+                codec.clock_rate = map->clock_rate;
+                codec.channels = map->channels;
+                codec.set_name(map->encoding);
+            }
+        }
+        sink.on_media_binding(binding);
+        ++result.emitted;
+    }
+    return result;
+}
+
+} // namespace hepd::sip

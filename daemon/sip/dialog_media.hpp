@@ -1,0 +1,42 @@
+#pragma once
+// SDP -> MediaBinding: "RTP sent to this address belongs to this Call-ID, with these codecs".
+// The dialog table calls it for every SDP-carrying message it applies; the shard forwards each
+// binding to the shard that owns media_key(binding.media).
+#include "sip/sdp.hpp"
+
+#include "core/media_binding.hpp"
+#include "core/time.hpp"
+
+#include <cstddef>
+#include <string_view>
+
+namespace hepd::sip {
+
+// Receives bindings synchronously, from inside DialogTable::process(): it must not call back into
+// the table. `binding.call_id` is a view valid only during the call: a sink that queues the
+// binding copies the text.
+class MediaSink {
+public:
+    virtual ~MediaSink() = default;
+    virtual void on_media_binding(const MediaBinding& binding) noexcept = 0;
+};
+
+struct MediaEmitResult {
+    std::size_t emitted = 0;   // bindings handed to the sink
+    std::size_t unusable = 0;  // active media (port != 0) without a literal, specified address
+};
+
+// One binding per media section with a non-zero port: effective c= address + m= port, and the
+// first kMaxBindingCodecs formats of the m= line resolved through a=rtpmap or the RFC 3551 static
+// table (an unmapped dynamic type is kept with its number only). Unspecified addresses (0.0.0.0,
+// ::, the RFC 2543 way of holding a call) and host names are unusable: RTP never goes there.
+// No allocation.
+MediaEmitResult emit_media_bindings(const SessionDescription& sdp, std::string_view call_id,
+                                    Timestamp time, MediaSink& sink) noexcept;
+
+// Content-Type is application/sdp (any case, parameters allowed).
+bool is_sdp_content_type(std::string_view content_type) noexcept;
+// Content-Type is multipart/* (SDP may hide inside; not extracted).
+bool is_multipart_content_type(std::string_view content_type) noexcept;
+
+} // namespace hepd::sip

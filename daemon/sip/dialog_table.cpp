@@ -1,0 +1,485 @@
+#include "sip/dialog_table.hpp"
+
+#include "core/hash.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace hepd::sip {
+
+namespace {
+
+constexpr std::int64_t kScanIntervalUs = 1'000'000;
+
+bool has_tag(const NameAddr& n) noexcept { return n.has_tag && !n.tag.empty(); }
+
+std::uint64_t dialog_hash(std::uint64_t call_hash, std::string_view tag) noexcept {
+    return mix64(call_hash ^ (hash_text(tag) * 0xc2b2ae3d27d4eb4fULL));
+}
+
+Timestamp plus(Timestamp t, std::chrono::microseconds d) noexcept { return Timestamp{t.us + d.count()}; }
+
+double seconds(std::int64_t us) noexcept { return static_cast<double>(us) / 1e6; }
+
+std::uint16_t q850_of(const Message& m) noexcept {
+    return (m.reason.protocol == ReasonProtocol::q850 && m.reason.has_cause) ? m.reason.cause : kNoCause;
+}
+
+// 401/407 (credentials) and 422 (session interval too small) are answered by a new INVITE with
+// a higher CSeq in the same dialog: the call is not over yet.
+bool is_retried_failure(std::uint16_t code) noexcept { return code == 401 || code == 407 || code == 422; }
+
+bool carries_sdp(const Message& m) noexcept {
+    switch (m.method) {
+    case Method::invite:
+    case Method::update:
+    case Method::prack:
+        return m.is_request() || (m.status_code > 100 && m.status_code < 300);
+    case Method::ack:
+        return m.is_request();
+    default:
+        return false;
+    }
+}
+
+// Counts bindings when the table has no sink.
+class DiscardSink final : public MediaSink {
+public:
+    void on_media_binding(const MediaBinding&) noexcept override {}
+};
+
+} // namespace
+
+DialogTable::DialogTable(const DialogConfig& config, MediaSink* sink)
+    : config_(config),
+      sink_(sink),
+      stats_(std::make_unique<DialogStats>()),
+      table_(config.max_dialogs),
+      transactions_(config, *stats_),
+      message_(std::make_unique<Message>()),
+      sdp_(std::make_unique<SessionDescription>()) {}
+
+Disposition DialogTable::process(std::string_view text, const PacketMeta& meta) {
+    if (const auto error = parse_message_into(text, *message_)) {
+        stats_->parse_errors[static_cast<std::size_t>(*error)].add();
+        return Disposition::parse_error;
+    }
+    return process(*message_, meta);
+}
+
+Disposition DialogTable::process(const Message& m, const PacketMeta& meta) {
+    const std::size_t agent = meta.agent < kMaxAgents ? meta.agent : 0;
+    const auto method = static_cast<std::size_t>(m.method);
+    if (m.is_request())
+        stats_->requests[method][agent].add();
+    else
+        stats_->responses[method][status_class_index(m.status_code)][agent].add();
+
+    if (m.call_id.size() > kMaxCallIdSize) {
+        anomaly(DialogAnomaly::key_too_long);
+        return Disposition::anomaly;
+    }
+    const Hop hop = hop_of(meta);
+    const std::uint32_t fingerprint = message_fingerprint(m, hop);
+    const std::uint64_t call_hash = hash_text(m.call_id);
+
+    std::uint32_t at = Table::kNone;
+    Party side = Party::caller;
+    if (has_tag(m.from) && m.from.tag.size() <= kMaxTagSize) at = lookup(call_hash, m.call_id, m.from.tag);
+    if (at == Table::kNone && has_tag(m.to) && m.to.tag.size() <= kMaxTagSize) {
+        at = lookup(call_hash, m.call_id, m.to.tag);
+        side = Party::callee;
+    }
+    if (at != Table::kNone) at = settle(at, meta.time);
+    if (at != Table::kNone) return on_dialog_message(at, side, m, meta, hop, fingerprint);
+    return on_unknown(m, meta, hop, call_hash, fingerprint);
+}
+
+std::uint32_t DialogTable::lookup(std::uint64_t call_hash, std::string_view call_id,
+                                  std::string_view tag) const noexcept {
+    return table_.find(dialog_hash(call_hash, tag),
+                       [&](const DialogKey& k) { return k.from_tag() == tag && k.call_id() == call_id; });
+}
+
+const Dialog* DialogTable::find(std::string_view call_id, std::string_view from_tag) const noexcept {
+    const std::uint32_t at = lookup(hash_text(call_id), call_id, from_tag);
+    return at == Table::kNone ? nullptr : &table_.entry(at).value;
+}
+
+const Dialog* DialogTable::match(std::string_view call_id, std::string_view from_tag,
+                                 std::string_view to_tag) const noexcept {
+    const std::uint64_t call_hash = hash_text(call_id);
+    std::uint32_t at = from_tag.empty() ? Table::kNone : lookup(call_hash, call_id, from_tag);
+    if (at == Table::kNone && !to_tag.empty()) at = lookup(call_hash, call_id, to_tag);
+    return at == Table::kNone ? nullptr : &table_.entry(at).value;
+}
+
+std::size_t DialogTable::active_count() const noexcept {
+    std::int64_t n = 0;
+    for (std::size_t s = 0; s < kDialogStateCount; ++s)
+        if (!is_finished(static_cast<DialogState>(s))) n += stats_->dialogs_by_state[s].value();
+    return static_cast<std::size_t>(n);
+}
+
+std::size_t DialogTable::memory_bytes() const noexcept {
+    return table_.memory_bytes() + key_heap_bytes_ + transactions_.memory_bytes();
+}
+
+void DialogTable::anomaly(DialogAnomaly a) noexcept { stats_->anomalies[static_cast<std::size_t>(a)].add(); }
+
+std::int64_t DialogTable::interval(Timestamp from, Timestamp to) noexcept {
+    const std::int64_t d = to.us - from.us;
+    if (d >= 0) return d;
+    anomaly(DialogAnomaly::clock_skew);
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Messages without a dialog
+
+Disposition DialogTable::on_unknown(const Message& m, const PacketMeta& meta, Hop hop, std::uint64_t call_hash,
+                                    std::uint32_t fingerprint) {
+    if (m.is_request()) {
+        switch (m.method) {
+        case Method::invite:
+            if (has_tag(m.to)) {
+                anomaly(DialogAnomaly::reinvite_unknown_dialog);
+                return Disposition::anomaly;
+            }
+            if (!has_tag(m.from)) {
+                anomaly(DialogAnomaly::invite_without_from_tag);
+                return Disposition::anomaly;
+            }
+            if (m.from.tag.size() > kMaxTagSize) {
+                anomaly(DialogAnomaly::key_too_long);
+                return Disposition::anomaly;
+            }
+            return create(m, meta, hop, call_hash, fingerprint);
+        case Method::ack: anomaly(DialogAnomaly::ack_unknown_dialog); return Disposition::anomaly;
+        case Method::bye: anomaly(DialogAnomaly::bye_unknown_dialog); return Disposition::anomaly;
+        case Method::cancel: anomaly(DialogAnomaly::cancel_unknown_dialog); return Disposition::anomaly;
+        case Method::prack:
+        case Method::update: anomaly(DialogAnomaly::in_dialog_unknown_dialog); return Disposition::anomaly;
+        default: return transactions_.on_request(m, meta, hop, call_hash, fingerprint);
+        }
+    }
+    switch (m.method) {
+    case Method::invite:
+    case Method::ack:
+    case Method::bye:
+    case Method::cancel:
+    case Method::prack:
+    case Method::update: anomaly(DialogAnomaly::response_unknown_dialog); return Disposition::anomaly;
+    default: return transactions_.on_response(m, meta, hop, call_hash, fingerprint);
+    }
+}
+
+Disposition DialogTable::create(const Message& m, const PacketMeta& meta, Hop hop, std::uint64_t call_hash,
+                                std::uint32_t fingerprint) {
+    Dialog d;
+    d.invite_time = meta.time;
+    d.last_activity = meta.time;
+    d.deadline = plus(meta.time, config_.invite_timeout);
+    d.caller = meta.src;
+    d.callee = meta.dst;
+    remember_id(d.hops, d.hop_count, hop.id);
+    d.recent.push(fingerprint);
+    d.invite_cseq = m.cseq.number;
+    d.agent = static_cast<std::uint8_t>(meta.agent < kMaxAgents ? meta.agent : 0);
+    const std::size_t ua = std::min(m.user_agent.size(), kUserAgentCap);
+    std::copy_n(m.user_agent.data(), ua, d.user_agent.data());
+    d.user_agent_size = static_cast<std::uint8_t>(ua);
+
+    std::uint32_t at = Table::kNone;
+    insert_entry(dialog_hash(call_hash, m.from.tag), DialogKey(m.call_id, m.from.tag), d, &at);
+    stats_->dialogs_created.add();
+    emit_sdp(table_.entry(at).key.call_id(), m, meta.time);
+    return Disposition::dialog_created;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Messages of a known dialog
+
+Disposition DialogTable::on_dialog_message(std::uint32_t at, Party side, const Message& m, const PacketMeta& meta,
+                                           Hop hop, std::uint32_t fingerprint) {
+    table_.touch(at);
+    Dialog& d = table_[at];
+    d.last_activity = std::max(d.last_activity, meta.time);
+    if (d.recent.contains(fingerprint)) {
+        stats_->retransmissions[static_cast<std::size_t>(m.method)].add();
+        if (d.retransmissions < std::numeric_limits<std::uint16_t>::max()) ++d.retransmissions;
+        return Disposition::retransmission;
+    }
+    d.recent.push(fingerprint);
+    const std::size_t hop_index = remember_id(d.hops, d.hop_count, hop.id);
+    if (m.is_request())
+        on_request(d, side, m, meta.time);
+    else
+        on_response(d, side, hop_index, m, meta.time);
+    emit_sdp(table_.entry(at).key.call_id(), m, meta.time);
+    return Disposition::dialog_updated;
+}
+
+void DialogTable::on_request(Dialog& d, Party side, const Message& m, Timestamp now) {
+    switch (m.method) {
+    case Method::invite:
+        if (!has_tag(m.to)) {
+            // The INVITE relayed on another hop (same CSeq), or a new attempt after a challenge.
+            if (m.cseq.number == d.invite_cseq) {
+                d.invite_time = std::min(d.invite_time, now);
+            } else if (m.cseq.number > d.invite_cseq) {
+                if (d.finished()) {
+                    anomaly(DialogAnomaly::invite_after_end);
+                } else if (is_unanswered(d.state)) {
+                    d.invite_cseq = m.cseq.number;
+                    d.ack_time = Timestamp{};  // the ACK of the challenge is not the call's
+                    d.pending_status = 0;
+                    d.pending_q850 = kNoCause;
+                    set_deadline(d, plus(now, d.state == DialogState::early ? config_.ringing_timeout
+                                                                             : config_.invite_timeout));
+                }
+            }
+            break;
+        }
+        {
+            // A re-INVITE: counted once per transaction, not per hop (the relayed copy has the
+            // same CSeq). Caller and callee number their requests independently.
+            std::uint32_t& last = d.reinvite_cseq[side == Party::callee ? 1 : 0];
+            if (last != m.cseq.number) {
+                last = m.cseq.number;
+                if (d.reinvites < std::numeric_limits<std::uint16_t>::max()) ++d.reinvites;
+                stats_->reinvites.add();
+            }
+        }
+        break;
+    case Method::ack:
+        if (side == Party::caller && m.cseq.number == d.invite_cseq && d.ack_time.us == 0) d.ack_time = now;
+        break;
+    case Method::bye:
+        note_cause(d, m);
+        if (d.bye_time.us != 0) break;  // the same BYE on the next hop, or the other party's
+        d.bye_time = now;
+        d.hangup = side;
+        if (d.state == DialogState::confirmed) {
+            stats_->duration.observe(seconds(interval(d.answer_time, now)));
+            finish(d, DialogState::terminated, now);
+        } else if (is_unanswered(d.state)) {
+            // RFC 3261 15: the caller may end an early dialog with BYE; the call was abandoned.
+            finish(d, DialogState::cancelled, now);
+        }
+        break;
+    case Method::cancel:
+        if (!d.cancel_seen) {
+            d.cancel_seen = true;
+            d.cancel_time = now;
+        }
+        // A CANCEL that lost the race against the 2xx does not explain how the call ended.
+        if (is_unanswered(d.state)) {
+            note_cause(d, m);
+            // The callee answers a CANCEL with 487 at once; no longer wait out a ringing timer.
+            set_deadline(d, std::min(d.deadline, plus(now, config_.invite_timeout)));
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+void DialogTable::on_response(Dialog& d, Party side, std::size_t hop_index, const Message& m, Timestamp now) {
+    switch (m.method) {
+    case Method::invite:
+        // Only answers to the current INVITE attempt from the caller drive the state; answers to
+        // re-INVITEs and stale attempts do not.
+        if (side == Party::caller && m.cseq.number == d.invite_cseq) on_invite_response(d, hop_index, m, now);
+        break;
+    case Method::bye:
+        if (m.status_code >= 200 && d.bye_status == 0) {
+            d.bye_status = m.status_code;
+            d.bye_answer_time = now;
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+void DialogTable::on_invite_response(Dialog& d, std::size_t hop_index, const Message& m, Timestamp now) {
+    const std::uint16_t code = m.status_code;
+    if (code == 100) {
+        if (d.trying_time.us == 0) d.trying_time = now;
+        if (d.state == DialogState::trying) set_state(d, DialogState::proceeding);
+        return;
+    }
+    if (code < 300 && has_tag(m.to)) {
+        const std::uint8_t before = d.fork_count;
+        remember_id(d.fork_tags, d.fork_count, tag_id(m.to.tag));
+        if (before == 1 && d.fork_count == 2) stats_->forked_dialogs.add();
+    }
+    if (code < 200) {
+        if ((code == 180 || code == 183) && d.ringing_time.us == 0) {
+            d.ringing_time = now;
+            stats_->pdd.observe(seconds(interval(d.invite_time, now)));
+        }
+        if (is_unanswered(d.state)) {
+            set_state(d, DialogState::early);
+            Timestamp deadline = plus(now, config_.ringing_timeout);
+            if (d.cancel_seen) deadline = std::min(deadline, plus(d.cancel_time, config_.invite_timeout));
+            set_deadline(d, deadline);
+        }
+        return;
+    }
+    if (code < 300) {
+        if (!is_unanswered(d.state)) return;  // another fork's 2xx, or too late
+        d.answer_time = now;
+        d.final_status = code;
+        d.confirmed_tag = has_tag(m.to) ? tag_id(m.to.tag) : 0;
+        d.pending_status = 0;
+        d.pending_q850 = kNoCause;
+        set_state(d, DialogState::confirmed);
+        stats_->setup.observe(seconds(interval(d.invite_time, now)));
+        set_deadline(d, plus(now, config_.max_call_duration));
+        return;
+    }
+    if (!is_unanswered(d.state)) return;  // a losing fork's failure after the answer, or late
+    if (hop_index != 0 || is_retried_failure(code)) {
+        // Not (yet) what the caller got: a proxy may still try other targets, and a challenged
+        // caller retries. Kept; it becomes the outcome if nothing else happens before the timer.
+        d.pending_status = code;
+        d.pending_q850 = q850_of(m);
+        set_deadline(d, std::max(d.deadline, plus(now, config_.invite_timeout)));
+        return;
+    }
+    d.final_status = code;
+    note_cause(d, m);
+    // Proxies do not always relay the Reason header; the callee's copy of this answer had it.
+    if (d.q850_cause == kNoCause && d.pending_status == code) d.q850_cause = d.pending_q850;
+    finish(d, code == 487 ? DialogState::cancelled : DialogState::failed, now);
+}
+
+void DialogTable::emit_sdp(std::string_view call_id, const Message& m, Timestamp now) {
+    if (!carries_sdp(m) || m.body.empty()) return;
+    if (!is_sdp_content_type(m.content_type)) {
+        if (is_multipart_content_type(m.content_type)) anomaly(DialogAnomaly::multipart_body_skipped);
+        return;
+    }
+    if (const auto error = parse_sdp_into(m.body, *sdp_)) {
+        stats_->sdp_errors[static_cast<std::size_t>(*error)].add();
+        return;
+    }
+    DiscardSink discard;
+    const MediaEmitResult r = emit_media_bindings(*sdp_, call_id, now, sink_ != nullptr ? *sink_ : discard);
+    stats_->media_bindings.add(r.emitted);
+    if (r.unusable != 0) stats_->anomalies[static_cast<std::size_t>(DialogAnomaly::sdp_unusable_address)].add(r.unusable);
+}
+
+// ---------------------------------------------------------------------------------------------
+// State, causes, timers
+
+void DialogTable::set_state(Dialog& d, DialogState state) noexcept {
+    if (d.state == state) return;
+    stats_->dialogs_by_state[static_cast<std::size_t>(d.state)].add(-1);
+    stats_->dialogs_by_state[static_cast<std::size_t>(state)].add(1);
+    d.state = state;
+}
+
+void DialogTable::set_deadline(Dialog& d, Timestamp deadline) noexcept {
+    d.deadline = deadline;
+    if (deadline < next_due_) next_due_ = deadline;
+}
+
+void DialogTable::note_cause(Dialog& d, const Message& m) noexcept {
+    const std::uint16_t cause = q850_of(m);
+    if (cause == kNoCause || d.q850_cause != kNoCause) return;
+    d.q850_cause = cause;
+    if (d.finished()) count_cause(d);
+}
+
+void DialogTable::count_cause(Dialog& d) noexcept {
+    if (d.q850_counted || d.q850_cause == kNoCause) return;
+    stats_->q850_causes[d.q850_cause < kQ850Slots - 1 ? d.q850_cause : kQ850Slots - 1].add();
+    d.q850_counted = true;
+}
+
+void DialogTable::finish(Dialog& d, DialogState state, Timestamp when) {
+    set_state(d, state);
+    d.end_time = when;
+    set_deadline(d, plus(when, config_.dialog_linger));
+    stats_->dialogs_finished[static_cast<std::size_t>(outcome_of(state))].add();
+    count_cause(d);
+}
+
+std::uint32_t DialogTable::settle(std::uint32_t at, Timestamp now) {
+    while (at != Table::kNone && table_[at].deadline <= now) at = on_deadline(at);
+    return at;
+}
+
+std::uint32_t DialogTable::on_deadline(std::uint32_t at) {
+    auto& entry = table_.entry(at);
+    Dialog& d = entry.value;
+    if (d.finished()) {
+        account_removed(entry, false);
+        table_.erase(at);
+        return Table::kNone;
+    }
+    // Timer-driven ends are dated at the deadline, not at whenever the timer was noticed.
+    const Timestamp when = d.deadline;
+    if (d.state == DialogState::confirmed) {
+        finish(d, DialogState::timed_out, when);
+    } else if (d.pending_status != 0) {
+        d.final_status = d.pending_status;
+        if (d.q850_cause == kNoCause) d.q850_cause = d.pending_q850;
+        finish(d, d.pending_status == 487 ? DialogState::cancelled : DialogState::failed, when);
+    } else if (d.cancel_seen) {
+        finish(d, DialogState::cancelled, when);
+    } else {
+        finish(d, DialogState::timed_out, when);
+    }
+    return at;
+}
+
+void DialogTable::expire(Timestamp now) {
+    transactions_.expire(now);
+    if (now < next_due_) return;
+    if (scanned_ && now.us - last_scan_.us < kScanIntervalUs) return;
+    scanned_ = true;
+    last_scan_ = now;
+    Timestamp earliest{std::numeric_limits<std::int64_t>::max()};
+    for (std::uint32_t at = table_.oldest(); at != Table::kNone;) {
+        const std::uint32_t next = table_.newer(at);  // settle() may erase `at`, never `next`
+        const std::uint32_t kept = settle(at, now);
+        if (kept != Table::kNone) earliest = std::min(earliest, table_[kept].deadline);
+        at = next;
+    }
+    next_due_ = earliest;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Insertion, eviction, restore
+
+void DialogTable::insert_entry(std::uint64_t hash, DialogKey key, const Dialog& record, std::uint32_t* at_out) {
+    key_heap_bytes_ += key.heap_bytes();
+    auto [at, evicted] = table_.insert(hash, std::move(key), record);
+    if (evicted) account_removed(*evicted, true);
+    stats_->dialogs_by_state[static_cast<std::size_t>(record.state)].add(1);
+    set_deadline(table_[at], record.deadline);
+    *at_out = at;
+}
+
+void DialogTable::account_removed(const Table::Entry& entry, bool evicted) {
+    key_heap_bytes_ -= entry.key.heap_bytes();
+    stats_->dialogs_by_state[static_cast<std::size_t>(entry.value.state)].add(-1);
+    if (!evicted) return;
+    stats_->dialog_evictions.add();
+    if (!entry.value.finished()) stats_->dialogs_finished[static_cast<std::size_t>(DialogOutcome::evicted)].add();
+}
+
+bool DialogTable::restore(std::string_view call_id, std::string_view from_tag, const Dialog& record) {
+    if (call_id.size() > kMaxCallIdSize || from_tag.size() > kMaxTagSize || from_tag.empty()) return false;
+    const std::uint64_t call_hash = hash_text(call_id);
+    if (lookup(call_hash, call_id, from_tag) != Table::kNone) return false;
+    std::uint32_t at = Table::kNone;
+    insert_entry(dialog_hash(call_hash, from_tag), DialogKey(call_id, from_tag), record, &at);
+    return true;
+}
+
+} // namespace hepd::sip

@@ -1,0 +1,132 @@
+#pragma once
+// One shard's SIP call tracker. Every SIP message of the shard goes through process(), in
+// packet-time order; expire() runs the timers on packet time. Dialogs are keyed by Call-ID +
+// From-tag of the INVITE:
+//  - a call relayed by a proxy is one dialog seen on several hops (hop = unordered src/dst pair);
+//  - a B2BUA's legs have different Call-IDs, hence are different dialogs; a Call-ID re-used with
+//    a new From-tag is a new dialog;
+//  - requests sent by the callee carry the callee's tag in From: lookups try the From-tag, then
+//    the To-tag;
+//  - a message seen again on the same hop in the same direction is a retransmission: counted,
+//    not applied. The copy a proxy relays on the next hop is not one.
+// Out-of-dialog non-INVITE requests go to the TransactionTable. SDP in INVITE, 1xx/2xx, ACK,
+// UPDATE and PRACK becomes MediaBinding records for the caller's sink.
+//
+// Not thread-safe: one table per shard (stats() may be read from the exporter thread). No
+// exceptions and no allocation on the per-message path, except one key string when a dialog or
+// transaction is created (and the tables' own growth until they reach their caps).
+#include "sip/dialog.hpp"
+#include "sip/dialog_media.hpp"
+#include "sip/dialog_stats.hpp"
+#include "sip/message.hpp"
+#include "sip/sdp.hpp"
+#include "sip/transaction_table.hpp"
+
+#include "core/lru_table.hpp"
+#include "core/packet_meta.hpp"
+#include "core/time.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+namespace hepd::sip {
+
+class DialogTable {
+public:
+    // `sink` may be null (bindings are then only counted); it must outlive the table.
+    explicit DialogTable(const DialogConfig& config, MediaSink* sink = nullptr);
+    DialogTable(const DialogTable&) = delete;
+    DialogTable& operator=(const DialogTable&) = delete;
+
+    // Applies one parsed message. `message` must have parsed successfully.
+    Disposition process(const Message& message, const PacketMeta& meta);
+    // Parses `text` (into a buffer reused across calls) and applies it; parse failures are
+    // counted in stats().parse_errors.
+    Disposition process(std::string_view text, const PacketMeta& meta);
+
+    // Runs the timers whose deadline is <= now (Timer B/C, call cap, end of linger), in dialogs
+    // and transactions. Cheap when nothing is due; scans at most once per second of packet time.
+    // Messages also settle an overdue deadline of the record they match, so results do not
+    // depend on how often this runs.
+    void expire(Timestamp now);
+
+    // Dialog stored under exactly this Call-ID and From-tag, or null.
+    const Dialog* find(std::string_view call_id, std::string_view from_tag) const noexcept;
+    // Dialog a message with these Call-ID, From-tag and To-tag belongs to (either direction).
+    const Dialog* match(std::string_view call_id, std::string_view from_tag, std::string_view to_tag) const noexcept;
+
+    std::size_t size() const noexcept { return table_.size(); }
+    std::size_t active_count() const noexcept;  // records not in a terminal state
+
+    // f(std::string_view call_id, std::string_view from_tag, const Dialog&), least recently
+    // active first. For snapshots and reports.
+    template <class F>
+    void for_each(F&& f) const {
+        table_.for_each([&](std::uint32_t, const auto& e) { f(e.key.call_id(), e.key.from_tag(), e.value); });
+    }
+    // Same, for dialogs still open (what an offline run reports as active at the end).
+    template <class F>
+    void for_each_active(F&& f) const {
+        table_.for_each([&](std::uint32_t, const auto& e) {
+            if (!e.value.finished()) f(e.key.call_id(), e.key.from_tag(), e.value);
+        });
+    }
+    // Inserts a fully formed record (snapshot restore): counted in the state gauges, not as
+    // created. False when the key is refused (too long) or already present. At the cap this
+    // evicts like any insertion.
+    bool restore(std::string_view call_id, std::string_view from_tag, const Dialog& record);
+
+    TransactionTable& transactions() noexcept { return transactions_; }
+    const TransactionTable& transactions() const noexcept { return transactions_; }
+    const DialogStats& stats() const noexcept { return *stats_; }
+    const DialogConfig& config() const noexcept { return config_; }
+
+    // Dialog and transaction tables' structures plus the heap their keys hold.
+    std::size_t memory_bytes() const noexcept;
+
+private:
+    using Table = LruTable<DialogKey, Dialog>;
+
+    std::uint32_t lookup(std::uint64_t call_hash, std::string_view call_id, std::string_view tag) const noexcept;
+    Disposition on_unknown(const Message& m, const PacketMeta& meta, Hop hop, std::uint64_t call_hash,
+                           std::uint32_t fingerprint);
+    Disposition create(const Message& m, const PacketMeta& meta, Hop hop, std::uint64_t call_hash,
+                       std::uint32_t fingerprint);
+    Disposition on_dialog_message(std::uint32_t at, Party side, const Message& m, const PacketMeta& meta, Hop hop,
+                                  std::uint32_t fingerprint);
+    void on_request(Dialog& d, Party side, const Message& m, Timestamp now);
+    void on_response(Dialog& d, Party side, std::size_t hop_index, const Message& m, Timestamp now);
+    void on_invite_response(Dialog& d, std::size_t hop_index, const Message& m, Timestamp now);
+    void emit_sdp(std::string_view call_id, const Message& m, Timestamp now);
+
+    std::uint32_t settle(std::uint32_t at, Timestamp now);
+    // One timer step: finish an open dialog, or retire a finished one. Returns kNone if retired.
+    std::uint32_t on_deadline(std::uint32_t at);
+    void finish(Dialog& d, DialogState state, Timestamp when);
+    void set_state(Dialog& d, DialogState state) noexcept;
+    void set_deadline(Dialog& d, Timestamp deadline) noexcept;
+    void note_cause(Dialog& d, const Message& m) noexcept;
+    void count_cause(Dialog& d) noexcept;
+    std::int64_t interval(Timestamp from, Timestamp to) noexcept;
+    void anomaly(DialogAnomaly a) noexcept;
+    void insert_entry(std::uint64_t hash, DialogKey key, const Dialog& record, std::uint32_t* at_out);
+    void account_removed(const Table::Entry& entry, bool evicted);
+
+    DialogConfig config_;
+    MediaSink* sink_;
+    // Heap-held so that the exporter keeps a stable address and the table stays movable later.
+    std::unique_ptr<DialogStats> stats_;
+    Table table_;
+    TransactionTable transactions_;
+    std::size_t key_heap_bytes_ = 0;
+    Timestamp next_due_{INT64_MAX};  // lower bound of every deadline in the table
+    Timestamp last_scan_{};
+    bool scanned_ = false;
+    // Scratch buffers reused across messages (a Message and a SessionDescription are kilobytes).
+    std::unique_ptr<Message> message_;
+    std::unique_ptr<SessionDescription> sdp_;
+};
+
+} // namespace hepd::sip

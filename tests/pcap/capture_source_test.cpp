@@ -1,0 +1,400 @@
+// CaptureSource end to end over real and generated captures. Expected counts come from tshark /
+// capinfos (Wireshark 4.0, Debian 12) run on the same files, and from the generator's stated
+// contents for the small captures under tests/pcap/data (see data/README.md); none were taken from
+// this code's output.
+#include "pcap/capture_source.hpp"
+
+#include "support/fixtures.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace hepd;
+using namespace hepd::pcap;
+
+namespace {
+
+std::string data_file(const std::string& name) {
+    return std::string(HEPD_SOURCE_DIR) + "/tests/pcap/data/" + name;
+}
+
+struct Got {
+    Timestamp time;
+    std::string src;
+    std::string dst;
+    shard::Transport transport = shard::Transport::other;
+    shard::PayloadKind kind = shard::PayloadKind::other;
+    std::uint8_t hep_payload_type = 0;
+    std::uint32_t capture_id = 0;
+    std::string correlation_id;
+    std::string payload;
+};
+
+struct Run {
+    std::vector<Got> got;
+    FileError error = FileError::none;
+    std::string message;
+    CaptureStats stats;
+};
+
+Run run_file(const std::string& path, CaptureOptions options = {}) {
+    CaptureSource source(std::move(options));
+    Run r;
+    auto sink = [&](const shard::Datagram& d) {
+        r.got.push_back(Got{d.time, d.src.to_string(), d.dst.to_string(), d.transport, d.kind,
+                            d.hep_payload_type, d.capture_id, std::string(d.correlation_id),
+                            std::string(as_text(d.payload))});
+    };
+    r.error = source.read_file(path, sink, &r.message);
+    source.finish();
+    r.stats = source.stats();
+    return r;
+}
+
+std::string call_id(const std::string& sip) {
+    const auto at = sip.find("\r\nCall-ID: ");
+    if (at == std::string::npos) return {};
+    const auto start = at + 11;
+    return sip.substr(start, sip.find("\r\n", start) - start);
+}
+
+std::string first_line(const std::string& sip) {
+    return sip.substr(0, sip.find("\r\n"));
+}
+
+void check_accounting(const CaptureStats& s) {
+    // Every frame ends in exactly one place.
+    CHECK(s.frames ==
+          s.decode_errors_total() + s.fragments.fragments - s.fragments.reassembled + s.packets_total());
+}
+
+std::uint64_t packets(const CaptureStats& s, PacketClass c) {
+    return s.packets[static_cast<std::size_t>(c)];
+}
+std::uint64_t kind_count(const CaptureStats& s, shard::PayloadKind k) {
+    return s.datagrams_by_kind[static_cast<std::size_t>(k)];
+}
+
+constexpr std::int64_t kT0 = 1'700'000'000'000'000;  // the generator's base time, µs
+
+}  // namespace
+
+TEST_CASE("looks_like_sip: start lines only", "[pcap][classify]") {
+    CHECK(looks_like_sip(as_bytes("INVITE sip:bob@example.com SIP/2.0\r\nVia: x\r\n")));
+    CHECK(looks_like_sip(as_bytes("SIP/2.0 200 OK\r\n")));
+    CHECK(looks_like_sip(as_bytes("SIP/2.0 100 \r\n")));
+    CHECK(looks_like_sip(as_bytes("BYE sip:x SIP/2.0\n")));
+    CHECK_FALSE(looks_like_sip(as_bytes("SIP/2.0 2x0 OK\r\n")));
+    CHECK_FALSE(looks_like_sip(as_bytes("GET / HTTP/1.1\r\n")));
+    CHECK_FALSE(looks_like_sip(as_bytes("invite sip:x SIP/2.0\r\n")));
+    CHECK_FALSE(looks_like_sip(as_bytes("INVITE sip:x SIP/2.0")));  // no line end
+    CHECK_FALSE(looks_like_sip(as_bytes("INVITE\r\n")));
+    CHECK_FALSE(looks_like_sip(as_bytes("")));
+    CHECK_FALSE(looks_like_sip(as_bytes("A sip:x SIP/2.0\r\n")));  // one-letter method
+    CHECK_FALSE(looks_like_sip(as_bytes("INVITE SIP/2.0\r\n")));   // no Request-URI
+    const std::string long_line = "OPTIONS sip:" + std::string(2000, 'a') + " SIP/2.0\r\n";
+    CHECK_FALSE(looks_like_sip(as_bytes(long_line)));  // the line must end within 1 KiB
+}
+
+TEST_CASE("fixture: HEP over UDP gives 60 SIP datagrams with the HEP message's own fields",
+          "[pcap][fixture]") {
+    const auto name = "kamailio-siptrace-hep3-udp.pcap";
+    if (!test::fixture_exists(name)) {
+        WARN("fixture missing: " << test::fixture_path(name));
+        return;
+    }
+    const Run r = run_file(test::fixture_path(name));
+    CHECK(r.error == FileError::none);
+    REQUIRE(r.got.size() == 60);
+    std::set<std::string> ids;
+    std::vector<std::size_t> with_correlation;
+    for (std::size_t i = 0; i < r.got.size(); ++i) {
+        const Got& g = r.got[i];
+        CHECK(g.kind == shard::PayloadKind::sip);
+        CHECK(g.hep_payload_type == 1);
+        CHECK(g.capture_id == 2001);
+        CHECK(g.transport == shard::Transport::udp);
+        ids.insert(call_id(g.payload));
+        if (!g.correlation_id.empty()) {
+            CHECK(g.correlation_id == call_id(g.payload));
+            with_correlation.push_back(i + 1);
+        }
+    }
+    CHECK(ids == std::set<std::string>{"1-18897@127.0.0.1", "2-18897@127.0.0.1", "3-18897@127.0.0.1",
+                                       "4-18897@127.0.0.1", "5-18897@127.0.0.1"});
+    CHECK(with_correlation ==
+          std::vector<std::size_t>{1, 8, 9, 16, 17, 24, 25, 32, 33, 40, 41, 45, 49, 53, 57});
+    // First message: the UAC's INVITE to the proxy, HEP time 1796013063.512829, 509 bytes of SIP.
+    CHECK(r.got[0].time == Timestamp::from_parts(1796013063, 512829));
+    CHECK(r.got[0].src == "127.0.0.1:5061");
+    CHECK(r.got[0].dst == "127.0.0.1:5060");
+    CHECK(r.got[0].payload.size() == 509);
+    CHECK(first_line(r.got[0].payload) == "INVITE sip:service@127.0.0.1:5060 SIP/2.0");
+    CHECK(r.got[59].time == Timestamp::from_parts(1796013065, 321863));
+
+    const CaptureStats& s = r.stats;
+    CHECK(s.frames == 60);
+    CHECK(s.frames_by_link[link_type_slot(LinkType::ethernet)] == 60);
+    CHECK(packets(s, PacketClass::hep_udp) == 60);
+    CHECK(s.datagrams == 60);
+    CHECK(kind_count(s, shard::PayloadKind::sip) == 60);
+    CHECK(s.hep.packets[0][2] == 60);  // udp, version 3
+    CHECK(s.hep.accepted() == 60);
+    CHECK(s.files == 1);
+    check_accounting(s);
+}
+
+TEST_CASE("fixture: HEP over TCP is reassembled and framed into the same 60 messages",
+          "[pcap][fixture][tcp]") {
+    const auto tcp_name = "kamailio-siptrace-hep3-tcp.pcap";
+    const auto udp_name = "kamailio-siptrace-hep3-udp.pcap";
+    if (!test::fixture_exists(tcp_name) || !test::fixture_exists(udp_name)) {
+        WARN("fixture missing");
+        return;
+    }
+    const Run r = run_file(test::fixture_path(tcp_name));
+    CHECK(r.error == FileError::none);
+    REQUIRE(r.got.size() == 60);
+    std::set<std::string> ids;
+    std::vector<std::size_t> with_correlation;
+    for (std::size_t i = 0; i < r.got.size(); ++i) {
+        const Got& g = r.got[i];
+        CHECK(g.kind == shard::PayloadKind::sip);
+        CHECK(g.capture_id == 2001);
+        ids.insert(call_id(g.payload));
+        if (!g.correlation_id.empty()) with_correlation.push_back(i + 1);
+    }
+    // A separate Kamailio/sipp run from the UDP capture: the same flow, other Call-IDs (strings(1)
+    // on the file: 12 messages each).
+    CHECK(ids == std::set<std::string>{"1-19189@127.0.0.1", "2-19189@127.0.0.1", "3-19189@127.0.0.1",
+                                       "4-19189@127.0.0.1", "5-19189@127.0.0.1"});
+    CHECK(with_correlation ==
+          std::vector<std::size_t>{1, 8, 9, 16, 17, 24, 25, 32, 33, 40, 41, 45, 49, 53, 57});
+
+    const CaptureStats& s = r.stats;
+    // capinfos: 121 frames; tshark: one conversation, 63 frames client -> 9060 (60 with data, SYN,
+    // ACK and FIN-ACK) and 58 back (SYN-ACK and ACKs).
+    CHECK(s.frames == 121);
+    CHECK(packets(s, PacketClass::hep_tcp) == 121);
+    CHECK(s.tcp.segments == 121);
+    CHECK(s.tcp.payload_bytes == 31095);  // tshark -z follow,tcp,raw,0: all from the client
+    CHECK(s.tcp.messages == 60);
+    CHECK(s.tcp.retransmitted_segments == 0);
+    CHECK(s.tcp.out_of_order_segments == 0);
+    CHECK(s.tcp.leftover_bytes == 0);
+    CHECK(s.hep.packets[1][2] == 60);  // tcp, version 3
+    CHECK(s.hep.accepted() == 60);
+    check_accounting(s);
+}
+
+TEST_CASE("fixture: raw sipp calls classify as tshark counts them", "[pcap][fixture]") {
+    const auto name = "sipp-10-calls-g711-via-kamailio.pcap";
+    if (!test::fixture_exists(name)) {
+        WARN("fixture missing: " << test::fixture_path(name));
+        return;
+    }
+    const Run r = run_file(test::fixture_path(name));
+    CHECK(r.error == FileError::none);
+    // tshark -q -z io,phs: 1010 frames, all UDP; sip 130; rtp 880 (of which 200 RFC 2833
+    // events); no rtcp. 272,279 captured bytes.
+    const CaptureStats& s = r.stats;
+    CHECK(s.frames == 1010);
+    CHECK(s.bytes == 272279);
+    CHECK(s.datagrams == 1010);
+    CHECK(packets(s, PacketClass::sip_udp) == 130);
+    CHECK(packets(s, PacketClass::rtp) == 880);
+    CHECK(packets(s, PacketClass::rtcp) == 0);
+    CHECK(kind_count(s, shard::PayloadKind::sip) == 130);
+    CHECK(kind_count(s, shard::PayloadKind::rtp) == 880);
+    CHECK(s.decode_errors_total() == 0);
+    std::set<std::string> ids;
+    for (const Got& g : r.got) {
+        CHECK(g.transport == shard::Transport::udp);
+        if (g.kind == shard::PayloadKind::sip) ids.insert(call_id(g.payload));
+    }
+    CHECK(ids.size() == 10);
+    check_accounting(s);
+}
+
+TEST_CASE("generated: fragmented INVITEs over IPv4, in order and out of order", "[pcap][fragments]") {
+    for (const char* name : {"fragmented_invite.pcap", "fragmented_invite.pcap.gz"}) {
+        INFO(name);
+        const Run r = run_file(data_file(name));
+        CHECK(r.error == FileError::none);
+        REQUIRE(r.got.size() == 4);
+        // Frames 1-3: the first INVITE, 3 fragments in order (UDP payload 3253 bytes).
+        CHECK(r.got[0].time == Timestamp{kT0 + 2000});
+        CHECK(r.got[0].src == "10.1.0.1:5060");
+        CHECK(r.got[0].dst == "10.1.0.2:5060");
+        CHECK(r.got[0].kind == shard::PayloadKind::sip);
+        CHECK(r.got[0].payload.size() == 3253);
+        CHECK(first_line(r.got[0].payload) == "INVITE sip:bob@example.com SIP/2.0");
+        CHECK(call_id(r.got[0].payload) == "frag-1@hepd");
+        CHECK(r.got[0].payload.substr(r.got[0].payload.size() - 5) == "ppp\r\n");
+        // Frame 4: 100 Trying (203 bytes), frame 5: RTP on 40000 -> 40002 (12 + 160 bytes).
+        CHECK(r.got[1].time == Timestamp{kT0 + 3000});
+        CHECK(first_line(r.got[1].payload) == "SIP/2.0 100 Trying");
+        CHECK(r.got[1].payload.size() == 203);
+        CHECK(r.got[2].kind == shard::PayloadKind::rtp);
+        CHECK(r.got[2].src == "10.1.0.9:40000");
+        CHECK(r.got[2].payload.size() == 172);
+        // Frames 6-9: last, first, first again, middle: complete at frame 9 (3755 bytes).
+        CHECK(r.got[3].time == Timestamp{kT0 + 8000});
+        CHECK(r.got[3].dst == "10.1.0.3:5062");
+        CHECK(r.got[3].payload.size() == 3755);
+        CHECK(call_id(r.got[3].payload) == "frag-2@hepd");
+        CHECK(r.got[3].payload.find("Content-Length: 3500\r\n\r\nv=0\r\n") != std::string::npos);
+
+        const CaptureStats& s = r.stats;
+        CHECK(s.frames == 9);
+        CHECK(s.fragments.fragments == 7);
+        CHECK(s.fragments.reassembled == 2);
+        CHECK(s.fragments.duplicates == 1);
+        CHECK(s.fragments.dropped_total() == 0);
+        CHECK(packets(s, PacketClass::sip_udp) == 3);
+        CHECK(packets(s, PacketClass::rtp) == 1);
+        check_accounting(s);
+    }
+}
+
+TEST_CASE("generated: IPv6 fragments behind a hop-by-hop header, last piece first", "[pcap][fragments]") {
+    const Run r = run_file(data_file("ipv6_fragment.pcap"));
+    CHECK(r.error == FileError::none);
+    REQUIRE(r.got.size() == 1);
+    const Got& g = r.got[0];
+    CHECK(g.time == Timestamp{kT0 + 5'001'000});
+    CHECK(g.src == "[2001:db8::1]:5060");
+    CHECK(g.dst == "[2001:db8::2]:5060");
+    CHECK(g.kind == shard::PayloadKind::sip);
+    CHECK(g.payload.size() == 2052);
+    CHECK(first_line(g.payload) == "MESSAGE sip:bob@example.com SIP/2.0");
+    CHECK(g.payload.substr(g.payload.size() - 4) == "xxxx");
+    CHECK(r.stats.fragments.fragments == 2);
+    CHECK(r.stats.fragments.reassembled == 1);
+    check_accounting(r.stats);
+}
+
+TEST_CASE("generated: SIP over TCP with packing, splitting, reordering, retransmission, wrap",
+          "[pcap][tcp]") {
+    const Run r = run_file(data_file("sip_tcp.pcap"));
+    CHECK(r.error == FileError::none);
+    // tshark -o tcp.reassemble_out_of_order:TRUE -Y sip: frames 4 (OPTIONS + MESSAGE), 5 (200),
+    // 8 (INVITE), 13 (BYE).
+    REQUIRE(r.got.size() == 5);
+    const std::int64_t t = kT0 + 10'000'000;
+    CHECK(r.got[0].time == Timestamp{t + 3000});
+    CHECK(first_line(r.got[0].payload) == "OPTIONS sip:10.2.0.2 SIP/2.0");
+    CHECK(r.got[0].payload.size() == 212);
+    CHECK(r.got[0].src == "10.2.0.1:40000");
+    CHECK(r.got[0].dst == "10.2.0.2:5060");
+    CHECK(r.got[0].transport == shard::Transport::tcp);
+    CHECK(r.got[1].time == Timestamp{t + 3000});
+    CHECK(r.got[1].payload.size() == 260);
+    CHECK(r.got[1].payload.substr(r.got[1].payload.size() - 14) == "hello over tcp");
+    CHECK(r.got[2].time == Timestamp{t + 4000});
+    CHECK(first_line(r.got[2].payload) == "SIP/2.0 200 OK");
+    CHECK(r.got[2].src == "10.2.0.2:5060");
+    CHECK(r.got[2].dst == "10.2.0.1:40000");
+    CHECK(r.got[3].time == Timestamp{t + 7000});
+    CHECK(first_line(r.got[3].payload) == "INVITE sip:bob@example.com SIP/2.0");
+    CHECK(r.got[3].payload.size() == 950);
+    CHECK(call_id(r.got[3].payload) == "tcp-3@hepd");
+    CHECK(r.got[4].time == Timestamp{t + 12000});
+    CHECK(first_line(r.got[4].payload) == "BYE sip:bob@example.com SIP/2.0");
+    CHECK(r.got[4].payload.size() == 211);
+    CHECK(r.got[4].src == "10.2.0.1:40001");
+    for (const Got& g : r.got) CHECK(g.kind == shard::PayloadKind::sip);
+
+    const TcpStats& s = r.stats.tcp;
+    CHECK(s.segments == 13);
+    CHECK(s.messages == 5);
+    CHECK(s.streams_opened == 3);
+    CHECK(s.streams_closed_fin == 1);
+    CHECK(s.retransmitted_segments == 1);
+    CHECK(s.out_of_order_segments == 1);
+    CHECK(s.overlapping_segments == 0);
+    CHECK(s.leftover_bytes == 0);
+    CHECK(packets(r.stats, PacketClass::sip_tcp) == 13);
+    check_accounting(r.stats);
+}
+
+TEST_CASE("generated: pcapng with two interfaces, a simple packet and blocks to skip", "[pcap][pcapng]") {
+    for (const char* name : {"two_interfaces.pcapng", "two_interfaces.pcapng.gz"}) {
+        INFO(name);
+        const Run r = run_file(data_file(name));
+        CHECK(r.error == FileError::none);
+        REQUIRE(r.got.size() == 4);
+        CHECK(r.got[0].time == Timestamp{kT0 + 1});
+        CHECK(r.got[0].kind == shard::PayloadKind::sip);
+        CHECK(r.got[0].src == "10.3.0.1:5060");
+        CHECK(r.got[0].payload.size() == 210);
+        // Interface 1: raw IP, nanoseconds, if_tsoffset 100 s.
+        CHECK(r.got[1].time == Timestamp{kT0 + 100'123'456});
+        CHECK(r.got[1].kind == shard::PayloadKind::rtp);
+        CHECK(r.got[1].dst == "10.3.0.4:40002");
+        // Simple packet block: interface 0, the previous frame's time.
+        CHECK(r.got[2].time == Timestamp{kT0 + 100'123'456});
+        CHECK(r.got[2].kind == shard::PayloadKind::rtcp);
+        CHECK(r.got[2].payload.size() == 28);
+        CHECK(r.got[3].time == Timestamp{kT0 + 2'000'000});
+        CHECK(r.stats.frames_by_link[link_type_slot(LinkType::ethernet)] == 3);
+        CHECK(r.stats.frames_by_link[link_type_slot(LinkType::raw)] == 1);
+        check_accounting(r.stats);
+    }
+}
+
+TEST_CASE("generated: pcapng sections in both byte orders with four link types", "[pcap][pcapng]") {
+    const Run r = run_file(data_file("sections.pcapng"));
+    CHECK(r.error == FileError::none);
+    REQUIRE(r.got.size() == 4);
+    CHECK(r.got[0].time == Timestamp{kT0 + 500'000});  // 2^-10 s units
+    CHECK(r.got[0].src == "10.4.0.1:5060");
+    CHECK(r.got[0].payload.size() == 212);
+    CHECK(r.got[1].src == "[2001:db8::a]:5060");
+    CHECK(r.got[1].dst == "[2001:db8::b]:5080");
+    CHECK(r.got[1].kind == shard::PayloadKind::sip);
+    CHECK(r.got[1].payload.size() == 219);
+    CHECK(r.got[2].src == "127.0.0.1:40000");
+    CHECK(r.got[2].kind == shard::PayloadKind::rtp);
+    CHECK(r.got[3].src == "[::1]:40000");
+    CHECK(r.got[3].time == Timestamp{kT0 + 3'000'000});
+    const auto& by_link = r.stats.frames_by_link;
+    CHECK(by_link[link_type_slot(LinkType::linux_sll2)] == 1);
+    CHECK(by_link[link_type_slot(LinkType::linux_sll)] == 1);
+    CHECK(by_link[link_type_slot(LinkType::null_loopback)] == 1);
+    CHECK(by_link[link_type_slot(LinkType::loop)] == 1);
+    check_accounting(r.stats);
+}
+
+TEST_CASE("ports: HEP and SIP port lists come from the options", "[pcap][classify]") {
+    const auto name = "kamailio-siptrace-hep3-udp.pcap";
+    if (!test::fixture_exists(name)) return;
+    CaptureOptions o;
+    o.hep_ports = {};
+    o.sniff_hep = false;
+    // Kamailio sends HEP from its SIP socket (tshark: all 60 are 5060 -> 9060): without the HEP
+    // port and without sniffing, the SIP port rule takes them as they are.
+    const Run r = run_file(test::fixture_path(name), o);
+    CHECK(r.got.size() == 60);
+    CHECK(packets(r.stats, PacketClass::sip_udp) == 60);
+    CHECK(r.stats.hep.received() == 0);
+    // Without either port they are neither media nor SIP: skipped as TURN-range data ('H' = 72).
+    o.sip_ports = {};
+    const Run none = run_file(test::fixture_path(name), o);
+    CHECK(none.got.empty());
+    CHECK(packets(none.stats, PacketClass::turn_channel) == 60);
+    // With sniffing on, a whole HEPv3 message is recognised on any port, the SIP port included.
+    for (bool with_sip_port : {true, false}) {
+        CaptureOptions sniff;
+        sniff.hep_ports = {};
+        if (!with_sip_port) sniff.sip_ports = {};
+        const Run h = run_file(test::fixture_path(name), sniff);
+        REQUIRE(h.got.size() == 60);
+        CHECK(h.got[0].capture_id == 2001);
+        CHECK(packets(h.stats, PacketClass::hep_udp) == 60);
+    }
+}

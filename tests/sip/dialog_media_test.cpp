@@ -1,0 +1,177 @@
+// SDP -> MediaBinding: endpoints from c= + m=, codecs from the m= format list.
+#include "dialog_test_util.hpp"
+
+#include "sip/dialog_media.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace hepd;
+using namespace hepd::sip;
+using namespace hepd::sip::test;
+
+namespace {
+
+// Audio + a declined video section + video; session-level c=.
+const std::string kOffer = R"(v=0
+o=alice 2890844526 2890844526 IN IP4 192.0.2.10
+s=-
+c=IN IP4 192.0.2.10
+t=0 0
+m=audio 49170 RTP/AVP 0 8 101
+a=rtpmap:101 telephone-event/8000
+a=fmtp:101 0-15
+m=video 0 RTP/AVP 31
+m=video 51372 RTP/AVP 96 97
+a=rtpmap:96 H264/90000
+)";
+
+// Media-level IPv6 c=, an opus stereo mapping.
+const std::string kAnswer = R"(v=0
+o=bob 1 1 IN IP6 2001:db8::5
+s=-
+t=0 0
+m=audio 3456 RTP/SAVPF 111 9
+c=IN IP6 2001:db8::5
+a=rtpmap:111 opus/48000/2
+)";
+
+struct ExpectedCodec {
+    int pt;
+    std::string_view name;
+    std::uint32_t rate;
+    int channels;
+};
+
+void check_codecs(const MediaBinding& b, std::initializer_list<ExpectedCodec> expected) {
+    REQUIRE(b.codec_count == expected.size());
+    std::size_t i = 0;
+    for (const auto& e : expected) {
+        INFO("codec " << i);
+        CHECK(b.codecs[i].payload_type == e.pt);
+        CHECK(b.codecs[i].name_view() == e.name);
+        CHECK(b.codecs[i].clock_rate == e.rate);
+        CHECK(b.codecs[i].channels == e.channels);
+        ++i;
+    }
+}
+
+} // namespace
+
+TEST_CASE("media: SDP of the offer and the answer become bindings", "[sip][dialog][media]") {
+    Harness h;
+    const Sip invite = Sip{}.with_body(kOffer);
+    h.send(invite, A, B, ms(0));
+    REQUIRE(h.sink.got.size() == 2);  // the declined video (port 0) gives none
+
+    const MediaBinding& audio = h.sink.got[0].binding;
+    CHECK(h.sink.got[0].call_id == "call-1@example.net");
+    CHECK(audio.media == ep("192.0.2.10:49170"));
+    CHECK(audio.time == ms(0));
+    // CodecInfo keeps 14 characters: "telephone-event" loses its last letter (core/media_binding.hpp).
+    check_codecs(audio, {{0, "PCMU", 8000, 1}, {8, "PCMA", 8000, 1}, {101, "telephone-even", 8000, 1}});
+
+    const MediaBinding& video = h.sink.got[1].binding;
+    CHECK(video.media == ep("192.0.2.10:51372"));
+    check_codecs(video, {{96, "H264", 90000, 1}, {97, "", 0, 1}});  // 97 has no rtpmap
+
+    h.send(invite.with_to_tag("tt").resp(200).with_body(kAnswer), B, A, ms(900));
+    REQUIRE(h.sink.got.size() == 3);
+    const MediaBinding& answer = h.sink.got[2].binding;
+    CHECK(answer.media == ep("[2001:db8::5]:3456"));
+    CHECK(answer.time == ms(900));
+    check_codecs(answer, {{111, "opus", 48000, 2}, {9, "G722", 8000, 1}});
+    CHECK(h.stats().media_bindings.value() == 3);
+
+    SECTION("a retransmission does not announce again") {
+        CHECK(h.send(invite, A, B, ms(500)) == Disposition::retransmission);
+        CHECK(h.sink.got.size() == 3);
+    }
+    SECTION("ACK, UPDATE, PRACK and 183 carry SDP too; BYE and OPTIONS answers do not") {
+        const Sip tagged = invite.with_to_tag("tt");
+        h.send(tagged.req("ACK", "z9hG4bK-a2", 1).with_body(kOffer), A, B, ms(901));
+        h.send(tagged.req("UPDATE", "z9hG4bK-a3", 2).with_body(kOffer), A, B, ms(902));
+        h.send(tagged.req("UPDATE", "z9hG4bK-a3", 2).resp(200).with_body(kAnswer), B, A, ms(903));
+        h.send(tagged.req("PRACK", "z9hG4bK-a4", 3).with_body(kAnswer), A, B, ms(904));
+        h.send(tagged.req("BYE", "z9hG4bK-a5", 4).with_body(kOffer), A, B, ms(905));
+        h.send(tagged.req("BYE", "z9hG4bK-a5", 4).resp(200).with_body(kAnswer), B, A, ms(906));
+        CHECK(h.sink.got.size() == 3 + 2 + 2 + 1 + 1);
+        CHECK(h.stats().media_bindings.value() == 9);
+    }
+}
+
+TEST_CASE("media: 183 with early media, unusable addresses, multipart and bad SDP", "[sip][dialog][media]") {
+    Harness h;
+    const Sip invite;
+    h.send(invite, A, B, ms(0));
+    CHECK(h.sink.got.empty());
+
+    SECTION("183 Session Progress") {
+        h.send(invite.with_to_tag("tt").resp(183).with_body(kAnswer), B, A, ms(100));
+        REQUIRE(h.sink.got.size() == 1);
+        CHECK(h.sink.got[0].binding.media == ep("[2001:db8::5]:3456"));
+        CHECK(h.dialog()->pdd_us() == 100'000);
+    }
+    SECTION("hold with 0.0.0.0 and a host name instead of an address") {
+        const std::string held = "v=0\no=- 1 2 IN IP4 0.0.0.0\ns=-\nc=IN IP4 0.0.0.0\nt=0 0\nm=audio 4000 RTP/AVP 0\n";
+        const std::string named = "v=0\no=- 1 2 IN IP4 h\ns=-\nc=IN IP4 media.example.net\nt=0 0\nm=audio 4000 RTP/AVP 0\n";
+        h.send(invite.with_to_tag("tt").req("INVITE", "z9hG4bK-h1", 2).with_body(held), A, B, ms(100));
+        h.send(invite.with_to_tag("tt").req("INVITE", "z9hG4bK-h2", 3).with_body(named), A, B, ms(200));
+        CHECK(h.sink.got.empty());
+        CHECK(h.stats().anomaly(DialogAnomaly::sdp_unusable_address) == 2);
+        CHECK(h.stats().media_bindings.value() == 0);
+    }
+    SECTION("SDP inside multipart/mixed is skipped and counted") {
+        Sip mp = invite.with_to_tag("tt").req("INVITE", "z9hG4bK-m1", 2).with_body("--b\nContent-Type: application/sdp\n\nv=0\n--b--\n");
+        mp.content_type = "multipart/mixed;boundary=b";
+        h.send(mp, A, B, ms(100));
+        CHECK(h.sink.got.empty());
+        CHECK(h.stats().anomaly(DialogAnomaly::multipart_body_skipped) == 1);
+    }
+    SECTION("a body that is not SDP is counted by SDP error") {
+        h.send(invite.with_to_tag("tt").req("INVITE", "z9hG4bK-b1", 2).with_body("hello\n"), A, B, ms(100));
+        CHECK(h.sink.got.empty());
+        CHECK(h.stats().sdp_errors[static_cast<std::size_t>(SdpError::missing_version)].value() == 1);
+    }
+    SECTION("other content types are ignored") {
+        Sip other = invite.with_to_tag("tt").req("INVITE", "z9hG4bK-o1", 2).with_body(kAnswer);
+        other.content_type = "application/isup";
+        h.send(other, A, B, ms(100));
+        CHECK(h.sink.got.empty());
+        for (const auto& c : h.stats().sdp_errors) CHECK(c.value() == 0);
+    }
+}
+
+TEST_CASE("media: content types", "[sip][dialog][media]") {
+    CHECK(is_sdp_content_type("application/sdp"));
+    CHECK(is_sdp_content_type("Application/SDP"));
+    CHECK(is_sdp_content_type("  application/sdp ;charset=utf-8"));
+    CHECK(is_sdp_content_type("application/sdp;version=2"));
+    CHECK_FALSE(is_sdp_content_type("application/sdpx"));
+    CHECK_FALSE(is_sdp_content_type("application/sd"));
+    CHECK_FALSE(is_sdp_content_type(""));
+    CHECK(is_multipart_content_type("Multipart/Mixed; boundary=x"));
+    CHECK_FALSE(is_multipart_content_type("application/sdp"));
+}
+
+TEST_CASE("media: emit_media_bindings keeps at most kMaxBindingCodecs codecs", "[sip][dialog][media]") {
+    const std::string text = "v=0\r\no=- 1 1 IN IP4 192.0.2.1\r\ns=-\r\nc=IN IP4 192.0.2.1\r\nt=0 0\r\n"
+                             "m=audio 5004 RTP/AVP 0 3 4 5 6 7 8 9 18 96\r\n";
+    const auto sdp = parse_sdp(text);
+    REQUIRE(sdp.ok());
+    RecordingSink sink;
+    const MediaEmitResult r = emit_media_bindings(*sdp, "cid", ms(7), sink);
+    CHECK(r.emitted == 1);
+    CHECK(r.unusable == 0);
+    REQUIRE(sink.got.size() == 1);
+    const MediaBinding& b = sink.got[0].binding;
+    CHECK(sink.got[0].call_id == "cid");
+    CHECK(b.media == ep("192.0.2.1:5004"));
+    check_codecs(b, {{0, "PCMU", 8000, 1},
+                     {3, "GSM", 8000, 1},
+                     {4, "G723", 8000, 1},
+                     {5, "DVI4", 8000, 1},
+                     {6, "DVI4", 16000, 1},
+                     {7, "LPC", 8000, 1},
+                     {8, "PCMA", 8000, 1},
+                     {9, "G722", 8000, 1}});
+}
