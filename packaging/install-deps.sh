@@ -11,7 +11,7 @@ build_pkgs=(
   libprotobuf-dev protobuf-compiler
   prometheus-cpp-dev libcivetweb-dev
   zlib1g-dev libsystemd-dev
-  catch2 libbenchmark-dev
+  catch2 libbenchmark-dev nlohmann-json3-dev
 )
 # Optional extras for the sanitizer and fuzz builds (clang's libFuzzer runtime).
 if [[ "${HEPD_WITH_FUZZ:-0}" == 1 ]]; then

@@ -28,6 +28,10 @@ std::string usage_text() {
 
 Usage:
   hepd [OPTIONS]                 run the collector (embedded defaults when no --config)
+  hepd pcap FILE... [--cores N] [--report] [--json PATH] [--config FILE]
+                                 read pcap/pcapng captures (gzip too) through the same shards
+                                 and report: --report prints the full report (else one line),
+                                 --json writes it as JSON (- for stdout)
   hepd check-config FILE [--print]
                                  validate FILE; --print shows the effective configuration
   hepd --version | --help
@@ -73,8 +77,27 @@ CommandLine parse_command_line(int argc, char** argv) {
         return cl;
     }
 
-    for (i = 0; i < args.size(); ++i) {
+    std::size_t first = 0;
+    if (!args.empty() && args[0] == "pcap") {
+        cl.verb = Verb::pcap;
+        first = 1;
+    }
+    for (i = first; i < args.size(); ++i) {
         const std::string_view arg = args[i];
+        if (cl.verb == Verb::pcap) {
+            if (arg == "--report") {
+                cl.pcap_report = true;
+                continue;
+            }
+            if (arg == "--json") {
+                cl.pcap_json = take_value(arg);
+                continue;
+            }
+            if (arg.empty() || arg[0] != '-') {
+                cl.pcap_files.emplace_back(arg);
+                continue;
+            }
+        }
         if (arg == "--help" || arg == "-h") {
             cl.verb = Verb::help;
             return cl;
@@ -97,6 +120,7 @@ CommandLine parse_command_line(int argc, char** argv) {
         }
         if (!matched) throw UsageError("unknown argument " + std::string(arg) + " (see hepd --help)");
     }
+    if (cl.verb == Verb::pcap && cl.pcap_files.empty()) throw UsageError("pcap needs at least one FILE");
     return cl;
 }
 

@@ -8,7 +8,7 @@
 
 namespace hepd::app {
 
-enum class Verb { daemon, check_config, help, version };
+enum class Verb { daemon, check_config, pcap, help, version };
 
 struct Override {
     std::string flag;   // as typed, for error messages
@@ -21,6 +21,10 @@ struct CommandLine {
     std::string config_path;                                 // --config, or check-config's FILE
     bool print_config = false;                               // check-config --print
     std::vector<Override> overrides;  // in command-line order
+    // pcap verb
+    std::vector<std::string> pcap_files;
+    bool pcap_report = false;
+    std::string pcap_json;
 };
 
 struct UsageError : std::runtime_error {

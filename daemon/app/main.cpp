@@ -1,6 +1,8 @@
 // hepd: command line, configuration, wiring of listeners, signals. The only code tests do not
 // link; they run the built binary instead.
 #include "app/cli.hpp"
+#include "app/pcap_command.hpp"
+#include "app/wiring.hpp"
 #include "config/config.hpp"
 #include "core/log.hpp"
 #include "core/version.hpp"
@@ -40,17 +42,6 @@ config::Config load_config(const app::CommandLine& cl) {
     return cfg;
 }
 
-ingest::IntakeOptions intake_options(const config::Config& cfg) {
-    ingest::IntakeOptions o;
-    for (const auto& pt : cfg.hep.payload_types) {
-        const auto cls = hep::parse_payload_class(config::to_string(pt.payload_class));
-        o.payload_types.set(pt.code, pt.name, cls.value_or(hep::PayloadClass::other));
-    }
-    o.auth_key = cfg.hep.auth_key;
-    o.max_decompressed_bytes = cfg.hep.max_decompressed_bytes;
-    return o;
-}
-
 void log_summary(const ingest::IntakeStats& s, std::string_view when) {
     std::uint64_t decode_errors = 0;
     for (auto n : s.decode_errors) decode_errors += n;
@@ -67,7 +58,7 @@ int run_daemon(const config::Config& cfg) {
     spdlog::info("hepd {} ({}) starting", kVersion, kGitCommit);
 
     boost::asio::io_context io(1);
-    ingest::HepIntake intake(intake_options(cfg));
+    ingest::HepIntake intake(app::intake_options(cfg));
     const SystemClock clock;
     const SteadyClock steady;
     ingest::TokenBucket global_limit(cfg.hep.rate_limit.rate, cfg.hep.rate_limit.burst, steady.now());
@@ -153,6 +144,7 @@ int main(int argc, char** argv) {
     case app::Verb::help: std::cout << app::usage_text(); return 0;
     case app::Verb::version: std::printf("hepd %s (commit %s)\n", kVersion, kGitCommit); return 0;
     case app::Verb::check_config:
+    case app::Verb::pcap:
     case app::Verb::daemon: break;
     }
 
@@ -168,6 +160,16 @@ int main(int argc, char** argv) {
         if (cl.print_config) std::cout << config::to_yaml(cfg);
         std::fprintf(stderr, "%s: configuration ok\n", cl.config_path.c_str());
         return 0;
+    }
+    if (cl.verb == app::Verb::pcap) {
+        setup_logging(config::to_string(cfg.log_level));
+        app::PcapArgs args;
+        args.files = cl.pcap_files;
+        for (const auto& o : cl.overrides)
+            if (o.key == "shards.count") args.cores = cfg.shards.count;
+        args.report = cl.pcap_report;
+        args.json_path = cl.pcap_json;
+        return app::run_pcap(args, cfg);
     }
     return run_daemon(cfg);
 }

@@ -6,6 +6,7 @@
 // least recently touched entry and hands it to the caller to account for.
 //
 // Not thread-safe: one table belongs to one shard.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -64,6 +65,9 @@ public:
             at = free_.back();
             free_.pop_back();
         } else {
+            // Grow by doubling, but never past the cap: a full table holds exactly `capacity`.
+            if (entries_.size() == entries_.capacity())
+                entries_.reserve(std::min(capacity_, std::max<std::size_t>(16, entries_.capacity() * 2)));
             at = static_cast<std::uint32_t>(entries_.size());
             entries_.emplace_back();
         }

@@ -15,7 +15,7 @@ struct CodecInfo {
     std::uint8_t payload_type = 0;
     std::uint8_t channels = 1;
     std::uint32_t clock_rate = 0;     // Hz, from a=rtpmap or the RFC 3551 static table
-    std::array<char, 14> name{};      // encoding name as in rtpmap ("PCMA", "opus"), NUL-padded
+    std::array<char, 16> name{};      // encoding name as in rtpmap ("PCMA", "telephone-event"), NUL-padded
 
     std::string_view name_view() const noexcept {
         std::size_t n = 0;

@@ -466,6 +466,7 @@ void DialogTable::insert_entry(std::uint64_t hash, DialogKey key, const Dialog& 
 }
 
 void DialogTable::account_removed(const Table::Entry& entry, bool evicted) {
+    if (removed_sink_ != nullptr) removed_sink_->on_dialog_removed(entry.key.call_id(), entry.key.from_tag(), entry.value, evicted);
     key_heap_bytes_ -= entry.key.heap_bytes();
     stats_->dialogs_by_state[static_cast<std::size_t>(entry.value.state)].add(-1);
     if (!evicted) return;

@@ -33,6 +33,15 @@
 
 namespace hepd::sip {
 
+// Sees every dialog record once, when it leaves the table: retired after its linger, or evicted
+// at the cap (then possibly unfinished). The offline report collects failed calls this way.
+class DialogSink {
+public:
+    virtual ~DialogSink() = default;
+    virtual void on_dialog_removed(std::string_view call_id, std::string_view from_tag, const Dialog& dialog,
+                                   bool evicted) = 0;
+};
+
 class DialogTable {
 public:
     // `sink` may be null (bindings are then only counted); it must outlive the table.
@@ -78,6 +87,9 @@ public:
     // evicts like any insertion.
     bool restore(std::string_view call_id, std::string_view from_tag, const Dialog& record);
 
+    // Not owned; may be null.
+    void set_sink(DialogSink* sink) noexcept { removed_sink_ = sink; }
+
     TransactionTable& transactions() noexcept { return transactions_; }
     const TransactionTable& transactions() const noexcept { return transactions_; }
     const DialogStats& stats() const noexcept { return *stats_; }
@@ -116,6 +128,7 @@ private:
 
     DialogConfig config_;
     MediaSink* sink_;
+    DialogSink* removed_sink_ = nullptr;
     // Heap-held so that the exporter keeps a stable address and the table stays movable later.
     std::unique_ptr<DialogStats> stats_;
     Table table_;

@@ -68,7 +68,7 @@ TEST_CASE("media: SDP of the offer and the answer become bindings", "[sip][dialo
     CHECK(audio.media == ep("192.0.2.10:49170"));
     CHECK(audio.time == ms(0));
     // CodecInfo keeps 14 characters: "telephone-event" loses its last letter (core/media_binding.hpp).
-    check_codecs(audio, {{0, "PCMU", 8000, 1}, {8, "PCMA", 8000, 1}, {101, "telephone-even", 8000, 1}});
+    check_codecs(audio, {{0, "PCMU", 8000, 1}, {8, "PCMA", 8000, 1}, {101, "telephone-event", 8000, 1}});
 
     const MediaBinding& video = h.sink.got[1].binding;
     CHECK(video.media == ep("192.0.2.10:51372"));

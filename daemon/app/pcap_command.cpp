@@ -1,0 +1,127 @@
+#include "app/pcap_command.hpp"
+
+#include "app/wiring.hpp"
+#include "report/collector.hpp"
+#include "report/run_report.hpp"
+#include "shard/pipeline.hpp"
+#include "shard/shard_worker.hpp"
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+namespace hepd::app {
+
+namespace {
+
+constexpr int kExitDataError = 65;  // EX_DATAERR
+
+double cpu_seconds() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+std::uint64_t peak_rss_bytes() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return static_cast<std::uint64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+} // namespace
+
+int run_pcap(const PcapArgs& args, const config::Config& cfg) {
+    const auto wall0 = std::chrono::steady_clock::now();
+    const double cpu0 = cpu_seconds();
+    const std::uint32_t shards =
+        args.cores ? std::max<std::uint32_t>(*args.cores, 1)
+                   : config::effective_shard_count(cfg.shards, std::thread::hardware_concurrency());
+
+    const auto sc = shard_config(cfg);
+    std::vector<std::unique_ptr<report::ShardCollector>> collectors;
+    std::vector<shard::ShardWorker*> workers;
+    std::vector<std::unique_ptr<shard::Worker>> owned;
+    for (std::uint32_t i = 0; i < shards; ++i) {
+        collectors.push_back(std::make_unique<report::ShardCollector>());
+        auto w = std::make_unique<shard::ShardWorker>(sc, collectors.back().get());
+        w->dialogs().set_sink(collectors.back().get());
+        workers.push_back(w.get());
+        owned.push_back(std::move(w));
+    }
+    shard::PipelineOptions po;
+    po.shards = shards;
+    po.producers = 1;
+    po.lossless = true;  // a capture is read in full: the reader waits for the shards
+    po.batch_datagrams = cfg.shards.batch_size;
+    shard::Pipeline pipeline(po, std::move(owned));
+    pipeline.start();
+
+    pcap::CaptureSource source(capture_options(cfg));
+    auto& producer = pipeline.producer(0);
+    Timestamp last{};
+    auto sink = [&](const shard::Datagram& d) {
+        if (d.time > last) last = d.time;
+        producer.push(d);
+    };
+    report::RunInfo info;
+    info.files = args.files;
+    info.shards = shards;
+    for (const auto& path : args.files) {
+        std::string message;
+        const auto err = source.read_file(path, sink, &message);
+        if (err != pcap::FileError::none) {
+            info.error = path + ": " + (message.empty() ? std::string(pcap::to_string(err)) : message);
+            std::fprintf(stderr, "hepd: %s\n", info.error.c_str());
+            break;
+        }
+    }
+    source.finish();
+    producer.flush();
+    pipeline.finish(last);
+
+    // The shard threads have ended: their tables and statistics are this thread's to read now.
+    sip::DialogStats dialog_stats;
+    rtp::StreamStats stream_stats;
+    report::RunInputs inputs;
+    for (std::uint32_t i = 0; i < shards; ++i) {
+        collectors[i]->collect_remaining(workers[i]->dialogs());
+        dialog_stats.merge(workers[i]->dialogs().stats());
+        stream_stats.merge(workers[i]->streams().stats());
+        inputs.collectors.push_back(collectors[i].get());
+    }
+    const auto capture = source.stats();
+    inputs.capture = &capture;
+    inputs.dialogs = &dialog_stats;
+    inputs.streams = &stream_stats;
+    info.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+    info.cpu_seconds = cpu_seconds() - cpu0;
+    info.peak_rss_bytes = peak_rss_bytes();
+
+    const auto doc = report::build_report(info, inputs);
+    if (args.report) {
+        std::cout << report::render_text(doc);
+    } else if (args.json_path != "-") {
+        std::cout << report::render_summary(doc) << "\n";
+    }
+    if (!args.json_path.empty()) {
+        if (args.json_path == "-") {
+            std::cout << doc.dump(2) << "\n";
+        } else {
+            std::ofstream out(args.json_path);
+            out << doc.dump(2) << "\n";
+            if (!out) {
+                std::fprintf(stderr, "hepd: cannot write %s\n", args.json_path.c_str());
+                return kExitDataError;
+            }
+        }
+    }
+    return info.error.empty() ? 0 : kExitDataError;
+}
+
+} // namespace hepd::app

@@ -1,0 +1,14 @@
+#pragma once
+// Configuration → the options each module takes (modules do not depend on the config module).
+#include "config/config.hpp"
+#include "ingest/hep_intake.hpp"
+#include "pcap/capture_source.hpp"
+#include "shard/shard_worker.hpp"
+
+namespace hepd::app {
+
+ingest::IntakeOptions intake_options(const config::Config& cfg);
+shard::ShardConfig shard_config(const config::Config& cfg);
+pcap::CaptureOptions capture_options(const config::Config& cfg);
+
+} // namespace hepd::app

@@ -1,0 +1,79 @@
+#include "report/collector.hpp"
+
+#include <algorithm>
+
+namespace hepd::report {
+
+bool ShardCollector::worse(const StreamRow& a, const StreamRow& b) noexcept {
+    if (a.loss_percent != b.loss_percent) return a.loss_percent > b.loss_percent;
+    if (a.has_mos != b.has_mos) return a.has_mos;
+    if (a.mos != b.mos) return a.mos < b.mos;
+    if (a.max_jitter_ms != b.max_jitter_ms) return a.max_jitter_ms > b.max_jitter_ms;
+    // Ties broken by identity so that the list never depends on arrival order (shard count).
+    if (a.call_id != b.call_id) return a.call_id < b.call_id;
+    if (a.src != b.src) return a.src < b.src;
+    return a.ssrc < b.ssrc;
+}
+
+void ShardCollector::on_stream_finished(const rtp::FinishedStream& f) {
+    const auto& s = f.summary;
+    if (s.has_quality) mos_.add(s.mos);
+    StreamRow row;
+    row.loss_percent = s.loss_percent;
+    row.has_mos = s.has_quality;
+    row.mos = s.mos;
+    row.max_jitter_ms = s.max_jitter_ms;
+    row.src = f.key.src;
+    row.dst = f.key.dst;
+    row.ssrc = f.key.ssrc;
+    if (f.binding != nullptr) row.call_id = f.binding->call_id;
+    // Keep the list short: a candidate that cannot enter a full list is dropped at once.
+    if (worst_.size() >= keep_ && !worse(row, worst_.back())) return;
+    row.codec = std::string(rtp::to_string(s.codec));
+    row.packets = f.stream.packets;
+    row.expected = s.expected;
+    row.lost = s.lost;
+    row.first = f.stream.first;
+    row.last = f.stream.last;
+    worst_.insert(std::upper_bound(worst_.begin(), worst_.end(), row, worse), std::move(row));
+    if (worst_.size() > keep_) worst_.pop_back();
+}
+
+void ShardCollector::finished_dialog(std::string_view call_id, std::string_view from_tag, const sip::Dialog& d) {
+    if (d.pdd_us() >= 0) pdd_.add(static_cast<double>(d.pdd_us()) / 1e6);
+    if (d.setup_us() >= 0) setup_.add(static_cast<double>(d.setup_us()) / 1e6);
+    if (d.duration_us() >= 0) duration_.add(static_cast<double>(d.duration_us()) / 1e6);
+    const auto outcome = d.outcome();
+    if (outcome == sip::DialogOutcome::completed) return;
+    ++failed_total_;
+    CallRow row;
+    row.invite = d.invite_time;
+    auto earlier = [](const CallRow& a, const CallRow& b) {
+        return a.invite != b.invite ? a.invite < b.invite : a.call_id < b.call_id;
+    };
+    row.call_id = std::string(call_id);
+    if (failed_.size() >= keep_ && !earlier(row, failed_.back())) return;
+    row.from_tag = std::string(from_tag);
+    row.caller = d.caller;
+    row.callee = d.callee;
+    row.outcome = std::string(sip::to_string(outcome));
+    row.final_status = d.final_status;
+    row.q850_cause = d.q850_cause == sip::kNoCause ? -1 : d.q850_cause;
+    row.pdd_seconds = d.pdd_us() >= 0 ? static_cast<double>(d.pdd_us()) / 1e6 : -1;
+    failed_.insert(std::upper_bound(failed_.begin(), failed_.end(), row, earlier), std::move(row));
+    if (failed_.size() > keep_) failed_.pop_back();
+}
+
+void ShardCollector::on_dialog_removed(std::string_view call_id, std::string_view from_tag, const sip::Dialog& d,
+                                       bool /*evicted*/) {
+    // An evicted unfinished record never finishes: the statistics count it as outcome evicted.
+    if (d.finished()) finished_dialog(call_id, from_tag, d);
+}
+
+void ShardCollector::collect_remaining(const sip::DialogTable& table) {
+    table.for_each([&](std::string_view call_id, std::string_view from_tag, const sip::Dialog& d) {
+        if (d.finished()) finished_dialog(call_id, from_tag, d);
+    });
+}
+
+} // namespace hepd::report

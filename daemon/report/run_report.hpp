@@ -1,0 +1,38 @@
+#pragma once
+// The end-of-run report of `hepd pcap`: one JSON document (schema in README.md, "Offline pcap
+// mode") built from the merged statistics and the per-shard collectors; the text report is
+// rendered from that same document, so the two never disagree.
+#include "pcap/capture_source.hpp"
+#include "report/collector.hpp"
+#include "rtp/stream_stats.hpp"
+#include "sip/dialog_stats.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace hepd::report {
+
+struct RunInfo {
+    std::vector<std::string> files;
+    std::size_t shards = 1;
+    double wall_seconds = 0;
+    double cpu_seconds = 0;
+    std::uint64_t peak_rss_bytes = 0;
+    std::string error;  // a file that ended early: what and where
+};
+
+struct RunInputs {
+    const pcap::CaptureStats* capture = nullptr;
+    const sip::DialogStats* dialogs = nullptr;   // merged over shards
+    const rtp::StreamStats* streams = nullptr;   // merged over shards
+    std::vector<const ShardCollector*> collectors;
+    std::size_t keep = 20;                       // rows in the worst/failed lists
+};
+
+nlohmann::json build_report(const RunInfo& info, const RunInputs& inputs);
+std::string render_text(const nlohmann::json& report);
+std::string render_summary(const nlohmann::json& report);  // one line
+
+} // namespace hepd::report

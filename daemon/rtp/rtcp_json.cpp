@@ -1,0 +1,386 @@
+#include "rtp/rtcp_json.hpp"
+
+namespace hepd::rtp {
+
+std::string_view to_string(RtcpJsonError error) noexcept {
+    switch (error) {
+        case RtcpJsonError::empty: return "empty";
+        case RtcpJsonError::too_long: return "too_long";
+        case RtcpJsonError::not_object: return "not_object";
+        case RtcpJsonError::syntax: return "syntax";
+        case RtcpJsonError::truncated: return "truncated";
+        case RtcpJsonError::too_deep: return "too_deep";
+        case RtcpJsonError::bad_number: return "bad_number";
+        case RtcpJsonError::not_rtcp: return "not_rtcp";
+    }
+    return "unknown";
+}
+
+namespace {
+
+bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
+bool is_hex(char c) noexcept { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+bool is_space(char c) noexcept { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// Plain decimal integer text: optional '-', 1 to 19 digits (no sign '+', fraction or exponent).
+bool to_integer(std::string_view text, std::int64_t& out) noexcept {
+    bool negative = false;
+    std::size_t i = 0;
+    if (i < text.size() && text[i] == '-') {
+        negative = true;
+        ++i;
+    }
+    if (i == text.size() || text.size() - i > 19) return false;
+    std::uint64_t value = 0;
+    for (; i < text.size(); ++i) {
+        if (!is_digit(text[i])) return false;
+        value = value * 10 + static_cast<std::uint64_t>(text[i] - '0');
+    }
+    if (value > static_cast<std::uint64_t>(INT64_MAX)) return false;
+    out = negative ? -static_cast<std::int64_t>(value) : static_cast<std::int64_t>(value);
+    return true;
+}
+
+class Scanner {
+public:
+    explicit Scanner(std::string_view text) noexcept : p_(text.data()), end_(text.data() + text.size()) {}
+
+    RtcpJsonError error() const noexcept { return error_; }
+
+    bool fail(RtcpJsonError e) noexcept {
+        if (!failed_) {
+            failed_ = true;
+            error_ = e;
+        }
+        return false;
+    }
+
+    void skip_ws() noexcept {
+        while (p_ < end_ && is_space(*p_)) ++p_;
+    }
+
+    // Whitespace and NUL octets only up to the end.
+    bool only_padding_left() noexcept {
+        while (p_ < end_ && (is_space(*p_) || *p_ == '\0')) ++p_;
+        return p_ == end_;
+    }
+
+    // Next significant character, or '\0' at the end (then `truncated` is the right error).
+    char peek() noexcept {
+        skip_ws();
+        return p_ < end_ ? *p_ : '\0';
+    }
+    bool at_end() noexcept {
+        skip_ws();
+        return p_ >= end_;
+    }
+
+    bool consume(char c) noexcept {
+        skip_ws();
+        if (p_ >= end_) return fail(RtcpJsonError::truncated);
+        if (*p_ != c) return fail(RtcpJsonError::syntax);
+        ++p_;
+        return true;
+    }
+
+    bool string(std::string_view& raw) noexcept {
+        if (!consume('"')) return false;
+        const char* start = p_;
+        while (p_ < end_) {
+            const auto c = static_cast<unsigned char>(*p_);
+            if (c == '"') {
+                raw = std::string_view(start, static_cast<std::size_t>(p_ - start));
+                ++p_;
+                return true;
+            }
+            if (c < 0x20) return fail(RtcpJsonError::syntax);
+            ++p_;
+            if (c != '\\') continue;
+            if (p_ >= end_) break;
+            const char e = *p_++;
+            if (e == 'u') {
+                for (int i = 0; i < 4; ++i, ++p_) {
+                    if (p_ >= end_) return fail(RtcpJsonError::truncated);
+                    if (!is_hex(*p_)) return fail(RtcpJsonError::syntax);
+                }
+            } else if (e != '"' && e != '\\' && e != '/' && e != 'b' && e != 'f' && e != 'n' && e != 'r' &&
+                       e != 't') {
+                return fail(RtcpJsonError::syntax);
+            }
+        }
+        return fail(RtcpJsonError::truncated);
+    }
+
+    bool number(std::string_view& raw) noexcept {
+        skip_ws();
+        const char* start = p_;
+        if (p_ < end_ && *p_ == '-') ++p_;
+        if (p_ >= end_) return fail(RtcpJsonError::truncated);
+        if (*p_ == '0') {
+            ++p_;
+        } else if (is_digit(*p_)) {
+            while (p_ < end_ && is_digit(*p_)) ++p_;
+        } else {
+            return fail(RtcpJsonError::syntax);
+        }
+        if (p_ < end_ && *p_ == '.') {
+            ++p_;
+            if (!digits()) return false;
+        }
+        if (p_ < end_ && (*p_ == 'e' || *p_ == 'E')) {
+            ++p_;
+            if (p_ < end_ && (*p_ == '+' || *p_ == '-')) ++p_;
+            if (!digits()) return false;
+        }
+        raw = std::string_view(start, static_cast<std::size_t>(p_ - start));
+        return true;
+    }
+
+    bool literal(std::string_view word) noexcept {
+        skip_ws();
+        for (const char c : word) {
+            if (p_ >= end_) return fail(RtcpJsonError::truncated);
+            if (*p_ != c) return fail(RtcpJsonError::syntax);
+            ++p_;
+        }
+        return true;
+    }
+
+    // Walks an object, handing each member's key to on_member(key, depth), which must consume
+    // the value.
+    template <class OnMember>
+    bool object(int depth, OnMember&& on_member) noexcept {
+        if (depth > kMaxRtcpJsonDepth) return fail(RtcpJsonError::too_deep);
+        if (!consume('{')) return false;
+        if (peek() == '}') {
+            ++p_;
+            return true;
+        }
+        for (;;) {
+            std::string_view key;
+            if (!string(key) || !consume(':') || !on_member(key, depth)) return false;
+            if (at_end()) return fail(RtcpJsonError::truncated);
+            const char next = *p_++;
+            if (next == ',') continue;
+            if (next == '}') return true;
+            return fail(RtcpJsonError::syntax);
+        }
+    }
+
+    template <class OnElement>
+    bool array(int depth, OnElement&& on_element) noexcept {
+        if (depth > kMaxRtcpJsonDepth) return fail(RtcpJsonError::too_deep);
+        if (!consume('[')) return false;
+        if (peek() == ']') {
+            ++p_;
+            return true;
+        }
+        for (;;) {
+            if (!on_element(depth)) return false;
+            if (at_end()) return fail(RtcpJsonError::truncated);
+            const char next = *p_++;
+            if (next == ',') continue;
+            if (next == ']') return true;
+            return fail(RtcpJsonError::syntax);
+        }
+    }
+
+    bool skip_value(int depth) noexcept {
+        switch (peek()) {
+            case '{':
+                return object(depth + 1, [this](std::string_view, int d) { return skip_value(d); });
+            case '[': return array(depth + 1, [this](int d) { return skip_value(d); });
+            case '"': {
+                std::string_view ignored;
+                return string(ignored);
+            }
+            case 't': return literal("true");
+            case 'f': return literal("false");
+            case 'n': return literal("null");
+            case '\0':
+                if (at_end()) return fail(RtcpJsonError::truncated);
+                return fail(RtcpJsonError::syntax);
+            default: {
+                std::string_view ignored;
+                return number(ignored);
+            }
+        }
+    }
+
+    // true (and skips it) when the next value is `null`.
+    bool null_value() noexcept {
+        if (peek() != 'n') return false;
+        return literal("null");
+    }
+    bool failed() const noexcept { return failed_; }
+
+    // An integer field: a JSON integer or, as Asterisk writes some, a string of digits.
+    bool integer(int depth, std::int64_t& out) noexcept {
+        std::string_view text;
+        const char c = peek();
+        if (c == '"') {
+            if (!string(text)) return false;
+        } else if (c == '-' || is_digit(c)) {
+            if (!number(text)) return false;
+        } else {
+            if (!skip_value(depth)) return false;
+            return fail(RtcpJsonError::bad_number);
+        }
+        return to_integer(text, out) || fail(RtcpJsonError::bad_number);
+    }
+
+    bool ranged(int depth, std::int64_t low, std::int64_t high, std::int64_t& out) noexcept {
+        if (!integer(depth, out)) return false;
+        return (out >= low && out <= high) || fail(RtcpJsonError::bad_number);
+    }
+
+    // 32-bit field; negative values (C int packing) are taken modulo 2^32.
+    bool u32(int depth, std::uint32_t& out) noexcept {
+        std::int64_t v = 0;
+        if (!ranged(depth, INT32_MIN, UINT32_MAX, v)) return false;
+        out = static_cast<std::uint32_t>(static_cast<std::uint64_t>(v) & 0xFFFF'FFFFU);
+        return true;
+    }
+
+    bool u8(int depth, std::uint8_t& out) noexcept {
+        std::int64_t v = 0;
+        if (!ranged(depth, 0, 255, v)) return false;
+        out = static_cast<std::uint8_t>(v);
+        return true;
+    }
+
+    // Cumulative loss: the raw unsigned 24-bit field, or an already signed value.
+    bool lost24(int depth, std::int32_t& out) noexcept {
+        std::int64_t v = 0;
+        if (!ranged(depth, -0x80'0000, 0xFF'FFFF, v)) return false;
+        if (v >= 0x80'0000) v -= 0x100'0000;
+        out = static_cast<std::int32_t>(v);
+        return true;
+    }
+
+private:
+    bool digits() noexcept {
+        if (p_ >= end_) return fail(RtcpJsonError::truncated);
+        if (!is_digit(*p_)) return fail(RtcpJsonError::syntax);
+        while (p_ < end_ && is_digit(*p_)) ++p_;
+        return true;
+    }
+
+    const char* p_;
+    const char* end_;
+    bool failed_ = false;
+    RtcpJsonError error_ = RtcpJsonError::syntax;
+};
+
+bool parse_block(Scanner& s, int depth, RtcpJsonReport& report) noexcept {
+    if (s.peek() != '{') {
+        if (!s.skip_value(depth)) return false;
+        ++report.blocks_dropped;
+        return true;
+    }
+    RtcpJsonBlock block;
+    bool has_source = false;
+    const bool ok = s.object(depth + 1, [&](std::string_view key, int d) {
+        if (key == "source_ssrc") {
+            has_source = true;
+            return s.u32(d, block.source_ssrc);
+        }
+        if (key == "fraction_lost") return s.u8(d, block.fraction_lost);
+        if (key == "packets_lost") return s.lost24(d, block.packets_lost);
+        if (key == "highest_seq_no") return s.u32(d, block.highest_seq_no);
+        if (key == "ia_jitter") return s.u32(d, block.ia_jitter);
+        if (key == "lsr") return s.u32(d, block.lsr);
+        if (key == "dlsr") return s.u32(d, block.dlsr);
+        return s.skip_value(d);
+    });
+    if (!ok) return false;
+    if (!has_source || report.block_count >= kMaxRtcpJsonBlocks) {
+        ++report.blocks_dropped;
+        return true;
+    }
+    report.blocks[report.block_count++] = block;
+    return true;
+}
+
+bool parse_sender_info(Scanner& s, int depth, RtcpJsonReport& report) noexcept {
+    if (s.null_value()) return true;
+    if (s.failed()) return false;
+    if (s.peek() != '{') {
+        if (!s.skip_value(depth)) return false;
+        return s.fail(RtcpJsonError::syntax);
+    }
+    RtcpJsonSenderInfo info;
+    const bool ok = s.object(depth + 1, [&](std::string_view key, int d) {
+        if (key == "ntp_timestamp_sec") return s.u32(d, info.ntp_timestamp_sec);
+        if (key == "ntp_timestamp_usec") return s.u32(d, info.ntp_timestamp_usec);
+        if (key == "rtp_timestamp") return s.u32(d, info.rtp_timestamp);
+        if (key == "packets") return s.u32(d, info.packets);
+        if (key == "octets") return s.u32(d, info.octets);
+        return s.skip_value(d);
+    });
+    if (!ok) return false;
+    if (!report.has_sender_info) {
+        report.sender_info = info;
+        report.has_sender_info = true;
+    }
+    return true;
+}
+
+} // namespace
+
+Result<RtcpJsonReport, RtcpJsonError> parse_rtcp_json(std::string_view text) noexcept {
+    if (text.size() > kMaxRtcpJsonSize) return fail(RtcpJsonError::too_long);
+    if (Scanner(text).only_padding_left()) return fail(RtcpJsonError::empty);
+    Scanner scan(text);
+    if (scan.peek() != '{') return fail(RtcpJsonError::not_object);
+
+    RtcpJsonReport report;
+    bool has_blocks = false;
+    const bool ok = scan.object(1, [&](std::string_view key, int depth) {
+        if (key == "ssrc") {
+            std::uint32_t v = 0;
+            if (!scan.u32(depth, v)) return false;
+            if (!report.has_ssrc) {
+                report.ssrc = v;
+                report.has_ssrc = true;
+            }
+            return true;
+        }
+        if (key == "type") {
+            std::uint8_t v = 0;
+            if (!scan.u8(depth, v)) return false;
+            if (!report.has_type) {
+                report.type = v;
+                report.has_type = true;
+            }
+            return true;
+        }
+        if (key == "report_count") {
+            std::uint8_t v = 0;
+            if (!scan.u8(depth, v)) return false;
+            if (!report.has_report_count) {
+                report.report_count = v;
+                report.has_report_count = true;
+            }
+            return true;
+        }
+        if (key == "report_blocks") {
+            has_blocks = true;
+            if (scan.null_value()) return true;
+            if (scan.failed()) return false;
+            if (scan.peek() != '[') {
+                if (!scan.skip_value(depth)) return false;
+                return scan.fail(RtcpJsonError::syntax);
+            }
+            return scan.array(depth + 1, [&](int d) { return parse_block(scan, d, report); });
+        }
+        if (key == "sender_information") return parse_sender_info(scan, depth, report);
+        return scan.skip_value(depth);
+    });
+    if (!ok) return fail(scan.error());
+    if (!scan.only_padding_left()) return fail(RtcpJsonError::syntax);
+    if (!report.has_ssrc && !has_blocks) return fail(RtcpJsonError::not_rtcp);
+    return report;
+}
+
+} // namespace hepd::rtp

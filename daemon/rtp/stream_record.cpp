@@ -1,0 +1,223 @@
+#include "rtp/stream_record.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "core/hash.hpp"
+#include "rtp/emodel.hpp"
+
+namespace hepd::rtp {
+
+namespace {
+
+std::uint64_t word_at(const std::uint8_t* p) noexcept {
+    std::uint64_t w = 0;
+    std::memcpy(&w, p, sizeof w);
+    return w;
+}
+
+// Adds one |D| (timestamp units, converted to microseconds) to an RFC 3550 A.8 estimate.
+void add_transit_difference(JitterEstimate& e, double arrival_delta_us, double timestamp_delta,
+                            double clock_rate) noexcept {
+    const double ticks_per_us = clock_rate * 1e-6;
+    const double d = arrival_delta_us * ticks_per_us - timestamp_delta;  // timestamp units
+    const double abs_d_us = std::fabs(d) / ticks_per_us;
+    double j = e.jitter_us;
+    j += (abs_d_us - j) / 16.0;
+    e.jitter_us = static_cast<float>(j);
+    e.max_jitter_us = std::max(e.max_jitter_us, e.jitter_us);
+}
+
+#if defined(__SIZEOF_INT128__)
+__extension__ using Uint128 = unsigned __int128;
+#endif
+
+// 64 x 64 -> 128-bit multiply with the halves folded together. One multiply per pair of words,
+// the pairs independent of each other, so a key hashes in a few cycles (x86-64 and aarch64 both
+// have the widening multiply).
+std::uint64_t fold_multiply(std::uint64_t a, std::uint64_t b) noexcept {
+#if defined(__SIZEOF_INT128__)
+    const Uint128 p = static_cast<Uint128>(a) * b;
+    return static_cast<std::uint64_t>(p) ^ static_cast<std::uint64_t>(p >> 64);
+#else
+    return mix64(a ^ mix64(b));
+#endif
+}
+
+} // namespace
+
+// The table's own hash (never used for dispatch, so host byte order is fine). Every input word
+// is combined with its own constant (hex digits of pi) before the multiplies, and the result is
+// mixed once more, so equal words in different positions do not cancel.
+std::uint64_t hash_stream_key(const StreamKey& key) noexcept {
+    const auto& s = key.src.address.bytes();
+    const auto& d = key.dst.address.bytes();
+    const std::uint64_t ports = std::uint64_t{key.src.port} | (std::uint64_t{key.dst.port} << 16) |
+                                (std::uint64_t{static_cast<std::uint8_t>(key.src.address.family())} << 32) |
+                                (std::uint64_t{static_cast<std::uint8_t>(key.dst.address.family())} << 40);
+    const std::uint64_t h = fold_multiply(word_at(s.data()) ^ 0x243f6a8885a308d3ULL, word_at(s.data() + 8) ^ 0x13198a2e03707344ULL) ^
+                            fold_multiply(word_at(d.data()) ^ 0xa4093822299f31d0ULL, word_at(d.data() + 8) ^ 0x082efa98ec4e6c89ULL) ^
+                            fold_multiply(ports ^ 0x452821e638d01377ULL, key.ssrc ^ 0xbe5466cf34e90c6cULL);
+    return mix64(h);
+}
+
+bool same_key(const StreamKey& a, const StreamKey& b) noexcept {
+    const auto& x = a.src.address.bytes();
+    const auto& y = b.src.address.bytes();
+    const auto& u = a.dst.address.bytes();
+    const auto& v = b.dst.address.bytes();
+    return a.ssrc == b.ssrc && a.src.port == b.src.port && a.dst.port == b.dst.port &&
+           ((word_at(x.data()) ^ word_at(y.data())) | (word_at(x.data() + 8) ^ word_at(y.data() + 8)) |
+            (word_at(u.data()) ^ word_at(v.data())) | (word_at(u.data() + 8) ^ word_at(v.data() + 8))) == 0 &&
+           a.src.address.family() == b.src.address.family() && a.dst.address.family() == b.dst.address.family();
+}
+
+SeqVerdict observe_packet(Stream& s, const RtpPacket& p, Timestamp arrival) noexcept {
+    const std::int64_t t = arrival.us;
+    if (s.packets == 0) {
+        s.first = arrival;
+        s.last = arrival;
+    } else if (t >= s.last.us) {
+        const std::int64_t gap = t - s.last.us;
+        constexpr std::int64_t max_gap = std::numeric_limits<std::uint32_t>::max();
+        if (gap > s.max_gap_us) s.max_gap_us = static_cast<std::uint32_t>(std::min(gap, max_gap));
+        s.last = arrival;
+    }
+    ++s.packets;
+    s.bytes += p.payload.size();
+    if (p.marker) ++s.markers;
+
+    const SeqVerdict verdict = s.sequence.update(p.sequence);
+    if (verdict == SeqVerdict::duplicate) {
+        ++s.duplicates;
+    } else if (verdict == SeqVerdict::late) {
+        ++s.out_of_order;
+    }
+
+    if (is_event_shaped(p)) {
+        ++s.event_packets;
+        return verdict;
+    }
+    const StaticPayload assigned = static_payload(p.payload_type);
+    if (assigned.codec == Codec::comfort_noise) {
+        ++s.comfort_noise_packets;
+        return verdict;
+    }
+
+    if (p.payload_type != s.voice_payload_type) {
+        if (s.voice_payload_type != kNoPayloadType) ++s.payload_type_changes;
+        s.voice_payload_type = p.payload_type;
+        s.flags = static_cast<std::uint8_t>(s.flags & ~Stream::kHasVoiceReference);
+    }
+    if (assigned.clock_rate == 0 && (s.flags & Stream::kCandidateClocks) == 0) {
+        s.flags |= Stream::kCandidateClocks;
+        for (std::size_t i = 1; i < s.jitter.size(); ++i) s.jitter[i] = s.jitter[0];
+        s.dynamic_payload_type = p.payload_type;
+    }
+    if ((s.flags & Stream::kHasVoiceReference) != 0) {
+        const auto arrival_delta = static_cast<double>(t - s.last_voice_arrival_us);
+        const auto timestamp_delta = static_cast<double>(static_cast<std::int32_t>(p.timestamp - s.last_voice_timestamp));
+        const std::size_t estimates = (s.flags & Stream::kCandidateClocks) != 0 ? s.jitter.size() : 1;
+        for (std::size_t i = 0; i < estimates; ++i) {
+            const std::uint32_t rate = assigned.clock_rate != 0 ? assigned.clock_rate : kCandidateClockRates[i];
+            add_transit_difference(s.jitter[i], arrival_delta, timestamp_delta, rate);
+        }
+    }
+    s.last_voice_arrival_us = t;
+    s.last_voice_timestamp = p.timestamp;
+    s.flags |= Stream::kHasVoiceReference;
+    return verdict;
+}
+
+Binding make_binding(const MediaBinding& in) {
+    Binding b;
+    b.call_id.assign(in.call_id.data(), in.call_id.size());
+    b.time = in.time;
+    const std::size_t n = std::min<std::size_t>(in.codec_count, kMaxBindingCodecs);
+    b.codec_count = static_cast<std::uint8_t>(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        const CodecInfo& c = in.codecs[i];
+        const StaticPayload assigned = static_payload(c.payload_type);
+        const std::string_view name = c.name_view();
+        b.payload_types[i] = c.payload_type;
+        b.codecs[i] = name.empty() ? assigned.codec : codec_from_name(name);
+        b.clocks[i] = clock_code(c.clock_rate != 0 ? c.clock_rate : assigned.clock_rate);
+    }
+    return b;
+}
+
+StreamSummary summarize(const Stream& s, const Binding* binding, const QualityOptions& options) noexcept {
+    StreamSummary out;
+    out.expected = s.sequence.expected();
+    out.received = s.sequence.received_total();
+    out.lost = out.expected - out.received;
+    out.lost_clamped = out.lost > 0 ? static_cast<std::uint64_t>(out.lost) : 0;
+    if (out.expected > 0)
+        out.loss_percent = 100.0 * static_cast<double>(out.lost_clamped) / static_cast<double>(out.expected);
+
+    const auto bound_index = [binding](std::uint8_t pt) { return binding != nullptr ? binding->find(pt) : -1; };
+
+    int slot = 0;
+    if ((s.flags & Stream::kCandidateClocks) != 0) {
+        const int at = bound_index(s.dynamic_payload_type);
+        const auto bi = static_cast<std::size_t>(at);
+        const std::uint32_t bound_rate = at >= 0 ? binding->clock_rate(bi) : 0;
+        const int candidate = candidate_clock_index(bound_rate);
+        if (candidate >= 0) {
+            slot = candidate;
+            out.clock_from_binding = true;
+        } else {
+            out.clock_unmatched = bound_rate != 0 || (at >= 0 && binding->clocks[bi] == kUnlistedClock);
+            for (std::size_t i = 1; i < s.jitter.size(); ++i)
+                if (s.jitter[i].max_jitter_us < s.jitter[static_cast<std::size_t>(slot)].max_jitter_us)
+                    slot = static_cast<int>(i);
+        }
+    }
+    out.jitter_slot = slot;
+    const JitterEstimate& estimate = s.jitter[static_cast<std::size_t>(slot)];
+    out.jitter_ms = estimate.jitter_us / 1000.0;
+    out.max_jitter_ms = estimate.max_jitter_us / 1000.0;
+
+    const std::uint8_t pt = s.voice_payload_type;
+    if (pt != kNoPayloadType) {
+        const StaticPayload assigned = static_payload(pt);
+        const int at = bound_index(pt);
+        if (assigned.clock_rate != 0) {
+            out.clock_rate = assigned.clock_rate;
+        } else if (at >= 0 && binding->clock_rate(static_cast<std::size_t>(at)) != 0) {
+            out.clock_rate = binding->clock_rate(static_cast<std::size_t>(at));
+        } else if ((s.flags & Stream::kCandidateClocks) != 0) {
+            out.clock_rate = kCandidateClockRates[static_cast<std::size_t>(slot)];
+        }
+        out.codec = at >= 0 ? binding->codecs[static_cast<std::size_t>(at)] : Codec::unknown;
+        if (out.codec == Codec::unknown) out.codec = assigned.codec;
+    } else if (s.event_packets > 0) {
+        out.codec = Codec::telephone_event;
+    } else if (s.comfort_noise_packets > 0) {
+        out.codec = Codec::comfort_noise;
+    }
+
+    if (s.voice_packets() == 0) return out;
+    out.has_quality = true;
+    const std::uint32_t gaps = s.sequence.gaps;
+    if (out.lost_clamped > 0 && gaps > 0) {
+        const double mean_burst = static_cast<double>(out.lost_clamped) / gaps;
+        out.burst_ratio = std::max(1.0, mean_burst * (1.0 - out.loss_percent / 100.0));
+    }
+    double network_ms = options.default_network_delay_ms;
+    if (s.receiver.rtt_us != kNoRtt) {
+        network_ms = s.receiver.rtt_us / 2000.0;
+    } else if (s.receiver.xr_round_trip_ms != 0) {
+        network_ms = s.receiver.xr_round_trip_ms / 2.0;
+    }
+    out.one_way_delay_ms = network_ms + options.jitter_buffer_factor * out.max_jitter_ms;
+    const EmodelResult e = evaluate(codec_impairment(out.codec, options.g711_plc),
+                                    {out.loss_percent, out.burst_ratio, out.one_way_delay_ms});
+    out.r_factor = e.r;
+    out.mos = e.mos;
+    return out;
+}
+
+} // namespace hepd::rtp

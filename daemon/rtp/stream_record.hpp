@@ -1,0 +1,182 @@
+#pragma once
+// One RTP stream's measurements as plain data (what a snapshot stores and restores), the media
+// binding it joins, and the per-packet update.
+//
+// What is measured, per stream (source endpoint, destination endpoint, SSRC):
+//  - packets, payload octets, marker bits, first/last arrival, largest inter-arrival gap;
+//  - RFC 3550 A.1 sequence state (sequence.hpp): expected, received, lost (signed and clamped),
+//    duplicates, late (out-of-order) packets, loss events, restarts;
+//  - RFC 3550 A.8 interarrival jitter, J += (|D| - J) / 16 with D = (R_j - R_i) - (S_j - S_i)
+//    computed in RTP timestamp units from the arrival times (microseconds). J is kept scaled to
+//    microseconds (J * 1e6 / clock rate) so that it keeps its meaning across payload-type
+//    changes and so that estimates under different clock rates compare; in milliseconds it is
+//    exactly the RFC value divided by the clock rate.
+//
+// RFC 4733 telephone-events and comfort noise (RFC 3389) share the voice stream's SSRC and
+// sequence space (RFC 4733 section 2.1), so they take part in the sequence/loss accounting like
+// every packet, but they never feed the jitter estimate: their timestamps stay at the event's
+// start for the whole event. They are counted separately (event_packets,
+// comfort_noise_packets). Jitter is computed between consecutive packets of the voice payload
+// type only; a different voice payload type is a payload-type change (counted) and restarts the
+// reference (no D across a codec switch). A stream that carries only events (a separate SSRC,
+// as sipp sends them) has no jitter and no MOS.
+//
+// Events are recognised by shape, not from SDP: a dynamic payload type (96-127) with a 4-octet
+// payload (RFC 4733 section 2.3). Nothing in the per-packet path looks at the media binding, so
+// the result is the same whether the binding arrives before or after the first packets (the
+// binding crosses a queue between shards). The clock rate of a dynamic payload type is the one
+// thing that needs SDP: until it is known the estimator runs once per candidate clock
+// (kCandidateClockRates) and the binding's rtpmap picks the candidate when the stream is read or
+// finished; without a binding, the candidate under which the stream is smoothest (smallest
+// maximum jitter) is taken.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/address.hpp"
+#include "core/media_binding.hpp"
+#include "core/time.hpp"
+#include "rtp/rtp_packet.hpp"
+#include "rtp/sequence.hpp"
+#include "rtp/stream_codec.hpp"
+
+namespace hepd::rtp {
+
+struct StreamKey {
+    Endpoint src;
+    Endpoint dst;
+    std::uint32_t ssrc = 0;
+
+    friend bool operator==(const StreamKey&, const StreamKey&) = default;
+};
+
+std::uint64_t hash_stream_key(const StreamKey& key) noexcept;
+// Equality without memcmp calls (the per-packet lookup compares a key or two).
+bool same_key(const StreamKey& a, const StreamKey& b) noexcept;
+
+inline constexpr std::uint32_t kNoRtt = 0xFFFF'FFFFU;
+inline constexpr std::uint8_t kNoPayloadType = 0xFF;
+
+// What the receiver of a stream reported about it (RTCP SR/RR report blocks and XR VoIP
+// metrics, raw or as HEP RTCP-JSON), kept beside -- never mixed into -- what was measured.
+struct ReceiverView {
+    std::uint32_t jitter = 0;          // last reported interarrival jitter, RTP timestamp units
+    std::uint32_t rtt_us = kNoRtt;     // last RTT from LSR/DLSR (RFC 3550 6.4.1)
+    std::int32_t cumulative_lost = 0;  // last reported, signed
+    std::uint16_t reports = 0;         // SR/RR report blocks about this stream (saturates)
+    std::uint16_t xr_reports = 0;      // XR VoIP metrics blocks (saturates)
+    std::uint16_t xr_round_trip_ms = 0;
+    std::uint8_t fraction_lost = 0;    // last reported, /256
+    // XR VoIP metrics (RFC 3611 4.7); 127 = unavailable as on the wire.
+    std::uint8_t xr_loss_rate = 0;     // /256
+    std::uint8_t xr_discard_rate = 0;  // /256
+    std::uint8_t xr_r_factor = 127;
+    std::uint8_t xr_mos_lq_x10 = 127;
+    std::uint8_t xr_mos_cq_x10 = 127;
+
+    friend bool operator==(const ReceiverView&, const ReceiverView&) = default;
+};
+
+struct JitterEstimate {
+    float jitter_us = 0.0F;      // current J, scaled to microseconds
+    float max_jitter_us = 0.0F;  // largest J so far
+
+    friend bool operator==(const JitterEstimate&, const JitterEstimate&) = default;
+};
+
+struct Stream {
+    enum Flags : std::uint8_t {
+        kHasVoiceReference = 1,  // last_voice_* hold the previous voice packet
+        kCandidateClocks = 2,    // a dynamic voice payload type seen: all candidate estimates run
+    };
+
+    Timestamp first;
+    Timestamp last;                          // latest arrival
+    std::int64_t last_voice_arrival_us = 0;
+    std::uint64_t bytes = 0;                 // RTP payload octets (SR octet count semantics)
+    SequenceTracker sequence;
+    std::uint32_t last_voice_timestamp = 0;
+    std::uint32_t max_gap_us = 0;            // largest gap between consecutive arrivals
+    std::uint32_t packets = 0;
+    std::uint32_t event_packets = 0;
+    std::uint32_t comfort_noise_packets = 0;
+    std::uint32_t markers = 0;
+    std::uint32_t duplicates = 0;
+    std::uint32_t out_of_order = 0;
+    // Index i: estimate under kCandidateClockRates[i] for payload types of unknown clock. Only
+    // [0] runs until such a payload type appears.
+    std::array<JitterEstimate, kCandidateClockRates.size()> jitter{};
+    ReceiverView receiver;
+    std::uint16_t payload_type_changes = 0;
+    std::uint8_t voice_payload_type = kNoPayloadType;    // current voice payload type
+    std::uint8_t dynamic_payload_type = kNoPayloadType;  // first voice payload type of unknown clock
+    std::uint8_t flags = 0;
+
+    std::uint32_t voice_packets() const noexcept { return packets - event_packets - comfort_noise_packets; }
+
+    friend bool operator==(const Stream&, const Stream&) = default;
+};
+
+// Updates `stream` with one packet that arrived at `arrival`; returns the sequence verdict.
+SeqVerdict observe_packet(Stream& stream, const RtpPacket& packet, Timestamp arrival) noexcept;
+
+// An RFC 4733 event by shape: dynamic payload type and a 4-octet payload.
+inline bool is_event_shaped(const RtpPacket& packet) noexcept {
+    return packet.payload_type >= 96 && packet.payload_type <= 127 && packet.payload.size() == 4;
+}
+
+// A media binding as a stream table keeps it: Call-ID text and the payload types of the SDP.
+struct Binding {
+    std::string call_id;
+    Timestamp time;  // of the SIP message; for a binding waiting for streams, its last activity
+    std::uint8_t codec_count = 0;
+    std::array<std::uint8_t, kMaxBindingCodecs> payload_types{};
+    std::array<Codec, kMaxBindingCodecs> codecs{};
+    std::array<std::uint8_t, kMaxBindingCodecs> clocks{};  // clock_code() of the rtpmap rate
+
+    std::uint32_t clock_rate(std::size_t i) const noexcept { return clock_rate_of(clocks[i]); }
+
+    // Index of the rtpmap entry for `payload_type`, or -1.
+    int find(std::uint8_t payload_type) const noexcept {
+        for (std::size_t i = 0; i < codec_count && i < kMaxBindingCodecs; ++i)
+            if (payload_types[i] == payload_type) return static_cast<int>(i);
+        return -1;
+    }
+
+    friend bool operator==(const Binding&, const Binding&) = default;
+};
+
+Binding make_binding(const MediaBinding& binding);
+
+struct QualityOptions {
+    bool g711_plc = true;                  // G.113 row for G.711: with PLC (Bpl 25.1) or without
+    double default_network_delay_ms = 0.0; // one-way network delay when no RTT was reported
+    double jitter_buffer_factor = 2.0;     // assumed jitter buffer: this times the max jitter
+};
+
+// Derived figures of a stream, computed on demand (reports, finished streams).
+struct StreamSummary {
+    std::int64_t expected = 0;
+    std::int64_t received = 0;
+    std::int64_t lost = 0;               // expected - received, negative with duplicates
+    std::uint64_t lost_clamped = 0;      // max(lost, 0)
+    double loss_percent = 0.0;           // lost_clamped / expected
+    std::uint32_t clock_rate = 0;        // of the voice payload type; 0 when unknown
+    int jitter_slot = 0;                 // which estimate was used
+    bool clock_from_binding = false;     // a dynamic clock resolved by the binding's rtpmap
+    bool clock_unmatched = false;        // the binding named a clock outside the candidates
+    double jitter_ms = 0.0;              // last J
+    double max_jitter_ms = 0.0;
+    Codec codec = Codec::unknown;
+    bool has_quality = false;            // a voice stream: r_factor/mos are valid
+    double burst_ratio = 1.0;
+    double one_way_delay_ms = 0.0;       // the E-model's Ta
+    double r_factor = 0.0;
+    double mos = 0.0;
+};
+
+StreamSummary summarize(const Stream& stream, const Binding* binding, const QualityOptions& options) noexcept;
+
+} // namespace hepd::rtp

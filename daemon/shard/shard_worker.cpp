@@ -1,0 +1,48 @@
+#include "shard/shard_worker.hpp"
+
+namespace hepd::shard {
+
+ShardWorker::ShardWorker(const ShardConfig& config, rtp::StreamSink* finished_streams)
+    : dialogs_(config.dialogs, this), streams_(config.streams) {
+    streams_.set_sink(finished_streams);
+}
+
+void ShardWorker::process(const Datagram& d, BindingSink& out) {
+    stats_.datagrams[static_cast<std::size_t>(d.kind)].add();
+    const PacketMeta meta{d.time, d.src, d.dst, d.agent};
+    switch (d.kind) {
+    case PayloadKind::sip:
+        out_ = &out;
+        dialogs_.process(as_text(d.payload), meta);
+        out_ = nullptr;
+        break;
+    case PayloadKind::rtp: streams_.on_rtp(meta, d.payload); break;
+    case PayloadKind::rtcp: streams_.on_rtcp(meta, d.payload); break;
+    case PayloadKind::rtcp_json: streams_.on_rtcp_json(meta, d.correlation_id, d.payload); break;
+    case PayloadKind::qos:
+    case PayloadKind::log:
+    case PayloadKind::other: break;  // counted above; nothing to reconstruct (yet)
+    }
+}
+
+void ShardWorker::on_media_binding(const MediaBinding& binding) noexcept {
+    stats_.bindings_sent.add();
+    if (out_ != nullptr) out_->send(binding);
+}
+
+void ShardWorker::bind(const MediaBinding& binding) {
+    stats_.bindings_received.add();
+    streams_.bind(binding);
+}
+
+void ShardWorker::advance(Timestamp now) {
+    dialogs_.expire(now);
+    streams_.expire(now);
+}
+
+void ShardWorker::finish(Timestamp end) {
+    dialogs_.expire(end);
+    streams_.finish_all(end);
+}
+
+} // namespace hepd::shard

@@ -1,0 +1,50 @@
+#pragma once
+// What one shard runs: the dialog table and the stream table, fed datagrams in packet-time order.
+// SDP learnt by the dialog table leaves through the BindingSink (to whichever shard owns the
+// media address); bindings for this shard's media come back in through bind().
+#include "core/stats.hpp"
+#include "rtp/stream_table.hpp"
+#include "shard/datagram.hpp"
+#include "shard/pipeline.hpp"
+#include "sip/dialog_table.hpp"
+
+#include <array>
+
+namespace hepd::shard {
+
+struct ShardConfig {
+    sip::DialogConfig dialogs;
+    rtp::StreamTableConfig streams;
+};
+
+struct ShardStats {
+    std::array<Counter, kPayloadKindCount> datagrams{};  // by PayloadKind
+    Counter bindings_sent;
+    Counter bindings_received;
+};
+
+class ShardWorker final : public Worker, private sip::MediaSink {
+public:
+    explicit ShardWorker(const ShardConfig& config, rtp::StreamSink* finished_streams = nullptr);
+
+    void process(const Datagram& d, BindingSink& out) override;
+    void bind(const MediaBinding& binding) override;
+    void advance(Timestamp now) override;
+    void finish(Timestamp end) override;
+
+    const sip::DialogTable& dialogs() const noexcept { return dialogs_; }
+    const rtp::StreamTable& streams() const noexcept { return streams_; }
+    sip::DialogTable& dialogs() noexcept { return dialogs_; }
+    rtp::StreamTable& streams() noexcept { return streams_; }
+    const ShardStats& stats() const noexcept { return stats_; }
+
+private:
+    void on_media_binding(const MediaBinding& binding) noexcept override;
+
+    sip::DialogTable dialogs_;
+    rtp::StreamTable streams_;
+    ShardStats stats_;
+    BindingSink* out_ = nullptr;  // set for the duration of process()
+};
+
+} // namespace hepd::shard

@@ -1,0 +1,338 @@
+// Per-stream measurement: RFC 3550 A.8 jitter against a reference computed here from the
+// transit times (RFC form), telephone-events and comfort noise kept out of jitter, candidate
+// clocks for dynamic payload types, and the stream summary (codec, loss, E-model MOS). MOS and R
+// expectations were computed by hand (python3) from the G.107 formulas in emodel.hpp.
+#include "rtp/stream_record.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "stream_test_support.hpp"
+
+using namespace hepd;
+using namespace hepd::rtp;
+using namespace hepd::rtp::stream_test;
+
+namespace {
+
+struct Sent {
+    std::int64_t arrival_us;
+    std::int64_t timestamp;  // unwrapped
+    std::uint16_t seq;
+    std::uint8_t pt;
+    std::size_t payload;
+};
+
+// Deterministic "network": every packet leaves on its 20 ms slot and is delayed 0..30 ms.
+std::vector<Sent> jittery_voice(int count, std::int64_t ts_step, std::int64_t first_ts, std::uint8_t pt,
+                                std::uint32_t seed = 12345) {
+    std::vector<Sent> out;
+    std::uint32_t state = seed;
+    for (int i = 0; i < count; ++i) {
+        state = state * 1664525U + 1013904223U;
+        const std::int64_t delay = (state >> 8) % 30'000;
+        out.push_back({i * 20'000LL + delay, first_ts + i * ts_step, static_cast<std::uint16_t>(1000 + i), pt, 160});
+    }
+    std::stable_sort(out.begin(), out.end(), [](const Sent& a, const Sent& b) { return a.arrival_us < b.arrival_us; });
+    return out;
+}
+
+struct Reference {
+    double jitter = 0.0;  // timestamp units
+    double max_jitter = 0.0;
+};
+
+// RFC 3550 A.8 as written: transit = arrival (in timestamp units) - timestamp; D = difference
+// of consecutive transits; J += (|D| - J) / 16.
+Reference reference_jitter(const std::vector<Sent>& packets, double rate) {
+    Reference r;
+    bool first = true;
+    double previous = 0.0;
+    for (const Sent& p : packets) {
+        const double transit = static_cast<double>(p.arrival_us) * rate / 1e6 - static_cast<double>(p.timestamp);
+        if (!first) {
+            const double d = std::fabs(transit - previous);
+            r.jitter += (d - r.jitter) / 16.0;
+            r.max_jitter = std::max(r.max_jitter, r.jitter);
+        }
+        previous = transit;
+        first = false;
+    }
+    return r;
+}
+
+Stream run(const std::vector<Sent>& packets, std::uint32_t ssrc = 0x1234) {
+    Stream s;
+    for (const Sent& p : packets)
+        observe_packet(s, make_rtp(p.pt, p.seq, static_cast<std::uint32_t>(p.timestamp), ssrc, p.payload),
+                       Timestamp{kBaseUs + p.arrival_us});
+    return s;
+}
+
+const QualityOptions options{};
+
+} // namespace
+
+TEST_CASE("jitter matches RFC 3550 A.8 computed independently, across a timestamp wrap", "[rtp][stream][jitter]") {
+    const auto packets = jittery_voice(500, 160, 0xFFFF'F000LL, 0);
+    const Stream s = run(packets);
+    const Reference ref = reference_jitter(packets, 8000);
+    REQUIRE(ref.jitter > 10.0);  // the model produces real jitter (in timestamp units)
+    const StreamSummary sum = summarize(s, nullptr, options);
+    CHECK(sum.clock_rate == 8000);
+    CHECK(sum.jitter_ms == Approx(ref.jitter / 8.0).epsilon(0.01));
+    CHECK(sum.max_jitter_ms == Approx(ref.max_jitter / 8.0).epsilon(0.01));
+    CHECK(s.out_of_order > 0);  // the model reorders, and jitter still agrees
+    CHECK(sum.lost == 0);
+}
+
+TEST_CASE("a perfectly paced stream has no jitter", "[rtp][stream][jitter]") {
+    Stream s;
+    for (int i = 0; i < 50; ++i)
+        observe_packet(s, make_rtp(8, static_cast<std::uint16_t>(i), static_cast<std::uint32_t>(i * 160), 1),
+                       Timestamp{kBaseUs + i * 20'000});
+    const StreamSummary sum = summarize(s, nullptr, options);
+    CHECK(sum.jitter_ms == 0.0);
+    CHECK(sum.max_jitter_ms == 0.0);
+    CHECK(s.max_gap_us == 20'000);
+}
+
+TEST_CASE("telephone-events share the sequence space but not the jitter", "[rtp][stream][jitter][dtmf]") {
+    // 100 slots of 20 ms: voice, then an RFC 4733 event for slots 40..49 (timestamp frozen at
+    // the event start, 4-octet payload), then voice again with the timestamp of its slot.
+    std::vector<Sent> all;
+    std::vector<Sent> voice;
+    std::uint32_t state = 99;
+    for (int i = 0; i < 100; ++i) {
+        state = state * 1664525U + 1013904223U;
+        const std::int64_t arrival = i * 20'000LL + (state >> 8) % 8'000;
+        const bool event = i >= 40 && i < 50;
+        const Sent p{arrival, event ? 40 * 160 : i * 160, static_cast<std::uint16_t>(500 + i),
+                     static_cast<std::uint8_t>(event ? 101 : 0), event ? 4U : 160U};
+        all.push_back(p);
+        if (!event) voice.push_back(p);
+    }
+    const Stream s = run(all);
+    CHECK(s.event_packets == 10);
+    CHECK(s.voice_packets() == 90);
+    CHECK(s.payload_type_changes == 0);
+    const StreamSummary sum = summarize(s, nullptr, options);
+    CHECK(sum.lost == 0);
+    CHECK(sum.codec == Codec::pcmu);
+
+    const Reference voice_only = reference_jitter(voice, 8000);
+    const Reference with_events = reference_jitter(all, 8000);
+    CHECK(sum.jitter_ms == Approx(voice_only.jitter / 8.0).epsilon(0.01));
+    CHECK(sum.max_jitter_ms == Approx(voice_only.max_jitter / 8.0).epsilon(0.01));
+    // The events would have disturbed it badly: the check above can tell.
+    CHECK(with_events.max_jitter > 2 * voice_only.max_jitter);
+}
+
+TEST_CASE("an event-only stream has neither jitter nor MOS", "[rtp][stream][dtmf]") {
+    Stream s;
+    for (int i = 0; i < 8; ++i)
+        observe_packet(s, make_rtp(101, static_cast<std::uint16_t>(7984 + i), 13280, 2, 4, i == 0),
+                       Timestamp{kBaseUs + i * 20'000});
+    observe_packet(s, make_rtp(101, 7991, 13280, 2, 4), Timestamp{kBaseUs + 140'100});  // end, resent
+    observe_packet(s, make_rtp(101, 7991, 13280, 2, 4), Timestamp{kBaseUs + 140'200});
+    CHECK(s.event_packets == 10);
+    CHECK(s.duplicates == 2);
+    CHECK(s.markers == 1);
+    CHECK(s.voice_payload_type == kNoPayloadType);
+    const StreamSummary sum = summarize(s, nullptr, options);
+    CHECK(sum.codec == Codec::telephone_event);
+    CHECK_FALSE(sum.has_quality);
+    CHECK(sum.jitter_ms == 0.0);
+    CHECK(sum.lost == -2);  // as tshark reports it for sipp's DTMF
+    CHECK(sum.lost_clamped == 0);
+}
+
+TEST_CASE("comfort noise does not feed jitter", "[rtp][stream][jitter]") {
+    Stream s;
+    for (int i = 0; i < 40; ++i) {
+        const bool cn = i % 10 == 5;
+        // CN timestamps are off on purpose; voice is perfectly paced.
+        observe_packet(s, make_rtp(cn ? 13 : 0, static_cast<std::uint16_t>(i), static_cast<std::uint32_t>(cn ? 7 : i * 160), 3,
+                              cn ? 1 : 160),
+                       Timestamp{kBaseUs + i * 20'000});
+    }
+    CHECK(s.comfort_noise_packets == 4);
+    CHECK(s.payload_type_changes == 0);
+    CHECK(summarize(s, nullptr, options).max_jitter_ms == 0.0);
+}
+
+TEST_CASE("a payload-type change restarts the jitter reference", "[rtp][stream][jitter]") {
+    Stream s;
+    int i = 0;
+    for (; i < 10; ++i)
+        observe_packet(s, make_rtp(0, static_cast<std::uint16_t>(i), static_cast<std::uint32_t>(i * 160), 4),
+                       Timestamp{kBaseUs + i * 20'000});
+    // PCMA after a 500 ms pause whose time the timestamps do not show: across the change this
+    // would be |D| = 500 ms; within the new payload type everything is paced.
+    for (; i < 20; ++i)
+        observe_packet(s, make_rtp(8, static_cast<std::uint16_t>(i), static_cast<std::uint32_t>(i * 160), 4),
+                       Timestamp{kBaseUs + 500'000 + i * 20'000});
+    CHECK(s.payload_type_changes == 1);
+    CHECK(s.voice_payload_type == 8);
+    CHECK(summarize(s, nullptr, options).max_jitter_ms == 0.0);
+    CHECK(s.max_gap_us == 520'000);
+    observe_packet(s, make_rtp(0, 20, 20 * 160, 4), Timestamp{kBaseUs + 900'000});
+    CHECK(s.payload_type_changes == 2);
+}
+
+TEST_CASE("dynamic payload type: the clock comes from the binding or the smoothest candidate",
+          "[rtp][stream][jitter][binding]") {
+    const auto packets = jittery_voice(300, 960, 5000, 111);  // Opus, 20 ms at 48 kHz
+    const Stream s = run(packets);
+    CHECK((s.flags & Stream::kCandidateClocks) != 0);
+    CHECK(s.dynamic_payload_type == 111);
+    const Reference ref = reference_jitter(packets, 48000);
+
+    SECTION("unbound: 48000 is where arrival and timestamps agree best") {
+        const StreamSummary sum = summarize(s, nullptr, options);
+        CHECK(sum.jitter_slot == 2);
+        CHECK_FALSE(sum.clock_from_binding);
+        CHECK(sum.clock_rate == 48000);
+        CHECK(sum.codec == Codec::unknown);
+        CHECK(sum.max_jitter_ms == Approx(ref.max_jitter / 48.0).epsilon(0.01));
+    }
+    SECTION("bound by rtpmap opus/48000") {
+        const Binding b = make_binding(media_binding(ep("10.0.0.2:4000"), "c1", 0, {codec(111, "opus", 48000)}));
+        const StreamSummary sum = summarize(s, &b, options);
+        CHECK(sum.jitter_slot == 2);
+        CHECK(sum.clock_from_binding);
+        CHECK(sum.codec == Codec::opus);
+        CHECK(sum.jitter_ms == Approx(ref.jitter / 48.0).epsilon(0.01));
+        CHECK(sum.max_jitter_ms == Approx(ref.max_jitter / 48.0).epsilon(0.01));
+    }
+    SECTION("bound to a clock the binding names, even a wrong one") {
+        const Binding b = make_binding(media_binding(ep("10.0.0.2:4000"), "c1", 0, {codec(111, "X-FOO", 8000)}));
+        const StreamSummary sum = summarize(s, &b, options);
+        CHECK(sum.jitter_slot == 0);
+        CHECK(sum.clock_rate == 8000);
+        CHECK(sum.codec == Codec::other);
+        CHECK(sum.max_jitter_ms > 3 * ref.max_jitter / 48.0);
+    }
+    SECTION("a clock outside the candidates falls back to the smoothest, and says so") {
+        const Binding b = make_binding(media_binding(ep("10.0.0.2:4000"), "c1", 0, {codec(111, "L16", 44100)}));
+        const StreamSummary sum = summarize(s, &b, options);
+        CHECK(sum.clock_unmatched);
+        CHECK(sum.jitter_slot == 2);
+        CHECK(sum.clock_rate == 44100);
+    }
+}
+
+TEST_CASE("G.722 keeps the 8000 Hz RTP clock of RFC 3551", "[rtp][stream][jitter]") {
+    const auto packets = jittery_voice(200, 160, 0, 9);
+    const Stream s = run(packets);
+    const StreamSummary sum = summarize(s, nullptr, options);
+    CHECK(sum.clock_rate == 8000);
+    CHECK(sum.codec == Codec::g722);
+    CHECK(sum.max_jitter_ms == Approx(reference_jitter(packets, 8000).max_jitter / 8.0).epsilon(0.01));
+}
+
+TEST_CASE("counters: packets, payload octets, markers, gaps", "[rtp][stream]") {
+    Stream s;
+    observe_packet(s, make_rtp(0, 1, 0, 5, 160, true), Timestamp{kBaseUs});
+    observe_packet(s, make_rtp(0, 2, 160, 5, 80), Timestamp{kBaseUs + 20'000});
+    observe_packet(s, make_rtp(0, 3, 320, 5, 160, true), Timestamp{kBaseUs + 95'000});
+    observe_packet(s, make_rtp(0, 4, 480, 5, 160), Timestamp{kBaseUs + 90'000});  // captured out of time order
+    CHECK(s.packets == 4);
+    CHECK(s.bytes == 560);
+    CHECK(s.markers == 2);
+    CHECK(s.first.us == kBaseUs);
+    CHECK(s.last.us == kBaseUs + 95'000);
+    CHECK(s.max_gap_us == 75'000);
+}
+
+TEST_CASE("summary: loss and MOS for known codecs", "[rtp][stream][mos]") {
+    const auto stream_with = [](std::uint8_t pt, std::initializer_list<int> dropped) {
+        Stream s;
+        for (int i = 0; i <= 100; ++i) {
+            if (std::find(dropped.begin(), dropped.end(), i) != dropped.end()) continue;
+            observe_packet(s, make_rtp(pt, static_cast<std::uint16_t>(i), static_cast<std::uint32_t>(i * 160), 6),
+                           Timestamp{kBaseUs + i * 20'000});
+        }
+        return s;
+    };
+
+    SECTION("G.711 without loss: R 93.2, MOS 4.409286") {
+        const StreamSummary sum = summarize(stream_with(8, {}), nullptr, options);
+        CHECK(sum.codec == Codec::pcma);
+        CHECK(sum.expected == 100);
+        CHECK(sum.r_factor == Approx(93.2).margin(1e-9));
+        CHECK(sum.mos == Approx(4.409286).margin(1e-6));
+    }
+    SECTION("G.711 with 1 % random loss: MOS 4.328075") {
+        const StreamSummary sum = summarize(stream_with(0, {50}), nullptr, options);
+        CHECK(sum.lost == 1);
+        CHECK(sum.loss_percent == Approx(1.0));
+        CHECK(sum.burst_ratio == 1.0);
+        CHECK(sum.r_factor == Approx(89.560153).margin(1e-6));
+        CHECK(sum.mos == Approx(4.328075).margin(1e-6));
+    }
+    SECTION("G.711 without PLC, 1 %: MOS 3.833651") {
+        QualityOptions no_plc;
+        no_plc.g711_plc = false;
+        const StreamSummary sum = summarize(stream_with(0, {50}), nullptr, no_plc);
+        CHECK(sum.mos == Approx(3.833651).margin(1e-6));
+    }
+    SECTION("bursty loss: 5 in a row of 100 gives BurstR 4.75, MOS 3.823478") {
+        const StreamSummary sum = summarize(stream_with(8, {40, 41, 42, 43, 44}), nullptr, options);
+        CHECK(sum.loss_percent == Approx(5.0));
+        CHECK(sum.burst_ratio == Approx(4.75));
+        CHECK(sum.mos == Approx(3.823478).margin(1e-6));
+    }
+    SECTION("3 lost in 2 bursts: BurstR 1.455, MOS 4.122094") {
+        const StreamSummary sum = summarize(stream_with(8, {10, 60, 61}), nullptr, options);
+        CHECK(sum.burst_ratio == Approx(1.455));
+        CHECK(sum.mos == Approx(4.122094).margin(1e-6));
+    }
+    SECTION("G.729 with 2 % random loss: Ie_eff 19, R 74.2, MOS 3.787287") {
+        const StreamSummary sum = summarize(stream_with(18, {30, 70}), nullptr, options);
+        CHECK(sum.codec == Codec::g729);
+        CHECK(sum.r_factor == Approx(74.2).margin(1e-9));
+        CHECK(sum.mos == Approx(3.787287).margin(1e-6));
+    }
+    SECTION("a reported RTT of 300 ms: Ta 150 ms, Idd 0.163531, MOS 4.406098") {
+        Stream s = stream_with(8, {});
+        s.receiver.rtt_us = 300'000;
+        const StreamSummary sum = summarize(s, nullptr, options);
+        CHECK(sum.one_way_delay_ms == Approx(150.0));
+        CHECK(sum.r_factor == Approx(93.036469).margin(1e-6));
+        CHECK(sum.mos == Approx(4.406098).margin(1e-6));
+    }
+    SECTION("XR round trip is used when no RR gave an RTT") {
+        Stream s = stream_with(8, {});
+        s.receiver.xr_round_trip_ms = 400;
+        CHECK(summarize(s, nullptr, options).one_way_delay_ms == Approx(200.0));
+    }
+    SECTION("the codec named in SDP overrides the static table") {
+        const Binding b = make_binding(media_binding(ep("10.0.0.2:4000"), "c1", 0, {codec(8, "G723", 8000)}));
+        const StreamSummary sum = summarize(stream_with(8, {}), &b, options);
+        CHECK(sum.codec == Codec::g723);
+        CHECK(sum.r_factor == Approx(93.2 - 15.0).margin(1e-9));
+    }
+}
+
+TEST_CASE("make_binding keeps rtpmap names and clocks, filling static ones", "[rtp][stream][binding]") {
+    MediaBinding mb = media_binding(ep("10.1.1.1:5004"), "abc@host", 42,
+                                    {codec(0, "", 0), codec(9, "G722", 8000), codec(101, "telephone-event", 8000),
+                                     codec(111, "OPUS", 48000)});
+    const Binding b = make_binding(mb);
+    CHECK(b.call_id == "abc@host");
+    CHECK(b.time.us == kBaseUs + 42);
+    REQUIRE(b.codec_count == 4);
+    CHECK(b.codecs[0] == Codec::pcmu);
+    CHECK(b.clock_rate(0) == 8000);
+    CHECK(b.clock_rate(3) == 48000);
+    CHECK(b.codecs[1] == Codec::g722);
+    CHECK(b.codecs[2] == Codec::telephone_event);
+    CHECK(b.codecs[3] == Codec::opus);
+    CHECK(b.find(111) == 3);
+    CHECK(b.find(96) == -1);
+}

@@ -1,0 +1,616 @@
+// The stream table: keys, statistics, expiry and flush, caps and evictions, media bindings in
+// either order, RTCP receiver views (raw and RTCP-JSON), snapshot round trips.
+#include "rtp/stream_table.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rtp/ntp.hpp"
+#include "stream_test_support.hpp"
+
+using namespace hepd;
+using namespace hepd::rtp;
+using namespace hepd::rtp::stream_test;
+
+namespace {
+
+const Endpoint alice = ep("10.0.0.1:30000");
+const Endpoint alice_rtcp = ep("10.0.0.1:30001");
+const Endpoint bob = ep("10.0.0.2:40000");
+const Endpoint bob_rtcp = ep("10.0.0.2:40001");
+const Endpoint carol = ep("10.0.0.3:50000");
+
+// `count` packets of 20 ms from `src` to `dst`, perfectly paced, starting at `start_us`.
+void send(StreamTable& t, const Endpoint& src, const Endpoint& dst, std::uint32_t ssrc, int count,
+          std::int64_t start_us = 0, std::uint8_t pt = 8, std::uint16_t first_seq = 100) {
+    for (int i = 0; i < count; ++i)
+        t.on_rtp(meta_at(start_us + i * 20'000LL, src, dst),
+                 make_rtp(pt, static_cast<std::uint16_t>(first_seq + i), static_cast<std::uint32_t>(i * 160), ssrc));
+}
+
+StreamTableConfig small_config() {
+    StreamTableConfig c;
+    c.max_streams = 16;
+    c.max_pending_media = 16;
+    c.max_reported_streams = 16;
+    c.stream_idle_timeout_us = 5'000'000;
+    c.pending_media_timeout_us = 60'000'000;
+    return c;
+}
+
+} // namespace
+
+TEST_CASE("streams are keyed by source, destination and SSRC", "[rtp][stream][table]") {
+    StreamTable t(small_config());
+    send(t, alice, bob, 0xAAAA, 10);
+    send(t, carol, bob, 0xAAAA, 10);      // same SSRC, other source (replayed media)
+    send(t, alice, bob, 0xBBBB, 10);      // other SSRC
+    send(t, bob, alice, 0xAAAA, 10);      // the other direction
+    CHECK(t.size() == 4);
+    CHECK(t.media_size() == 2);           // bob:40000 and alice:30000
+    CHECK(t.stats().streams_active.value() == 4);
+    CHECK(t.stats().streams_started.value() == 4);
+    CHECK(t.stats().rtp_packets.value() == 40);
+    CHECK(t.stats().rtp_bytes.value() == 40 * 160);
+    const Stream* s = t.find({alice, bob, 0xAAAA});
+    REQUIRE(s != nullptr);
+    CHECK(s->packets == 10);
+    CHECK(t.find({alice, carol, 0xAAAA}) == nullptr);
+}
+
+TEST_CASE("parse errors are counted by reason and create nothing", "[rtp][stream][table]") {
+    StreamTable t(small_config());
+    Bytes bad = rtp_bytes(0, 1, 0, 1);
+    bad[0] = 0x40;  // version 1
+    t.on_rtp(meta_at(0, alice, bob), span_of(bad));
+    t.on_rtp(meta_at(0, alice, bob), span_of(Bytes{0x80, 0x00, 0x01}));
+    t.on_rtcp(meta_at(0, alice_rtcp, bob_rtcp), span_of(Bytes{0x81, 0xc9, 0x00, 0x07, 0, 0, 0, 1}));
+    t.on_rtcp_json(meta_at(0, alice, bob), "call", span_of(std::string_view("{\"ssrc\":")));
+    CHECK(t.stats().rtp_errors[static_cast<std::size_t>(RtpError::bad_version)].value() == 1);
+    CHECK(t.stats().rtp_errors[static_cast<std::size_t>(RtpError::too_short)].value() == 1);
+    CHECK(t.stats().rtcp_errors[static_cast<std::size_t>(RtcpError::length_overflow)].value() == 1);
+    CHECK(t.stats().rtcp_json_errors[static_cast<std::size_t>(RtcpJsonError::truncated)].value() == 1);
+    CHECK(t.size() == 0);
+    CHECK(t.stats().rtp_packets.value() == 0);
+
+    t.on_rtp(meta_at(0, alice, bob), span_of(rtp_bytes(0, 1, 0, 1)));
+    CHECK(t.size() == 1);
+    CHECK(t.stats().rtp_packets.value() == 1);
+}
+
+TEST_CASE("truncations at every length are counted and never create state", "[rtp][stream][table][hostile]") {
+    StreamTable t(small_config());
+    // RTP with a CSRC, a one-octet-form extension and padding: every prefix is malformed.
+    Bytes packet = {0xb1, 0x08, 0x00, 0x10, 0, 0, 0, 0x50, 0, 0, 0, 0x07,  // V=2 P X CC=1, PT 8
+                    0x11, 0x22, 0x33, 0x44,                                  // CSRC
+                    0xbe, 0xde, 0x00, 0x01, 0x10, 0xaa, 0x00, 0x00};         // extension, 1 word
+    for (int i = 0; i < 20; ++i) packet.push_back(0xd5);
+    packet.push_back(0x00);
+    packet.push_back(0x00);
+    packet.push_back(0x03);  // padding count 3
+    std::uint64_t errors = 0;
+    for (std::size_t n = 0; n < packet.size(); ++n) {
+        const Bytes prefix(packet.begin(), packet.begin() + static_cast<std::ptrdiff_t>(n));
+        t.on_rtp(meta_at(0, alice, bob), span_of(prefix));
+    }
+    for (const Counter& c : t.stats().rtp_errors) errors += c.value();
+    CHECK(errors == packet.size());
+    CHECK(t.size() == 0);
+    t.on_rtp(meta_at(0, alice, bob), span_of(packet));
+    REQUIRE(t.size() == 1);
+    CHECK(t.find({alice, bob, 7})->bytes == 20);
+
+    // An RR whose length says more than it holds, and every prefix of a real one.
+    const Bytes rr = receiver_report(9, {Block{7, 5}, Block{8, 6}});
+    std::uint64_t rtcp_errors = 0;
+    for (std::size_t n = 0; n < rr.size(); ++n) {
+        const Bytes prefix(rr.begin(), rr.begin() + static_cast<std::ptrdiff_t>(n));
+        t.on_rtcp(meta_at(0, bob_rtcp, alice_rtcp), span_of(prefix));
+    }
+    Bytes lying = rr;
+    lying[0] = 0x83;  // RC 3, two blocks present
+    t.on_rtcp(meta_at(0, bob_rtcp, alice_rtcp), span_of(lying));
+    for (const Counter& c : t.stats().rtcp_errors) rtcp_errors += c.value();
+    CHECK(rtcp_errors == rr.size() + 1);
+    CHECK(t.find({alice, bob, 7})->receiver.reports == 0);
+    CHECK(t.stats().rtcp_reports[static_cast<std::size_t>(ReportSource::rtcp)].value() == 0);
+}
+
+TEST_CASE("error counters cover every parser error and nothing more", "[rtp][stream][stats]") {
+    CHECK(to_string(static_cast<RtpError>(kRtpErrorCount - 1)) != "unknown");
+    CHECK(to_string(static_cast<RtpError>(kRtpErrorCount)) == "unknown");
+    CHECK(to_string(static_cast<RtcpError>(kRtcpErrorCount - 1)) != "unknown");
+    CHECK(to_string(static_cast<RtcpError>(kRtcpErrorCount)) == "unknown");
+    CHECK(to_string(FinishReason::evicted) == "evicted");
+    CHECK(to_string(ReportSource::rtcp_json) == "rtcp_json");
+    CHECK(to_string(StreamTableKind::pending_media) == "pending_media");
+    CHECK(to_string(CodecLabel::telephone_event) == "telephone_event");
+}
+
+TEST_CASE("idle streams finish once, feeding the statistics exactly once", "[rtp][stream][table][expiry]") {
+    StreamTable t(small_config());
+    RecordingSink sink;
+    t.set_sink(&sink);
+    send(t, alice, bob, 1, 50);                  // 0 .. 0.98 s
+    // Second stream: seqs 100..149 without 120 and 121.
+    for (int i = 0; i < 50; ++i) {
+        if (i == 20 || i == 21) continue;
+        t.on_rtp(meta_at(i * 20'000LL, bob, alice), make_rtp(0, static_cast<std::uint16_t>(100 + i), i * 160U, 2));
+    }
+    CHECK(t.stats().duplicate_packets.value() == 0);
+
+    t.expire(Timestamp{kBaseUs + 980'000 + 4'999'999});  // just under the idle timeout
+    CHECK(t.size() == 2);
+    CHECK(sink.finished.empty());
+
+    t.expire(Timestamp{kBaseUs + 980'000 + 5'000'000});
+    CHECK(t.size() == 0);
+    REQUIRE(sink.finished.size() == 2);
+    CHECK(t.stats().streams_active.value() == 0);
+    CHECK(t.stats().streams_finished[static_cast<std::size_t>(FinishReason::idle)].value() == 2);
+    CHECK(t.stats().lost_packets.value() == 2);
+    CHECK(t.stats().jitter_seconds.count() == 2);
+    CHECK(t.stats().mos.count() == 2);
+    CHECK(t.stats().finished_streams_by_codec[static_cast<std::size_t>(CodecLabel::pcma)].value() == 1);
+    CHECK(t.stats().finished_streams_by_codec[static_cast<std::size_t>(CodecLabel::pcmu)].value() == 1);
+    const Finished* lossy = sink.by_ssrc(2);
+    REQUIRE(lossy != nullptr);
+    CHECK(lossy->reason == FinishReason::idle);
+    CHECK(lossy->summary.lost == 2);
+    CHECK(lossy->summary.expected == 49);
+    CHECK_FALSE(lossy->bound);
+
+    t.expire(Timestamp{kBaseUs + 100'000'000});
+    t.finish_all(Timestamp{kBaseUs + 100'000'000});
+    CHECK(sink.finished.size() == 2);
+    CHECK(t.stats().streams_finished_total() == 2);
+    CHECK(t.stats().jitter_seconds.count() == 2);
+}
+
+TEST_CASE("finish_all flushes every stream for the offline report", "[rtp][stream][table][expiry]") {
+    StreamTable t(small_config());
+    RecordingSink sink;
+    t.set_sink(&sink);
+    send(t, alice, bob, 1, 5);
+    send(t, bob, alice, 2, 5);
+    t.finish_all(Timestamp{kBaseUs + 100'000});
+    CHECK(t.size() == 0);
+    CHECK(t.media_size() == 0);
+    REQUIRE(sink.finished.size() == 2);
+    CHECK(sink.finished[0].reason == FinishReason::flushed);
+    CHECK(t.stats().streams_finished[static_cast<std::size_t>(FinishReason::flushed)].value() == 2);
+    CHECK(t.stats().streams_active.value() == 0);
+}
+
+TEST_CASE("a flood of 100k SSRCs keeps memory flat and counts every eviction", "[rtp][stream][table][cap]") {
+    StreamTableConfig c = small_config();
+    c.max_streams = 1000;
+    StreamTable t(c);
+    RecordingSink sink;
+    t.set_sink(&sink);
+    std::size_t memory_at_cap = 0;
+    for (std::uint32_t i = 0; i < 100'000; ++i) {
+        t.on_rtp(meta_at(i, alice, bob), make_rtp(0, 1, 0, i));
+        if (i == 9'999) memory_at_cap = t.memory_bytes();
+    }
+    CHECK(t.size() == 1000);
+    CHECK(t.media_size() == 1);
+    CHECK(t.memory_bytes() == memory_at_cap);
+    CHECK(t.stats().evictions[static_cast<std::size_t>(StreamTableKind::streams)].value() == 99'000);
+    CHECK(t.stats().streams_finished[static_cast<std::size_t>(FinishReason::evicted)].value() == 99'000);
+    CHECK(t.stats().streams_active.value() == 1000);
+    CHECK(sink.finished.size() == 99'000);
+    CHECK(sink.finished.front().key.ssrc == 0);  // least recently active first
+    CHECK(sink.finished.back().key.ssrc == 98'999);
+    CHECK(t.find({alice, bob, 99'999}) != nullptr);
+    CHECK(t.find({alice, bob, 98'999}) == nullptr);
+
+    t.expire(Timestamp{kBaseUs + 10'000'000});
+    CHECK(t.stats().streams_active.value() == 0);
+    CHECK(t.media_size() == 0);
+    CHECK(t.stats().streams_finished_total() == 100'000);
+}
+
+TEST_CASE("eviction keeps the least recently active streams' neighbours intact", "[rtp][stream][table][cap]") {
+    StreamTableConfig c = small_config();
+    c.max_streams = 3;
+    StreamTable t(c);
+    send(t, alice, bob, 1, 1, 0);
+    send(t, alice, bob, 2, 1, 10);
+    send(t, alice, bob, 3, 1, 20);
+    send(t, alice, bob, 1, 1, 30, 8, 101);   // stream 1 becomes the most recent
+    send(t, carol, bob, 4, 1, 40);           // evicts stream 2
+    CHECK(t.find({alice, bob, 2}) == nullptr);
+    CHECK(t.find({alice, bob, 1}) != nullptr);
+    // The RTCP lookup walks the media entry's list: it must still reach 1, 3 and 4.
+    for (const std::uint32_t ssrc : {1U, 3U, 4U}) {
+        t.on_rtcp(meta_at(50, bob_rtcp, alice_rtcp), span_of(receiver_report(9, {Block{ssrc, 1}})));
+    }
+    CHECK(t.stats().rtcp_unmatched_blocks.value() == 0);
+    CHECK(t.find({alice, bob, 3})->receiver.reports == 1);
+    CHECK(t.find({carol, bob, 4})->receiver.reports == 1);
+}
+
+namespace {
+
+struct Outcome {
+    std::vector<Finished> finished;
+    std::uint64_t late_bindings = 0;
+};
+
+// A call's media: Opus (dynamic, 48 kHz) with RFC 4733 events alice -> bob, PCMA bob -> alice.
+// The binding for bob's address is applied before any packet or after `packets_before` packets.
+Outcome run_call(int packets_before) {
+    StreamTable t(small_config());
+    RecordingSink sink;
+    t.set_sink(&sink);
+    const MediaBinding to_bob = media_binding(bob, "call-1@example", 0,
+                                              {codec(111, "opus", 48000), codec(101, "telephone-event", 8000)});
+    const MediaBinding to_alice = media_binding(alice, "call-1@example", 0, {codec(8, "PCMA", 8000)});
+    std::uint32_t state = 7;
+    for (int i = 0; i < 200; ++i) {
+        if (i == packets_before) {
+            t.bind(to_bob);
+            t.bind(to_alice);
+        }
+        state = state * 1664525U + 1013904223U;
+        const std::int64_t at = i * 20'000LL + (state >> 8) % 15'000;
+        const bool event = i >= 100 && i < 105;
+        t.on_rtp(meta_at(at, alice, bob),
+                 make_rtp(event ? 101 : 111, static_cast<std::uint16_t>(i), event ? 96000U : i * 960U, 0x0A, event ? 4 : 80));
+        t.on_rtp(meta_at(at + 3, bob, alice), make_rtp(8, static_cast<std::uint16_t>(5000 + i), i * 160U, 0x0B));
+    }
+    t.finish_all(Timestamp{kBaseUs + 5'000'000});
+    return {sink.finished, t.stats().late_bindings.value()};
+}
+
+} // namespace
+
+TEST_CASE("binding first or packets first give the same streams", "[rtp][stream][table][binding]") {
+    const Outcome first = run_call(0);
+    CHECK(first.late_bindings == 0);
+    for (const int after : {1, 37, 199}) {
+        INFO("binding after " << after << " packets");
+        const Outcome late = run_call(after);
+        CHECK(late.late_bindings == 2);
+        REQUIRE(late.finished.size() == first.finished.size());
+        for (std::size_t i = 0; i < first.finished.size(); ++i) {
+            const Finished& a = first.finished[i];
+            const Finished& b = late.finished[i];
+            CHECK(a.key == b.key);
+            CHECK(a.stream == b.stream);
+            CHECK(b.bound);
+            CHECK(a.call_id == b.call_id);
+            CHECK(a.summary.codec == b.summary.codec);
+            CHECK(a.summary.clock_rate == b.summary.clock_rate);
+            CHECK(a.summary.jitter_ms == b.summary.jitter_ms);
+            CHECK(a.summary.max_jitter_ms == b.summary.max_jitter_ms);
+            CHECK(a.summary.mos == b.summary.mos);
+            CHECK(a.summary.lost == b.summary.lost);
+        }
+    }
+    REQUIRE(first.finished.size() == 2);
+    for (const Finished& f : first.finished) {
+        CHECK(f.call_id == "call-1@example");
+        if (f.key.ssrc == 0x0A) {
+            CHECK(f.summary.codec == Codec::opus);
+            CHECK(f.summary.clock_rate == 48000);
+            CHECK(f.summary.clock_from_binding);
+            CHECK(f.stream.event_packets == 5);
+            CHECK(f.summary.lost == 0);
+        } else {
+            CHECK(f.summary.codec == Codec::pcma);
+        }
+    }
+}
+
+TEST_CASE("a binding reaches streams created later, also after the first ones ended", "[rtp][stream][table][binding]") {
+    StreamTable t(small_config());
+    t.bind(media_binding(ep("10.0.0.2:40001"), "c@x", 0, {codec(8, "PCMA", 8000)}));  // RTCP port: same media key
+    CHECK(t.pending_size() == 1);
+    CHECK(t.stats().pending_bindings.value() == 1);
+    send(t, alice, bob, 1, 10);
+    CHECK(t.pending_size() == 0);
+    CHECK(t.stats().pending_bindings.value() == 0);
+    REQUIRE(t.binding_of({alice, bob, 1}) != nullptr);
+    CHECK(t.binding_of({alice, bob, 1})->call_id == "c@x");
+
+    t.expire(Timestamp{kBaseUs + 10'000'000});
+    CHECK(t.size() == 0);
+    CHECK(t.pending_size() == 1);  // kept for streams to come
+    send(t, alice, bob, 2, 10, 20'000'000);  // a new SSRC after a re-INVITE
+    REQUIRE(t.binding_of({alice, bob, 2}) != nullptr);
+    CHECK(t.binding_of({alice, bob, 2})->call_id == "c@x");
+    CHECK(t.binding_of({carol, alice, 2}) == nullptr);
+}
+
+TEST_CASE("an SSRC change is a new stream; the old one ends when idle", "[rtp][stream][table]") {
+    StreamTable t(small_config());
+    RecordingSink sink;
+    t.set_sink(&sink);
+    t.bind(media_binding(bob, "restart@x", 0, {codec(0, "PCMU", 8000)}));
+    send(t, alice, bob, 0x1111, 50, 0, 0, 100);        // until 0.98 s
+    send(t, alice, bob, 0x2222, 200, 1'000'000, 0, 7);  // the sender restarted: new SSRC and numbering
+    CHECK(t.size() == 2);
+    CHECK(t.media_size() == 1);
+    t.expire(Timestamp{kBaseUs + 6'000'000});  // the first is idle for 5 s, the second is not
+    REQUIRE(sink.finished.size() == 1);
+    CHECK(sink.finished[0].key.ssrc == 0x1111);
+    CHECK(sink.finished[0].call_id == "restart@x");
+    CHECK(sink.finished[0].summary.lost == 0);
+    CHECK(t.stats().streams_active.value() == 1);
+    t.finish_all(Timestamp{kBaseUs + 6'000'000});
+    REQUIRE(sink.finished.size() == 2);
+    CHECK(sink.finished[1].key.ssrc == 0x2222);
+    CHECK(sink.finished[1].call_id == "restart@x");
+    CHECK(sink.finished[1].summary.expected == 199);
+    CHECK(sink.finished[1].summary.lost == 0);
+    CHECK(t.stats().lost_packets.value() == 0);
+}
+
+TEST_CASE("a binding clock outside the candidates is counted when the stream finishes", "[rtp][stream][table][binding]") {
+    StreamTable t(small_config());
+    t.bind(media_binding(bob, "l16@x", 0, {codec(96, "L16", 44100)}));
+    send(t, alice, bob, 1, 20, 0, 96);
+    send(t, alice, carol, 2, 20, 0, 96);  // unbound: the smoothest candidate, nothing to count
+    t.finish_all(Timestamp{kBaseUs + 1'000'000});
+    CHECK(t.stats().clock_rate_unmatched.value() == 1);
+    CHECK(t.stats().finished_streams_by_codec[static_cast<std::size_t>(CodecLabel::other)].value() == 2);
+}
+
+TEST_CASE("later SDP replaces a binding, older SDP is ignored", "[rtp][stream][table][binding]") {
+    StreamTable t(small_config());
+    t.bind(media_binding(bob, "old", 10, {}));
+    t.bind(media_binding(bob, "new", 20, {}));
+    CHECK(t.stats().rebindings.value() == 1);
+    t.bind(media_binding(bob, "stale", 15, {}));
+    CHECK(t.stats().stale_bindings.value() == 1);
+    REQUIRE(t.pending_binding(bob) != nullptr);
+    CHECK(t.pending_binding(bob)->call_id == "new");
+
+    send(t, alice, bob, 1, 3);
+    t.bind(media_binding(bob, "newer", 30, {}));
+    CHECK(t.stats().rebindings.value() == 2);
+    CHECK(t.binding_of({alice, bob, 1})->call_id == "newer");
+    t.bind(media_binding(bob, "stale again", 25, {}));
+    CHECK(t.stats().stale_bindings.value() == 2);
+    CHECK(t.binding_of({alice, bob, 1})->call_id == "newer");
+    CHECK(t.stats().late_bindings.value() == 0);
+}
+
+TEST_CASE("pending bindings are capped (LRU) and expire", "[rtp][stream][table][binding][cap]") {
+    StreamTableConfig c = small_config();
+    c.max_pending_media = 3;
+    StreamTable t(c);
+    for (int i = 0; i < 5; ++i)
+        t.bind(media_binding(Endpoint{bob.address, static_cast<std::uint16_t>(40000 + 2 * i)}, "c" + std::to_string(i),
+                             i, {}));
+    CHECK(t.pending_size() == 3);
+    CHECK(t.stats().evictions[static_cast<std::size_t>(StreamTableKind::pending_media)].value() == 2);
+    CHECK(t.stats().pending_bindings.value() == 3);
+    CHECK(t.pending_binding(Endpoint{bob.address, 40000}) == nullptr);
+    CHECK(t.pending_binding(Endpoint{bob.address, 40002}) == nullptr);
+    REQUIRE(t.pending_binding(Endpoint{bob.address, 40004}) != nullptr);
+
+    t.expire(Timestamp{kBaseUs + 60'000'002});  // binding times 2, 3, 4 us: the first has waited long enough
+    CHECK(t.pending_size() == 2);
+    CHECK(t.stats().pending_bindings_expired.value() == 1);
+    t.expire(Timestamp{kBaseUs + 61'000'000});
+    CHECK(t.pending_size() == 0);
+    CHECK(t.stats().pending_bindings.value() == 0);
+    CHECK(t.stats().pending_bindings_expired.value() == 3);
+}
+
+TEST_CASE("RTCP RR: the receiver's view with an exact RTT", "[rtp][stream][table][rtcp]") {
+    StreamTable t(small_config());
+    send(t, alice, bob, 0x5555, 10);
+    // Alice sent an SR at t0 (whole second: NTP fraction 0). Bob's RR arrives at t0 + 0.5 s and
+    // says it held the SR for DLSR = 0x4000 = 0.25 s: RTT = 0.5 - 0.25 = 0.25 s exactly.
+    const std::int64_t t0 = kBaseUs + 1'000'000;
+    const std::uint32_t lsr = ntp_middle32(ntp_from_unix_micros(t0));
+    REQUIRE((lsr & 0xFFFF) == 0);
+    const Bytes rr = receiver_report(0xB0B, {Block{0x5555, 64, -3, 0x0001'0010, 800, lsr, 0x4000}});
+    t.on_rtcp(PacketMeta{Timestamp{t0 + 500'000}, bob_rtcp, alice_rtcp, 0}, span_of(rr));
+
+    const Stream* s = t.find({alice, bob, 0x5555});
+    REQUIRE(s != nullptr);
+    ReceiverView expected;
+    expected.reports = 1;
+    expected.fraction_lost = 64;
+    expected.cumulative_lost = -3;
+    expected.jitter = 800;
+    expected.rtt_us = 250'000;
+    CHECK(s->receiver == expected);
+    CHECK(s->sequence.lost() == 0);  // the measured view is untouched
+    CHECK(t.stats().rtcp_reports[static_cast<std::size_t>(ReportSource::rtcp)].value() == 1);
+    CHECK(t.stats().rtcp_fraction_lost.count() == 1);
+    CHECK(t.stats().rtcp_fraction_lost.sum() == 0.25);
+    CHECK(t.stats().rtcp_rtt_seconds.count() == 1);
+    CHECK(t.stats().rtcp_rtt_seconds.sum() == 0.25);
+    CHECK(t.summary({alice, bob, 0x5555}).one_way_delay_ms == Approx(125.0));
+
+    // An SR carrying a block with LSR 0 (no SR seen yet): no RTT, the old one stays.
+    const Bytes sr = sender_report(0xB0B, 0, {Block{0x5555, 0, 0, 0, 0, 0, 0}});
+    t.on_rtcp(PacketMeta{Timestamp{t0 + 700'000}, bob_rtcp, alice_rtcp, 0}, span_of(sr));
+    CHECK(s->receiver.reports == 2);
+    CHECK(s->receiver.fraction_lost == 0);
+    CHECK(s->receiver.rtt_us == 250'000);
+    CHECK(t.stats().rtcp_rtt_seconds.count() == 1);
+    CHECK(t.stats().rtcp_reports[static_cast<std::size_t>(ReportSource::rtcp)].value() == 2);
+}
+
+TEST_CASE("RTCP about unknown streams is counted; rtcp-mux reporters match too", "[rtp][stream][table][rtcp]") {
+    StreamTable t(small_config());
+    send(t, alice, bob, 0x77, 3);
+    t.on_rtcp(meta_at(0, bob_rtcp, alice_rtcp), span_of(receiver_report(1, {Block{0x78}, Block{0x77}})));
+    CHECK(t.stats().rtcp_unmatched_blocks.value() == 1);
+    t.on_rtcp(meta_at(0, carol, alice_rtcp), span_of(receiver_report(1, {Block{0x77}})));  // not bob
+    CHECK(t.stats().rtcp_unmatched_blocks.value() == 2);
+    t.on_rtcp(meta_at(0, bob, alice), span_of(receiver_report(1, {Block{0x77}})));  // muxed on the RTP port
+    CHECK(t.find({alice, bob, 0x77})->receiver.reports == 2);
+}
+
+TEST_CASE("RTCP picks the symmetric source when several send one SSRC", "[rtp][stream][table][rtcp]") {
+    StreamTable t(small_config());
+    send(t, alice, bob, 0x99, 3);
+    send(t, carol, bob, 0x99, 3);
+    t.on_rtcp(meta_at(0, bob_rtcp, ep("10.0.0.1:30001")), span_of(receiver_report(1, {Block{0x99, 7}})));
+    CHECK(t.find({alice, bob, 0x99})->receiver.fraction_lost == 7);
+    CHECK(t.find({carol, bob, 0x99})->receiver.reports == 0);
+    t.on_rtcp(meta_at(0, bob_rtcp, ep("10.0.0.3:50001")), span_of(receiver_report(1, {Block{0x99, 9}})));
+    CHECK(t.find({carol, bob, 0x99})->receiver.fraction_lost == 9);
+}
+
+TEST_CASE("RTCP XR VoIP metrics", "[rtp][stream][table][rtcp][xr]") {
+    StreamTable t(small_config());
+    send(t, alice, bob, 0x42, 3);
+    VoipBlock v;
+    v.ssrc = 0x42;
+    v.loss_rate = 13;
+    v.discard_rate = 3;
+    v.round_trip_ms = 120;
+    v.r_factor = 80;
+    v.mos_lq_x10 = 41;
+    v.mos_cq_x10 = 39;
+    t.on_rtcp(meta_at(0, bob_rtcp, alice_rtcp), span_of(xr_voip_metrics(0xB0B, v)));
+    const ReceiverView& view = t.find({alice, bob, 0x42})->receiver;
+    CHECK(view.xr_reports == 1);
+    CHECK(view.xr_loss_rate == 13);
+    CHECK(view.xr_discard_rate == 3);
+    CHECK(view.xr_round_trip_ms == 120);
+    CHECK(view.xr_r_factor == 80);
+    CHECK(view.xr_mos_lq_x10 == 41);
+    CHECK(view.xr_mos_cq_x10 == 39);
+    CHECK(view.reports == 0);
+    CHECK(t.stats().rtcp_reports[static_cast<std::size_t>(ReportSource::xr)].value() == 1);
+    v.ssrc = 0x43;
+    t.on_rtcp(meta_at(0, bob_rtcp, alice_rtcp), span_of(xr_voip_metrics(0xB0B, v)));
+    CHECK(t.stats().rtcp_unmatched_blocks.value() == 1);
+}
+
+TEST_CASE("RTCP-JSON: a capped table of receiver views by Call-ID and SSRC", "[rtp][stream][table][rtcp_json]") {
+    StreamTableConfig c = small_config();
+    c.max_reported_streams = 2;
+    StreamTable t(c);
+    RecordingSink sink;
+    t.set_sink(&sink);
+    const std::int64_t t0 = kBaseUs + 1'000'000;
+    const std::uint32_t lsr = ntp_middle32(ntp_from_unix_micros(t0));
+    const std::string rtpengine = R"({ "ssrc":1,"type":201,"report_count":2,"report_blocks":[{"source_ssrc":2,)"
+                                  R"("highest_seq_no":100,"fraction_lost":26,"ia_jitter":40,"packets_lost":16777215,)"
+                                  R"("lsr":)" + std::to_string(lsr) + R"(,"dlsr":16384},{"source_ssrc":3}] })";
+    t.on_rtcp_json(PacketMeta{Timestamp{t0 + 750'000}, alice, bob, 0}, "call-A", span_of(rtpengine));
+    CHECK(t.reported_size() == 2);
+    CHECK(t.stats().reported_streams_active.value() == 2);
+    CHECK(t.stats().rtcp_reports[static_cast<std::size_t>(ReportSource::rtcp_json)].value() == 1);
+    const ReportedStream* r = t.find_reported("call-A", 2);
+    REQUIRE(r != nullptr);
+    CHECK(r->reporter_ssrc == 1);
+    CHECK(r->view.fraction_lost == 26);
+    CHECK(r->view.cumulative_lost == -1);
+    CHECK(r->view.jitter == 40);
+    CHECK(r->view.rtt_us == 500'000);  // 0.75 s - 16384/65536 s
+    CHECK(t.stats().rtcp_rtt_seconds.count() == 1);
+    CHECK(t.stats().rtcp_fraction_lost.count() == 2);
+    CHECK(t.find_reported("call-B", 2) == nullptr);
+
+    const std::string asterisk = R"({"ssrc":5,"type":201,"report_count":1,"sender_information":null,)"
+                                 R"("report_blocks":[{"source_ssrc":2,"fraction_lost":0,"packets_lost":0,)"
+                                 R"("highest_seq_no":1,"ia_jitter":1,"lsr":"0","dlsr":0}]})";
+    t.on_rtcp_json(meta_at(2'000'000, alice, bob), "call-B", span_of(asterisk));
+    CHECK(t.reported_size() == 2);
+    CHECK(t.stats().evictions[static_cast<std::size_t>(StreamTableKind::reported_streams)].value() == 1);
+    REQUIRE(sink.reported.size() == 1);
+    CHECK(sink.reported[0].first.call_id == "call-A");
+    CHECK(t.find_reported("call-B", 2) != nullptr);
+
+    t.on_rtcp_json(meta_at(2'000'000, alice, bob), "", span_of(asterisk));
+    CHECK(t.stats().rtcp_json_without_call_id.value() == 1);
+    CHECK(t.reported_size() == 2);
+
+    t.expire(Timestamp{kBaseUs + 2'000'000 + 5'000'000});
+    CHECK(t.reported_size() == 0);
+    CHECK(t.stats().reported_streams_active.value() == 0);
+    CHECK(sink.reported.size() == 3);
+}
+
+TEST_CASE("snapshot round trip: visit everything, insert it into a new table", "[rtp][stream][table][snapshot]") {
+    StreamTable a(small_config());
+    a.bind(media_binding(bob, "snap@x", 0, {codec(8, "PCMA", 8000)}));
+    a.bind(media_binding(carol, "waiting@x", 0, {}));
+    send(a, alice, bob, 1, 20);
+    send(a, bob, alice, 2, 20);
+    a.on_rtcp(meta_at(500'000, bob_rtcp, alice_rtcp), span_of(receiver_report(9, {Block{1, 3}})));
+    a.on_rtcp_json(meta_at(0, alice, bob), "snap@x", span_of(std::string_view(R"({"report_blocks":[{"source_ssrc":4}]})")));
+
+    StreamTable b(small_config());
+    a.for_each_binding([&](const Endpoint& media, const Binding& binding, bool) { b.insert_binding(media, binding); });
+    a.for_each([&](const StreamKey& key, const Stream& stream, const Binding*) { CHECK(b.insert(key, stream)); });
+    a.for_each_reported([&](const ReportedKey& key, const ReportedStream& r) { CHECK(b.insert_reported(key, r)); });
+
+    CHECK(b.size() == 2);
+    CHECK(b.pending_size() == 1);
+    CHECK(b.reported_size() == 1);
+    CHECK(b.stats().streams_active.value() == 2);
+    a.for_each([&](const StreamKey& key, const Stream& stream, const Binding* binding) {
+        const Stream* copy = b.find(key);
+        REQUIRE(copy != nullptr);
+        CHECK(*copy == stream);
+        const Binding* copy_binding = b.binding_of(key);
+        CHECK((binding == nullptr) == (copy_binding == nullptr));
+        if (binding != nullptr && copy_binding != nullptr) CHECK(*binding == *copy_binding);
+    });
+    CHECK(b.binding_of({alice, bob, 1})->call_id == "snap@x");
+    CHECK(*b.find_reported("snap@x", 4) == *a.find_reported("snap@x", 4));
+    CHECK_FALSE(b.insert({alice, bob, 1}, Stream{}));
+    CHECK_FALSE(b.insert_reported(ReportedKey{"snap@x", 4}, ReportedStream{}));
+}
+
+TEST_CASE("statistics merge across shards", "[rtp][stream][stats]") {
+    StreamTable a(small_config());
+    StreamTable b(small_config());
+    send(a, alice, bob, 1, 10);
+    send(b, bob, alice, 2, 5);
+    a.finish_all(Timestamp{kBaseUs + 1'000'000});
+    StreamStats total;
+    total.merge(a.stats());
+    total.merge(b.stats());
+    CHECK(total.rtp_packets.value() == 15);
+    CHECK(total.streams_active.value() == 1);
+    CHECK(total.streams_started.value() == 2);
+    CHECK(total.streams_finished_total() == 1);
+    CHECK(total.mos.count() == 1);
+    CHECK(total.mos.sum() == a.stats().mos.sum());
+}
+
+TEST_CASE("memory per stream and per media binding", "[rtp][stream][memory]") {
+    // A full table of bound streams, one per media address: 2^14 entries, so that no vector has
+    // growth slack and each index holds exactly two 16-octet slots per entry.
+    constexpr std::uint32_t n = 16'384;
+    StreamTableConfig c;
+    c.max_streams = n;
+    c.max_pending_media = n;
+    StreamTable t(c);
+    const std::string call_id = "a84b4c76e66710@pc33.atlanta.example.com";  // 39 octets, RFC 3261 style
+    for (std::uint32_t i = 0; i < n; ++i) {
+        const Endpoint to{IpAddress::v4(0x0a000000U + i), 40000};
+        t.bind(media_binding(to, call_id, 0, {codec(8, "PCMA", 8000), codec(101, "telephone-event", 8000)}));
+        t.on_rtp(meta_at(0, alice, to), make_rtp(8, 1, 0, i));
+    }
+    REQUIRE(t.size() == n);
+    REQUIRE(t.media_size() == n);
+    REQUIRE(t.pending_size() == 0);
+    const auto sizes = StreamTable::entry_sizes();
+    const double per_stream = static_cast<double>(t.memory_bytes()) / n;
+    const std::size_t expected = sizes.stream + 32 + sizes.media + 32 + call_id.size() + 1;
+    WARN("sizeof(Stream) " << sizeof(Stream) << ", sizeof(Binding) " << sizeof(Binding) << "; entries: stream "
+                           << sizes.stream << ", media " << sizes.media << ", pending " << sizes.pending
+                           << ", reported " << sizes.reported << "; bytes per bound stream " << per_stream);
+    CHECK(per_stream <= static_cast<double>(expected) + 1.0);  // a few free-list words
+    CHECK(sizeof(Stream) <= 176);
+    CHECK(sizes.stream <= 264);
+    CHECK(sizes.media <= 136);
+}
