@@ -34,6 +34,23 @@ std::uint64_t peak_rss_bytes() {
     return static_cast<std::uint64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
+// Anonymous resident memory (tables, queues, heap), without the mapped capture file that
+// ru_maxrss also counts. Read at the end, when the tables have reached their high-water mark
+// (their storage is kept for reuse, not returned).
+std::uint64_t rss_anon_bytes() {
+    std::ifstream status("/proc/self/status");
+    std::string key;
+    while (status >> key) {
+        if (key == "RssAnon:") {
+            std::uint64_t kib = 0;
+            status >> kib;
+            return kib * 1024;
+        }
+        status.ignore(4096, '\n');
+    }
+    return 0;
+}
+
 } // namespace
 
 int run_pcap(const PcapArgs& args, const config::Config& cfg) {
@@ -102,6 +119,7 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
     info.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     info.cpu_seconds = cpu_seconds() - cpu0;
     info.peak_rss_bytes = peak_rss_bytes();
+    info.rss_anon_bytes = rss_anon_bytes();
 
     const auto doc = report::build_report(info, inputs);
     if (args.report) {

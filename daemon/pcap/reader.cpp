@@ -200,7 +200,11 @@ Result<FileReader, FileError> FileReader::open(const std::string& path, std::siz
         ::close(fd);
         return fail(FileError::not_a_capture);
     }
-    void* map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    // Pre-faulting the page tables in one go is far cheaper than one fault per 64 KiB of a
+    // cached capture; beyond 1 GiB, let the kernel stream the file in as it is read.
+    constexpr std::size_t kPopulateLimit = std::size_t{1} << 30;
+    const int flags = MAP_PRIVATE | (size <= kPopulateLimit ? MAP_POPULATE : 0);
+    void* map = mmap(nullptr, size, PROT_READ, flags, fd, 0);
     ::close(fd);
     if (map == MAP_FAILED) return fail(FileError::open_failed);
     madvise(map, size, MADV_SEQUENTIAL);

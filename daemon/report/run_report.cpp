@@ -86,6 +86,7 @@ json build_report(const RunInfo& info, const RunInputs& in) {
     run["cpu_seconds"] = info.cpu_seconds;
     run["frames_per_second"] = info.wall_seconds > 0 ? static_cast<double>(cap.frames) / info.wall_seconds : 0.0;
     run["peak_rss_bytes"] = info.peak_rss_bytes;
+    run["rss_anon_bytes"] = info.rss_anon_bytes;
     r["run"] = run;
 
     json c;
@@ -303,7 +304,8 @@ std::string render_text(const json& r) {
     if (r.contains("error")) o << "  STOPPED EARLY: " << r["error"].get<std::string>() << "\n";
     o << "\nRun\n  shards " << r["shards"] << ", wall " << fixed(run["wall_seconds"].get<double>()) << " s, cpu "
       << fixed(run["cpu_seconds"].get<double>()) << " s, " << fixed(run["frames_per_second"].get<double>(), 0)
-      << " frames/s, peak RSS " << run["peak_rss_bytes"].get<std::uint64_t>() / 1024 << " KiB\n";
+      << " frames/s, peak RSS " << run["peak_rss_bytes"].get<std::uint64_t>() / 1024 << " KiB (anonymous "
+      << run["rss_anon_bytes"].get<std::uint64_t>() / 1024 << " KiB)\n";
     o << "\nCapture\n  frames " << c["frames"] << ", bytes " << c["bytes"] << ", datagrams " << c["datagrams"] << "\n"
       << "  by kind: " << kv_line(c["datagrams_by_kind"]) << "\n"
       << "  by class: " << kv_line(c["packets_by_class"]) << "\n"

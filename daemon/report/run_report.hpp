@@ -19,7 +19,8 @@ struct RunInfo {
     std::size_t shards = 1;
     double wall_seconds = 0;
     double cpu_seconds = 0;
-    std::uint64_t peak_rss_bytes = 0;
+    std::uint64_t peak_rss_bytes = 0;   // includes the mapped capture file
+    std::uint64_t rss_anon_bytes = 0;   // heap and tables only
     std::string error;  // a file that ended early: what and where
 };
 

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Capacity benchmark for `hepd pcap` (issue 4): scaling over cores, a memory sweep, and peers
+(sipgrep, sngrep) timed on the same corpus in the same run. Prints a JSON document; with
+--update-baseline it also writes the figures into bench/baseline.json.
+
+  bench/capacity.py --build build [--cores 1,2,4,8] [--runs 5] [--replicates 3] [--sweep]
+                    [--peers] [--update-baseline]
+
+Method: every figure is the median of --runs timed runs after one discarded warm-up run; the
+scaling series is repeated --replicates times and the LOWEST replicate (slowest median) is the
+published figure. Wall time is measured around the whole process, start-up included. The
+corpus lives in the page cache (the warm-up reads it), as for the peers.
+"""
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def timed(cmd, runs, env=None):
+    """Median wall seconds of `runs` runs after one warm-up; also the last run's stdout."""
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=env)
+    times = []
+    out = b""
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False, env=env)
+        times.append(time.perf_counter() - t0)
+        out = p.stdout
+    return statistics.median(times), times, out
+
+
+def corpus(build, path, args):
+    if not os.path.exists(path):
+        subprocess.run([os.path.join(build, "bench", "hepd_corpus"), path] + args, check=True,
+                       stdout=subprocess.DEVNULL)
+    return path
+
+
+def host():
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {"machine": platform.machine(), "cpu": model, "cores": os.cpu_count(),
+            "kernel": platform.release(), "load_average_at_start": os.getloadavg()[0]}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--cores", default="1,2,4,8")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--replicates", type=int, default=3)
+    ap.add_argument("--sweep", action="store_true", help="memory sweep 500..100,000 concurrent calls")
+    ap.add_argument("--peers", action="store_true", help="time sipgrep and sngrep on the same corpus")
+    ap.add_argument("--workdir", default="/tmp/hepd-bench")
+    ap.add_argument("--update-baseline", action="store_true")
+    a = ap.parse_args()
+
+    hepd = os.path.join(a.build, "daemon", "app", "hepd")
+    os.makedirs(a.workdir, exist_ok=True)
+    main_corpus = corpus(a.build, os.path.join(a.workdir, "corpus-535k.pcap"), [])
+    result = {"host": host(), "corpus": {"path": main_corpus, "generator": "bench/hepd_corpus (defaults)",
+                                         "packets": 535000, "sip": 35000, "rtp": 500000, "calls": 5000}}
+
+    # Scaling: median of runs, `replicates` times; publish the lowest replicate.
+    scaling = {}
+    for cores in [int(c) for c in a.cores.split(",")]:
+        reps = []
+        for _ in range(a.replicates):
+            med, times, out = timed([hepd, "pcap", main_corpus, "--cores", str(cores), "--json", "-"], a.runs)
+            run = json.loads(out)["run"]
+            reps.append({"median_wall_seconds": med, "runs": times, "peak_rss_bytes": run["peak_rss_bytes"],
+                         "rss_anon_bytes": run["rss_anon_bytes"]})
+        worst = max(reps, key=lambda r: r["median_wall_seconds"])
+        scaling[str(cores)] = {"published_wall_seconds": worst["median_wall_seconds"],
+                               "packets_per_second": 535000 / worst["median_wall_seconds"],
+                               "replicates": reps}
+    base = scaling[min(scaling, key=int)]["published_wall_seconds"]
+    for c, s in scaling.items():
+        s["speedup_vs_1"] = base / s["published_wall_seconds"]
+    result["scaling"] = scaling
+
+    if a.peers:
+        peers = {}
+        one = scaling.get("1", {}).get("published_wall_seconds")
+        if shutil.which("sipgrep"):
+            med, times, _ = timed(["sipgrep", "-I", main_corpus, "-C"], a.runs)
+            peers["sipgrep"] = {"median_wall_seconds": med, "runs": times,
+                                "hepd_1_core_speed_ratio": med / one if one else None,
+                                "does": "greps SIP messages and groups them by Call-ID; no dialog state, no RTP"}
+        if shutil.which("sngrep"):
+            med, times, _ = timed(["sngrep", "-N", "-q", "-I", main_corpus], max(1, a.runs // 2))
+            peers["sngrep"] = {"median_wall_seconds": med, "runs": times,
+                               "hepd_1_core_speed_ratio": med / one if one else None,
+                               "does": "SIP dialog list (call flow), RTP stream detection with -r; no MOS/jitter export"}
+        result["peers"] = peers
+
+    if a.sweep:
+        sweep = {}
+        for calls in [500, 5000, 20000, 50000, 100000]:
+            path = corpus(a.build, os.path.join(a.workdir, f"sweep-{calls}.pcap"),
+                          ["--calls", str(calls), "--media-seconds", "0.2", "--interval-us", "5"])
+            med, times, out = timed([hepd, "pcap", path, "--cores", "1", "--json", "-"], 3)
+            run = json.loads(out)["run"]
+            sweep[str(calls)] = {"median_wall_seconds": med, "rss_anon_bytes": run["rss_anon_bytes"],
+                                 "peak_rss_bytes": run["peak_rss_bytes"]}
+        small = sweep["500"]["rss_anon_bytes"]
+        for k, v in sweep.items():
+            n = int(k)
+            v["anon_bytes_per_call"] = (v["rss_anon_bytes"] - small) / (n - 500) if n > 500 else None
+        result["memory_sweep"] = {"note": "all calls concurrent (5 us apart, >0.5 s each); anonymous RSS "
+                                          "(tables and heap, not the mapped capture) at the end of the run",
+                                  "points": sweep}
+
+    print(json.dumps(result, indent=2))
+    if a.update_baseline:
+        path = os.path.join(HERE, "baseline.json")
+        baseline = json.load(open(path)) if os.path.exists(path) else {}
+        baseline["capacity"] = {"command": "bench/capacity.py " + " ".join(sys.argv[1:]),
+                                "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                "result": result}
+        with open(path, "w") as f:
+            json.dump(baseline, f, indent=2)
+            f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
