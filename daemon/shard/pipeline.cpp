@@ -61,6 +61,11 @@ public:
     std::vector<Link*> out_links;                       // to shard j (null for j == self)
     Timestamp end{};
 
+    // A task posted by run_on_shards(): the shard runs it between batches and acknowledges.
+    const std::function<void(std::size_t, Worker&)>* task = nullptr;
+    std::atomic<std::uint64_t> task_posted{0};
+    std::atomic<std::uint64_t> task_done{0};
+
     std::size_t depth() const noexcept {
         std::size_t n = 0;
         for (const auto& l : producer_links) n += l->full.size();
@@ -154,14 +159,41 @@ private:
         return any;
     }
 
+    void run_task() {
+        const std::uint64_t posted = task_posted.load(std::memory_order_acquire);
+        if (posted == task_done.load(std::memory_order_relaxed)) return;
+        (*task)(index_, worker());
+        task_done.store(posted, std::memory_order_release);
+    }
+
+    // Live mode: with no traffic the packet clock stands still; move it on by wall time.
+    void idle_tick(bool any) {
+        const std::int64_t tick = pipeline_.options_.idle_tick_us;
+        if (tick <= 0) return;
+        const auto now = std::chrono::steady_clock::now();
+        if (any) {
+            last_activity_ = now;
+            return;
+        }
+        const auto idle = std::chrono::duration_cast<std::chrono::microseconds>(now - last_activity_).count();
+        if (idle < tick) return;
+        last_activity_ = now;
+        if (clock_.us == 0) return;  // no packet yet: nothing can expire
+        clock_.us += idle;
+        worker().advance(clock_);
+    }
+
     void run() {
         unsigned spins = 0;
+        last_activity_ = std::chrono::steady_clock::now();
         // Phase 1: datagrams until every producer is done and its queue is empty.
         while (true) {
             const bool done = pipeline_.producers_done_.load(std::memory_order_acquire);
             bool any = drain_producers();
             flush_out();
             any = drain_shard_links() || any;
+            run_task();
+            idle_tick(any);
             if (done && !any) {
                 // One more pass: a batch pushed just before `done` was read must be seen.
                 if (!drain_producers()) break;
@@ -173,9 +205,11 @@ private:
         // Phase 2: every shard has sent all its bindings once all have arrived here.
         pipeline_.shards_drained_.fetch_add(1, std::memory_order_acq_rel);
         while (pipeline_.shards_drained_.load(std::memory_order_acquire) < pipeline_.shards()) {
+            run_task();
             if (!drain_shard_links()) backoff(spins);
         }
         drain_shard_links();
+        run_task();
         worker().finish(end);
     }
 
@@ -183,6 +217,7 @@ private:
     std::size_t index_;
     std::thread thread_;
     Timestamp clock_{};
+    std::chrono::steady_clock::time_point last_activity_{};
 };
 
 // ---- producers ----
@@ -197,7 +232,7 @@ private:
 };
 
 Pipeline::Producer::Producer(Pipeline& pipeline, std::size_t index) : pipeline_(pipeline) {
-    if (pipeline.shards() == 1) {
+    if (pipeline.threads_.empty()) {
         direct_ = std::make_unique<DirectSink>(*pipeline.workers_[0]);
         return;
     }
@@ -279,7 +314,7 @@ void Pipeline::Producer::flush() {
 Pipeline::Pipeline(PipelineOptions options, std::vector<std::unique_ptr<Worker>> workers)
     : options_(options), workers_(std::move(workers)) {
     const std::size_t n = workers_.size();
-    if (n > 1) {
+    if (n > 1 || options_.threaded) {
         for (std::size_t s = 0; s < n; ++s) threads_.push_back(std::make_unique<ShardThread>(*this, s));
         for (std::size_t s = 0; s < n; ++s) {
             auto& t = *threads_[s];
@@ -307,7 +342,24 @@ Pipeline::~Pipeline() {
 }
 
 void Pipeline::start() {
+    started_ = true;
     for (auto& t : threads_) t->start();
+}
+
+void Pipeline::run_on_shards(const std::function<void(std::size_t, Worker&)>& task) {
+    if (threads_.empty() || !started_ || finished_) {
+        for (std::size_t i = 0; i < workers_.size(); ++i) task(i, *workers_[i]);
+        return;
+    }
+    for (auto& t : threads_) {
+        t->task = &task;
+        t->task_posted.fetch_add(1, std::memory_order_acq_rel);
+    }
+    for (auto& t : threads_) {
+        unsigned spins = 0;
+        while (t->task_done.load(std::memory_order_acquire) != t->task_posted.load(std::memory_order_relaxed))
+            backoff(spins);
+    }
 }
 
 void Pipeline::finish(Timestamp end) {

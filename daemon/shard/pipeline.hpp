@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -44,6 +45,11 @@ struct PipelineOptions {
     std::size_t batch_bytes = 128 * 1024;
     // Offline runs wait for room instead of dropping: a capture must be read in full.
     bool lossless = false;
+    // Live mode: shard threads even for one shard (several receive threads produce at once),
+    // and a shard with no traffic advances its clock by wall time every idle_tick_us so that
+    // expiry still happens when the estate goes quiet. 0 = packet time only (offline).
+    bool threaded = false;
+    std::int64_t idle_tick_us = 0;
 };
 
 class Pipeline {
@@ -66,6 +72,11 @@ public:
     // joins the threads. Idempotent.
     void finish(Timestamp end);
 
+    // Runs `task` on every shard's own thread and waits for all of them (snapshots read the
+    // tables this way, between two batches). Runs inline when there are no shard threads or they
+    // have ended. Call from one thread at a time.
+    void run_on_shards(const std::function<void(std::size_t shard, Worker& worker)>& task);
+
     // Batches waiting for a shard (scraped as hepd_shard_queue_depth).
     std::size_t queue_depth(std::size_t shard) const noexcept;
     // Datagrams dropped because a shard's queue was full (live mode), over all producers.
@@ -84,6 +95,7 @@ private:
     std::vector<std::unique_ptr<ShardThread>> threads_;
     std::atomic<bool> producers_done_{false};
     std::atomic<std::size_t> shards_drained_{0};
+    bool started_ = false;
     Counter binding_drops_;
     bool finished_ = false;
 };

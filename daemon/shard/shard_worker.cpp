@@ -3,7 +3,7 @@
 namespace hepd::shard {
 
 ShardWorker::ShardWorker(const ShardConfig& config, rtp::StreamSink* finished_streams)
-    : dialogs_(config.dialogs, this), streams_(config.streams) {
+    : dialogs_(config.dialogs, this), streams_(config.streams), flush_at_end_(config.flush_at_end) {
     streams_.set_sink(finished_streams);
 }
 
@@ -41,6 +41,7 @@ void ShardWorker::advance(Timestamp now) {
 }
 
 void ShardWorker::finish(Timestamp end) {
+    if (!flush_at_end_) return;
     dialogs_.expire(end);
     streams_.finish_all(end);
 }

@@ -15,6 +15,9 @@ namespace hepd::shard {
 struct ShardConfig {
     sip::DialogConfig dialogs;
     rtp::StreamTableConfig streams;
+    // Offline runs finish every stream at the end so the report includes it; the daemon keeps
+    // them open at shutdown, to be written to the snapshot and continued after the restart.
+    bool flush_at_end = true;
 };
 
 struct ShardStats {
@@ -44,6 +47,7 @@ private:
     sip::DialogTable dialogs_;
     rtp::StreamTable streams_;
     ShardStats stats_;
+    bool flush_at_end_;
     BindingSink* out_ = nullptr;  // set for the duration of process()
 };
 

@@ -179,3 +179,42 @@ TEST_CASE("a datagram larger than a whole batch is dropped and counted", "[shard
     CHECK(run.pipeline->queue_full_drops() == 1);
     CHECK(run.workers[0]->seen.size() + run.workers[1]->seen.size() == 1);
 }
+
+TEST_CASE("tasks run on each shard's own thread, between batches", "[shard][pipeline]") {
+    PipelineOptions o;
+    o.threaded = true;  // live mode: threads even for one shard
+    for (std::size_t shards : {1, 3}) {
+        auto run = make(shards, o);
+        run.pipeline->start();
+        const std::string text = "x";
+        for (int i = 0; i < 1000; ++i) run.pipeline->producer(0).push(rtp_to(static_cast<std::uint16_t>(2 * (i % 9)), text, i));
+        run.pipeline->producer(0).flush();
+        std::vector<std::thread::id> ids(shards);
+        std::vector<std::size_t> seen(shards);
+        run.pipeline->run_on_shards([&](std::size_t s, Worker& w) {
+            ids[s] = std::this_thread::get_id();
+            seen[s] = static_cast<RecordingWorker&>(w).seen.size();
+        });
+        for (std::size_t s = 0; s < shards; ++s) CHECK(ids[s] != std::this_thread::get_id());
+        run.pipeline->finish(Timestamp{1000});
+        std::size_t total = 0;
+        for (auto* w : run.workers) total += w->seen.size();
+        CHECK(total == 1000);
+    }
+}
+
+TEST_CASE("an idle live shard advances its clock by wall time", "[shard][pipeline]") {
+    PipelineOptions o;
+    o.threaded = true;
+    o.idle_tick_us = 20'000;
+    auto run = make(1, o);
+    run.pipeline->start();
+    run.pipeline->producer(0).push(rtp_to(2, "x", 1'000'000));
+    run.pipeline->producer(0).flush();
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    Timestamp clock{};
+    run.pipeline->run_on_shards([&](std::size_t, Worker& w) { clock = static_cast<RecordingWorker&>(w).clock; });
+    run.pipeline->finish(Timestamp{});
+    CHECK(clock.us > 1'000'000 + 60'000);  // at least a few ticks of wall time went by
+    CHECK(clock.us < 1'000'000 + 5'000'000);
+}
