@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Interoperability with a real sender: sipp places calls through a Kamailio proxy whose siptrace
+# mirrors them to hepd as HEPv3; hepd must account for exactly the calls sipp completed and the
+# ones that failed (with their codes). Loopback only; every step is bounded in time.
+#   kamailio_sipp_test.sh HEPD_BINARY
+# Exit 77 (skipped) when kamailio or sipp is not installed.
+set -euo pipefail
+HEPD=$1
+HERE=$(cd "$(dirname "$0")" && pwd)
+command -v kamailio >/dev/null && command -v sipp >/dev/null || { echo "kamailio or sipp missing: skipped"; exit 77; }
+
+WORK=$(mktemp -d /tmp/hepd-interop.XXXXXX)
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    pkill -f "kamailio -f $WORK" 2>/dev/null || true
+    sleep 0.2
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+HEP_PORT=$(free_port); METRICS_PORT=$(free_port); KAM_PORT=$(free_port)
+UAS_PORT=$(free_port); BUSY_PORT=$(free_port); UAC_PORT=$(free_port)
+COMPLETED=5; BUSY=3
+
+"$HEPD" --hep-listen "127.0.0.1:$HEP_PORT" --metrics-listen "127.0.0.1:$METRICS_PORT" \
+    --state-dir "$WORK/state" --cores 2 >"$WORK/hepd.log" 2>&1 &
+HEPD_PID=$!
+PIDS+=("$HEPD_PID")
+mkdir -p "$WORK/state"
+
+sed -e "s/@KAMAILIO_PORT@/$KAM_PORT/" -e "s/@HEP_PORT@/$HEP_PORT/" -e "s/@UAS_PORT@/$UAS_PORT/" \
+    -e "s/@BUSY_PORT@/$BUSY_PORT/" "$HERE/kamailio.cfg.in" >"$WORK/kamailio.cfg"
+kamailio -f "$WORK/kamailio.cfg" -DD -E -P "$WORK/kamailio.pid" >"$WORK/kamailio.log" 2>&1 &
+PIDS+=("$!")
+
+timeout 60 sipp -sn uas -i 127.0.0.1 -p "$UAS_PORT" -nostdin >"$WORK/uas.log" 2>&1 &
+PIDS+=("$!")
+timeout 60 sipp -sf "$HERE/uas_busy.xml" -i 127.0.0.1 -p "$BUSY_PORT" -nostdin >"$WORK/busy.log" 2>&1 &
+PIDS+=("$!")
+
+# Wait until hepd's metrics answer (it is listening) and Kamailio is up.
+for _ in $(seq 50); do
+    python3 - "$METRICS_PORT" <<'PY' && break || sleep 0.2
+import sys, urllib.request
+urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=1).read()
+PY
+done
+sleep 1
+
+# Answered calls (1 s long), then refused ones.
+timeout 60 sipp -sn uac "127.0.0.1:$KAM_PORT" -s 1000 -m "$COMPLETED" -r 5 -d 1000 -i 127.0.0.1 -p "$UAC_PORT" \
+    -nostdin -trace_stat -stf "$WORK/uac.csv" >"$WORK/uac.log" 2>&1 || true
+timeout 60 sipp -sf "$HERE/uac_busy.xml" "127.0.0.1:$KAM_PORT" -s busy -m "$BUSY" -r 5 -i 127.0.0.1 \
+    -p "$UAC_PORT" -nostdin -trace_stat -stf "$WORK/busy_uac.csv" >"$WORK/busy_uac.log" 2>&1 || true
+sleep 2
+
+status=0
+python3 - "$METRICS_PORT" "$WORK/uac.csv" "$WORK/busy_uac.csv" "$COMPLETED" "$BUSY" <<'PY' || status=1
+import csv, re, sys, urllib.request
+port, uac_csv, busy_csv, want_ok, want_busy = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+
+def sipp_counts(path):
+    rows = list(csv.reader(open(path), delimiter=";"))
+    head, last = rows[0], rows[-1]
+    return int(last[head.index("SuccessfulCall(C)")]), int(last[head.index("FailedCall(C)")])
+
+ok, ok_failed = sipp_counts(uac_csv)
+busy_done, busy_failed = sipp_counts(busy_csv)
+print(f"sipp: answered calls successful {ok}, failed {ok_failed}; busy scenario successful {busy_done}, failed {busy_failed}")
+text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+
+def metric(name, **labels):
+    total = 0.0
+    for line in text.splitlines():
+        if not line.startswith(name + "{") and not line.startswith(name + " "):
+            continue
+        m = re.match(r'([a-z_]+)(\{(.*)\})? ([0-9.e+-]+|NaN)$', line)
+        if not m or m.group(1) != name:
+            continue
+        got = dict(re.findall(r'(\w+)="([^"]*)"', m.group(3) or ""))
+        if all(got.get(k) == v for k, v in labels.items()):
+            total += float(m.group(4))
+    return total
+
+checks = [
+    ("calls sipp completed", ok, want_ok),
+    ("busy calls sipp saw refused", busy_done, want_busy),
+    ("hepd completed dialogs", metric("hepd_dialogs_finished_total", outcome="completed"), ok),
+    ("hepd failed dialogs", metric("hepd_dialogs_finished_total", outcome="failed"), busy_done),
+    ("hepd Q.850 cause 17", metric("hepd_sip_q850_causes_total", cause="17"), busy_done),
+    ("hepd INVITE 4xx responses (both hops)", metric("hepd_sip_responses_total", method="INVITE", status_class="4xx"), 2 * busy_done),
+    ("hepd BYE requests (both hops)", metric("hepd_sip_requests_total", method="BYE"), 2 * ok),
+    ("hepd HEP decode errors", metric("hepd_hep_decode_errors_total"), 0),
+]
+bad = 0
+for what, got, want in checks:
+    flag = "ok " if got == want else "BAD"
+    bad += got != want
+    print(f"{flag} {what}: {got:g} (expected {want})")
+sys.exit(1 if bad else 0)
+PY
+
+# Graceful stop: SIGTERM drains, writes the final snapshot and exits 0 within a few seconds.
+kill -TERM "$HEPD_PID"
+for _ in $(seq 50); do kill -0 "$HEPD_PID" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$HEPD_PID" 2>/dev/null; then echo "BAD hepd still running 5 s after SIGTERM"; status=1; fi
+wait "$HEPD_PID" && rc=0 || rc=$?
+[ "$rc" -eq 0 ] || { echo "BAD hepd exit status $rc"; status=1; }
+if [ "$status" -ne 0 ]; then
+    echo "--- hepd log"; tail -30 "$WORK/hepd.log"
+    echo "--- kamailio log"; tail -30 "$WORK/kamailio.log"
+fi
+exit "$status"
