@@ -23,10 +23,12 @@ def main():
     a = ap.parse_args()
     results = {}
     for exe in sorted(glob.glob(os.path.join(a.build, "bench", "*_bench"))):
+        # The JSON goes to a file: some benchmarks log to stdout while they set up.
+        out_path = os.path.join("/tmp", os.path.basename(exe) + ".json")
         cmd = [exe, f"--benchmark_repetitions={a.repetitions}", "--benchmark_report_aggregates_only=true",
-               "--benchmark_format=json"]
-        out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=True).stdout
-        doc = json.loads(out)
+               f"--benchmark_out={out_path}", "--benchmark_out_format=json"]
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        doc = json.load(open(out_path))
         for b in doc["benchmarks"]:
             if b.get("aggregate_name") != "median":
                 continue
