@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <numeric>
+#include <type_traits>
 
 namespace hepd::ingest {
 
@@ -61,64 +61,99 @@ std::string_view to_string(DropReason r) noexcept {
     return "unknown";
 }
 
-void IntakeStats::merge(const IntakeStats& o) noexcept {
-    for (std::size_t c = 0; c < kCarrierCount; ++c) {
-        for (std::size_t v = 0; v < 3; ++v) {
-            packets[c][v] += o.packets[c][v];
-            bytes[c][v] += o.bytes[c][v];
+namespace {
+
+template <class A>
+void add_all(A& into, const A& from) noexcept {
+    for (std::size_t i = 0; i < into.size(); ++i) {
+        if constexpr (std::is_base_of_v<Counter, std::decay_t<decltype(into[i])>>) {
+            into[i].add(from[i].value());
+        } else {
+            add_all(into[i], from[i]);
         }
-        undecodable_packets[c] += o.undecodable_packets[c];
     }
-    for (std::size_t i = 0; i < decode_errors.size(); ++i) decode_errors[i] += o.decode_errors[i];
-    for (std::size_t i = 0; i < timestamp_fixups.size(); ++i) timestamp_fixups[i] += o.timestamp_fixups[i];
-    for (std::size_t i = 0; i < accepted_by_class.size(); ++i) accepted_by_class[i] += o.accepted_by_class[i];
-    for (std::size_t i = 0; i < dropped.size(); ++i) dropped[i] += o.dropped[i];
 }
 
-std::uint64_t IntakeStats::received() const noexcept {
+template <class A>
+std::uint64_t sum_all(const A& a) noexcept {
     std::uint64_t n = 0;
-    for (std::size_t c = 0; c < kCarrierCount; ++c) {
-        for (auto v : packets[c]) n += v;
-        n += undecodable_packets[c];
+    for (const auto& x : a) {
+        if constexpr (std::is_base_of_v<Counter, std::decay_t<decltype(x)>>) {
+            n += x.value();
+        } else {
+            n += sum_all(x);
+        }
     }
     return n;
 }
 
+} // namespace
+
+void IntakeStats::merge(const IntakeStats& o) noexcept {
+    add_all(packets, o.packets);
+    add_all(bytes, o.bytes);
+    add_all(undecodable_packets, o.undecodable_packets);
+    add_all(decode_errors, o.decode_errors);
+    add_all(timestamp_fixups, o.timestamp_fixups);
+    add_all(by_type, o.by_type);
+    add_all(dropped, o.dropped);
+}
+
+std::uint64_t IntakeStats::received() const noexcept { return sum_all(packets) + sum_all(undecodable_packets); }
+
 std::uint64_t IntakeStats::accepted() const noexcept {
-    return std::accumulate(accepted_by_class.begin(), accepted_by_class.end(), std::uint64_t{0});
+    // Both are monotonic; a reader racing the writer could see the drop before the hand-over.
+    const std::uint64_t handed = sum_all(by_type);
+    const std::uint64_t lost = drops(DropReason::queue_full);
+    return handed > lost ? handed - lost : 0;
+}
+
+std::uint64_t IntakeStats::dropped_total() const noexcept { return sum_all(dropped); }
+
+std::uint64_t IntakeStats::by_class(hep::PayloadClass c) const noexcept {
+    return sum_all(by_type[static_cast<std::size_t>(c)]);
 }
 
 HepIntake::HepIntake(IntakeOptions options)
     : options_(std::move(options)), inflate_buffer_(std::max<std::size_t>(options_.max_decompressed_bytes, 1)) {}
 
+void HepIntake::set_auth_key(std::string_view key) { options_.auth_key.assign(key); }
+
+void HepIntake::set_agents(const AgentMap& agents) { options_.agents = agents; }
+
 void HepIntake::count_received(ByteSpan bytes, Carrier carrier) noexcept {
     const auto c = static_cast<std::size_t>(carrier);
     const std::size_t v = version_index(bytes);
-    if (v < 3) {
-        ++stats_.packets[c][v];
-        stats_.bytes[c][v] += bytes.size();
+    if (v < kHepVersionCount) {
+        stats_.packets[c][v].add();
+        stats_.bytes[c][v].add(bytes.size());
     } else {
-        ++stats_.undecodable_packets[c];
+        stats_.undecodable_packets[c].add();
     }
 }
 
 void HepIntake::count_drop(DropReason reason, ByteSpan bytes, Carrier carrier) noexcept {
     count_received(bytes, carrier);
-    ++stats_.dropped[static_cast<std::size_t>(reason)];
+    stats_.dropped[static_cast<std::size_t>(reason)].add();
 }
 
-bool HepIntake::accept(ByteSpan bytes, Carrier carrier, Timestamp now, shard::Datagram& out) noexcept {
+void HepIntake::count_queue_full(std::uint64_t n) noexcept {
+    if (n != 0) stats_.dropped[static_cast<std::size_t>(DropReason::queue_full)].add(n);
+}
+
+bool HepIntake::accept(ByteSpan bytes, Carrier carrier, Timestamp now, shard::Datagram& out,
+                       const IpAddress& sender) noexcept {
     count_received(bytes, carrier);
 
     auto fail_with = [&](hep::DecodeError e) {
-        ++stats_.decode_errors[static_cast<std::size_t>(e)];
-        ++stats_.dropped[static_cast<std::size_t>(DropReason::decode_error)];
+        stats_.decode_errors[static_cast<std::size_t>(e)].add();
+        stats_.dropped[static_cast<std::size_t>(DropReason::decode_error)].add();
         return false;
     };
     if (auto err = hep::decode_into(bytes, message_)) return fail_with(*err);
 
     if (!options_.auth_key.empty() && !same_key(message_.auth_key, options_.auth_key)) {
-        ++stats_.dropped[static_cast<std::size_t>(DropReason::auth)];
+        stats_.dropped[static_cast<std::size_t>(DropReason::auth)].add();
         return false;
     }
 
@@ -131,10 +166,13 @@ bool HepIntake::accept(ByteSpan bytes, Carrier carrier, Timestamp now, shard::Da
 
     const auto when = hep::normalise_timestamp(message_, now);
     if (when.fixup != hep::TimestampFixup::none)
-        ++stats_.timestamp_fixups[static_cast<std::size_t>(when.fixup)];
+        stats_.timestamp_fixups[static_cast<std::size_t>(when.fixup)].add();
 
     const auto cls = options_.payload_types.payload_class(message_.payload_type);
-    ++stats_.accepted_by_class[static_cast<std::size_t>(cls)];
+    const std::uint16_t agent = options_.agents.lookup(
+        message_.has_capture_id() ? std::optional<std::uint32_t>(message_.capture_id) : std::nullopt,
+        message_.node_name, sender);
+    stats_.by_type[static_cast<std::size_t>(cls)][agent].add();
 
     out.time = when.time;
     out.src = message_.src;
@@ -142,7 +180,7 @@ bool HepIntake::accept(ByteSpan bytes, Carrier carrier, Timestamp now, shard::Da
     out.transport = transport_of(message_.ip_protocol);
     out.kind = kind_of(cls, message_.payload_type);
     out.hep_payload_type = message_.payload_type;
-    out.agent = 0;
+    out.agent = agent;
     out.capture_id = message_.capture_id;
     out.correlation_id = as_text(message_.correlation_id);
     out.payload = payload;

@@ -1,13 +1,17 @@
 #pragma once
 // Turns one received HEP message into a Datagram: decode, inflate, normalise the timestamp,
-// classify, check the auth key. One instance per receive thread (plain counters, no atomics);
-// the exporter sums the instances. Exceptions never leave this path.
+// classify, check the auth key, name the capture agent. One instance per receive thread (its
+// counters have one writer; the exporter reads them at scrape time and sums the instances).
+// Exceptions never leave this path.
+#include "core/packet_meta.hpp"
 #include "core/time.hpp"
 #include "hep/compression.hpp"
 #include "hep/decoder.hpp"
 #include "hep/error.hpp"
 #include "hep/payload_type.hpp"
 #include "hep/timestamp.hpp"
+#include "ingest/agent_map.hpp"
+#include "ingest/counters.hpp"
 #include "shard/datagram.hpp"
 
 #include <array>
@@ -21,45 +25,68 @@ enum class Carrier : std::uint8_t { udp, tcp };
 inline constexpr std::size_t kCarrierCount = 2;
 std::string_view to_string(Carrier c) noexcept;
 
+// hepd_hep_dropped_packets_total{reason}. decode_error is split further by hep::DecodeError in
+// IntakeStats::decode_errors.
 enum class DropReason : std::uint8_t { rate_limit, auth, not_allowed, queue_full, decode_error };
 inline constexpr std::size_t kDropReasonCount = 5;
 std::string_view to_string(DropReason r) noexcept;
 
+inline constexpr std::size_t kHepVersionCount = 3;  // index = version - 1
+
 struct IntakeStats {
-    // [carrier][version 1..3 -> 0..2]
-    std::array<std::array<std::uint64_t, 3>, kCarrierCount> packets{};
-    std::array<std::array<std::uint64_t, 3>, kCarrierCount> bytes{};
-    std::array<std::uint64_t, kCarrierCount> undecodable_packets{};  // version unknown
-    std::array<std::uint64_t, hep::decode_error_count> decode_errors{};
-    std::array<std::uint64_t, hep::timestamp_fixup_count> timestamp_fixups{};
-    std::array<std::uint64_t, hep::payload_class_count> accepted_by_class{};
-    std::array<std::uint64_t, kDropReasonCount> dropped{};
+    // Every packet offered, refused or not: [carrier][version 1..3 -> 0..2].
+    std::array<std::array<StatCounter, kHepVersionCount>, kCarrierCount> packets{};
+    std::array<std::array<StatCounter, kHepVersionCount>, kCarrierCount> bytes{};
+    std::array<StatCounter, kCarrierCount> undecodable_packets{};  // not HEP of any version
+    std::array<StatCounter, hep::decode_error_count> decode_errors{};
+    std::array<StatCounter, hep::timestamp_fixup_count> timestamp_fixups{};
+    // Decoded, admitted and handed to the shards, by payload class and agent index
+    // (hepd_hep_packets_total{payload_type, agent}). A shard queue may still drop them later:
+    // those are counted again in dropped[queue_full].
+    std::array<std::array<StatCounter, kMaxAgents>, hep::payload_class_count> by_type{};
+    std::array<StatCounter, kDropReasonCount> dropped{};
 
     void merge(const IntakeStats& other) noexcept;
     std::uint64_t received() const noexcept;
+    // Handed to the shards and not dropped by a full queue, so that
+    // received() == accepted() + dropped_total() whenever the thread is between packets.
     std::uint64_t accepted() const noexcept;
+    std::uint64_t dropped_total() const noexcept;
+    std::uint64_t drops(DropReason r) const noexcept { return dropped[static_cast<std::size_t>(r)].value(); }
+    std::uint64_t by_class(hep::PayloadClass c) const noexcept;
 };
 
 struct IntakeOptions {
     hep::PayloadTypeTable payload_types;
     std::string auth_key;                    // empty: not required
     std::size_t max_decompressed_bytes = 65536;
+    AgentMap agents;
 };
 
 class HepIntake {
 public:
     explicit HepIntake(IntakeOptions options);
 
-    // Decodes `bytes` (one HEP message) received at `now`. On success fills `out` (views into
-    // `bytes` or this intake's inflate buffer, valid until the next call) and returns true; on
-    // failure counts the reason and returns false.
-    bool accept(ByteSpan bytes, Carrier carrier, Timestamp now, shard::Datagram& out) noexcept;
+    // Decodes `bytes` (one HEP message) from `sender`, received at `now`. On success fills
+    // `out` (views into `bytes` or this intake's inflate buffer, valid until the next call),
+    // counts it as handed over and returns true; on failure counts the reason and returns false.
+    bool accept(ByteSpan bytes, Carrier carrier, Timestamp now, shard::Datagram& out,
+                const IpAddress& sender = {}) noexcept;
 
     // A packet refused before decoding (rate limit, allow list): still counted as received, so
     // that received = accepted + the sum of drops holds.
     void count_drop(DropReason reason, ByteSpan bytes, Carrier carrier) noexcept;
 
+    // `n` datagrams that accept() handed over were dropped by a full shard queue (the hook for
+    // Pipeline::Producer drops; IngestPath calls it after every batch).
+    void count_queue_full(std::uint64_t n) noexcept;
+
+    // Live reconfiguration, from the owning thread between packets (may allocate).
+    void set_auth_key(std::string_view key);
+    void set_agents(const AgentMap& agents);
+
     const IntakeStats& stats() const noexcept { return stats_; }
+    const AgentMap& agents() const noexcept { return options_.agents; }
 
 private:
     void count_received(ByteSpan bytes, Carrier carrier) noexcept;

@@ -9,7 +9,6 @@ namespace hepd::ingest {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
-using asio::ip::udp;
 
 std::string_view to_string(TcpCloseReason r) noexcept {
     switch (r) {
@@ -17,92 +16,29 @@ std::string_view to_string(TcpCloseReason r) noexcept {
     case TcpCloseReason::bad_frame: return "bad_frame";
     case TcpCloseReason::idle_timeout: return "idle_timeout";
     case TcpCloseReason::too_many: return "too_many";
+    case TcpCloseReason::not_allowed: return "not_allowed";
     case TcpCloseReason::error: return "error";
     case TcpCloseReason::shutdown: return "shutdown";
     }
     return "unknown";
 }
 
-Endpoint to_endpoint(const asio::ip::address& address, std::uint16_t port) {
-    Endpoint e;
-    e.port = port;
-    if (address.is_v4()) {
-        e.address = IpAddress::v4(address.to_v4().to_uint());
-    } else {
-        const auto b = address.to_v6().to_bytes();
-        // A v4 peer on a dual-stack socket shows as ::ffff:a.b.c.d; report it as the v4 it is.
-        if (address.to_v6().is_v4_mapped()) {
-            e.address = IpAddress::v4(asio::ip::make_address_v4(asio::ip::v4_mapped, address.to_v6()).to_uint());
-        } else {
-            e.address = IpAddress::v6(std::span<const std::uint8_t, 16>(b.data(), 16));
-        }
-    }
-    return e;
-}
-
-asio::ip::address to_asio(const IpAddress& address) {
-    if (address.is_v6()) {
-        asio::ip::address_v6::bytes_type b;
-        std::memcpy(b.data(), address.bytes().data(), 16);
-        return asio::ip::address_v6(b);
-    }
-    return asio::ip::address_v4(address.v4_host_order());
-}
-
-// ---- UDP ----
-
-UdpListener::UdpListener(asio::io_context& io, const Endpoint& at, std::size_t receive_buffer_bytes,
-                         MessageHandler handler)
-    : socket_(io), buffer_(65536), handler_(std::move(handler)) {
-    const udp::endpoint ep(to_asio(at.address), at.port);
-    socket_.open(ep.protocol());
-    if (ep.address().is_v6()) socket_.set_option(asio::ip::v6_only(true));
-    if (receive_buffer_bytes > 0) {
-        boost::system::error_code ignored;  // the kernel caps it at rmem_max; not fatal
-        socket_.set_option(asio::socket_base::receive_buffer_size(static_cast<int>(receive_buffer_bytes)), ignored);
-    }
-    socket_.bind(ep);
-    receive();
-}
-
-Endpoint UdpListener::local_endpoint() const {
-    const auto ep = socket_.local_endpoint();
-    return to_endpoint(ep.address(), ep.port());
-}
-
-void UdpListener::close() {
-    boost::system::error_code ignored;
-    socket_.close(ignored);
-}
-
-void UdpListener::receive() {
-    socket_.async_receive_from(asio::buffer(buffer_), sender_, [this](boost::system::error_code ec, std::size_t n) {
-        if (ec == asio::error::operation_aborted) return;
-        if (!ec) handler_(ByteSpan(buffer_.data(), n), to_endpoint(sender_.address(), sender_.port()), Carrier::udp);
-        receive();
-    });
-}
-
-// ---- TCP ----
-
 class TcpListener::Session : public std::enable_shared_from_this<Session> {
 public:
-    Session(tcp::socket socket, const hep::StreamFramer& framer, std::chrono::seconds idle_timeout,
-            const MessageHandler& handler, std::shared_ptr<TcpStats> stats)
+    Session(tcp::socket socket, const Endpoint& peer, const hep::StreamFramer& framer,
+            std::chrono::milliseconds idle_timeout, IngestPath& path, std::shared_ptr<TcpStats> stats)
         : socket_(std::move(socket)),
           timer_(socket_.get_executor()),
           framer_(framer),
           idle_timeout_(idle_timeout),
-          handler_(handler),
+          path_(path),
           stats_(std::move(stats)),
-          buffer_(framer.max_frame() + kReadChunk) {
-        boost::system::error_code ec;
-        const auto remote = socket_.remote_endpoint(ec);
-        if (!ec) peer_ = to_endpoint(remote.address(), remote.port());
-    }
+          peer_(peer),
+          buffer_(framer.max_frame() + kReadChunk) {}
 
     void start() {
-        ++stats_->open_connections;
+        stats_->open_connections.add(1);
+        stats_->accepted_connections.add();
         arm_timer();
         read();
     }
@@ -110,8 +46,8 @@ public:
     void close(TcpCloseReason reason) {
         if (closed_) return;
         closed_ = true;
-        --stats_->open_connections;
-        ++stats_->closed[static_cast<std::size_t>(reason)];
+        stats_->open_connections.add(-1);
+        stats_->closed[static_cast<std::size_t>(reason)].add();
         boost::system::error_code ignored;
         timer_.cancel();
         socket_.shutdown(tcp::socket::shutdown_both, ignored);
@@ -119,10 +55,11 @@ public:
     }
 
 private:
+    // Room after a maximal partial frame, so one read always fits.
     static constexpr std::size_t kReadChunk = 16384;
 
     void arm_timer() {
-        if (idle_timeout_.count() == 0) return;
+        if (idle_timeout_.count() <= 0) return;
         timer_.expires_after(idle_timeout_);
         timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
             if (!ec) self->close(TcpCloseReason::idle_timeout);
@@ -137,7 +74,7 @@ private:
     }
 
     void on_read(boost::system::error_code ec, std::size_t n) {
-        if (closed_) return;
+        if (closed_) return;  // the listener may be gone: touch nothing but this session
         if (ec) {
             close(ec == asio::error::eof || ec == asio::error::connection_reset ? TcpCloseReason::peer_closed
                                                                                 : TcpCloseReason::error);
@@ -145,20 +82,33 @@ private:
         }
         used_ += n;
         std::size_t offset = 0;
+        bool broken = false;
+        frames_.clear();
         while (true) {
             const auto status = framer_.next(ByteSpan(buffer_.data() + offset, used_ - offset));
             if (status.is_frame()) {
-                handler_(ByteSpan(buffer_.data() + offset, status.size), peer_, Carrier::tcp);
+                frames_.push_back(Packet{ByteSpan(buffer_.data() + offset, status.size), peer_});
                 offset += status.size;
                 continue;
             }
             if (status.is_error()) {
-                ++stats_->frame_errors[static_cast<std::size_t>(status.error)];
+                stats_->frame_errors[static_cast<std::size_t>(status.error)].add();
                 spdlog::debug("hep tcp {}: {}; closing the connection", peer_.to_string(), hep::to_string(status.error));
-                close(TcpCloseReason::bad_frame);
-                return;
+                broken = true;
             }
-            break;  // need more
+            break;  // need more, or broken
+        }
+        // The messages before a framing error are whole and are kept.
+        if (!frames_.empty()) {
+            try {
+                path_.process(frames_, Carrier::tcp);
+            } catch (const std::exception& e) {
+                spdlog::error("hep tcp {}: {} messages lost: {}", peer_.to_string(), frames_.size(), e.what());
+            }
+        }
+        if (broken) {
+            close(TcpCloseReason::bad_frame);
+            return;
         }
         // Keep the partial frame at the front; the buffer always has room for a whole max frame.
         if (offset > 0) {
@@ -172,25 +122,25 @@ private:
     tcp::socket socket_;
     asio::steady_timer timer_;
     const hep::StreamFramer& framer_;
-    std::chrono::seconds idle_timeout_;
-    const MessageHandler& handler_;
+    std::chrono::milliseconds idle_timeout_;
+    IngestPath& path_;
     std::shared_ptr<TcpStats> stats_;
-    std::vector<std::uint8_t> buffer_;
-    std::size_t used_ = 0;
     Endpoint peer_;
+    std::vector<std::uint8_t> buffer_;
+    std::vector<Packet> frames_;
+    std::size_t used_ = 0;
     bool closed_ = false;
 };
 
-TcpListener::TcpListener(asio::io_context& io, const Endpoint& at, std::size_t max_connections,
-                         std::size_t max_frame_bytes, std::chrono::seconds idle_timeout, MessageHandler handler)
+TcpListener::TcpListener(asio::io_context& io, const TcpOptions& options, IngestPath& path)
     : io_(io),
       acceptor_(io),
-      max_connections_(max_connections),
-      framer_(max_frame_bytes),
-      idle_timeout_(idle_timeout),
-      handler_(std::move(handler)),
+      retry_(io),
+      options_(options),
+      framer_(options.max_frame_bytes),
+      path_(path),
       stats_(std::make_shared<TcpStats>()) {
-    const tcp::endpoint ep(to_asio(at.address), at.port);
+    const tcp::endpoint ep(to_asio(options.listen.address), options.listen.port);
     acceptor_.open(ep.protocol());
     acceptor_.set_option(asio::socket_base::reuse_address(true));
     if (ep.address().is_v6()) acceptor_.set_option(asio::ip::v6_only(true));
@@ -207,27 +157,53 @@ Endpoint TcpListener::local_endpoint() const {
 }
 
 void TcpListener::close() {
+    closed_ = true;
     boost::system::error_code ignored;
     acceptor_.close(ignored);
+    retry_.cancel();
     for (auto& weak : sessions_)
         if (auto s = weak.lock()) s->close(TcpCloseReason::shutdown);
     sessions_.clear();
 }
 
+void TcpListener::accept_later() {
+    // Out of descriptors (or similar): retrying at once would spin on the same error.
+    retry_.expires_after(std::chrono::milliseconds(100));
+    retry_.async_wait([this](boost::system::error_code ec) {
+        if (!ec && !closed_) accept();
+    });
+}
+
 void TcpListener::accept() {
     acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
-        if (ec == asio::error::operation_aborted) return;
-        if (!ec) {
-            std::erase_if(sessions_, [](const auto& w) { return w.expired(); });
-            if (stats_->open_connections >= max_connections_) {
-                ++stats_->closed[static_cast<std::size_t>(TcpCloseReason::too_many)];
-                boost::system::error_code ignored;
-                socket.close(ignored);
-            } else {
-                auto session = std::make_shared<Session>(std::move(socket), framer_, idle_timeout_, handler_, stats_);
-                sessions_.push_back(session);
-                session->start();
-            }
+        if (ec == asio::error::operation_aborted || closed_) return;
+        if (ec) {
+            stats_->accept_errors.add();
+            spdlog::debug("hep tcp accept: {}", ec.message());
+            accept_later();
+            return;
+        }
+        boost::system::error_code peer_ec;
+        const auto remote = socket.remote_endpoint(peer_ec);
+        const Endpoint peer = peer_ec ? Endpoint{} : to_endpoint(remote.address(), remote.port());
+        std::erase_if(sessions_, [](const auto& w) { return w.expired(); });
+        auto refuse = [&](TcpCloseReason reason) {
+            stats_->closed[static_cast<std::size_t>(reason)].add();
+            boost::system::error_code ignored;
+            socket.close(ignored);
+        };
+        if (peer_ec) {
+            refuse(TcpCloseReason::error);
+        } else if (!path_.allows(peer.address)) {
+            refuse(TcpCloseReason::not_allowed);
+        } else if (static_cast<std::size_t>(std::max<std::int64_t>(stats_->open_connections.value(), 0)) >=
+                   options_.max_connections) {
+            refuse(TcpCloseReason::too_many);
+        } else {
+            auto session =
+                std::make_shared<Session>(std::move(socket), peer, framer_, options_.idle_timeout, path_, stats_);
+            sessions_.push_back(session);
+            session->start();
         }
         accept();
     });

@@ -1,76 +1,84 @@
 #pragma once
-// Asio HEP listeners: UDP (one message per datagram) and TCP (a byte stream cut by the HEP
-// framer). Both hand each message to a callback on the io_context's thread.
+// HEP over TCP (and the UDP receiver, see udp_receiver.hpp): an Asio acceptor and one session per
+// sender connection; the byte stream is cut into messages by the HEP framer and every read's
+// messages go through the IngestPath as one batch.
 #include "core/address.hpp"
 #include "core/bytes.hpp"
 #include "hep/framer.hpp"
+#include "ingest/counters.hpp"
 #include "ingest/hep_intake.hpp"
+#include "ingest/ingest_path.hpp"
+#include "ingest/net_address.hpp"
+#include "ingest/udp_receiver.hpp"
 
 #include <boost/asio.hpp>
 
 #include <array>
+#include <chrono>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string_view>
 #include <vector>
 
 namespace hepd::ingest {
 
-// Called once per HEP message with the bytes, the sender and the carrier.
-using MessageHandler = std::function<void(ByteSpan bytes, const Endpoint& from, Carrier carrier)>;
-
-enum class TcpCloseReason : std::uint8_t { peer_closed, bad_frame, idle_timeout, too_many, error, shutdown };
-inline constexpr std::size_t kTcpCloseReasonCount = 6;
+enum class TcpCloseReason : std::uint8_t {
+    peer_closed,   // the sender closed or reset the connection
+    bad_frame,     // the stream lost HEP framing (see TcpStats::frame_errors)
+    idle_timeout,  // nothing received for idle_timeout
+    too_many,      // refused at accept: max_connections reached
+    not_allowed,   // refused at accept: the peer is not on the allow list
+    error,         // another socket error
+    shutdown,      // the listener was closed
+};
+inline constexpr std::size_t kTcpCloseReasonCount = 7;
 std::string_view to_string(TcpCloseReason r) noexcept;
 
 struct TcpStats {
-    std::uint64_t open_connections = 0;
-    std::array<std::uint64_t, kTcpCloseReasonCount> closed{};
-    std::array<std::uint64_t, hep::framer_error_count> frame_errors{};
+    Gauge open_connections;                                       // hepd_tcp_connections
+    StatCounter accepted_connections;                             // sessions started
+    std::array<StatCounter, kTcpCloseReasonCount> closed{};       // hepd_tcp_connections_closed_total
+    std::array<StatCounter, hep::framer_error_count> frame_errors{};
+    StatCounter accept_errors;                                    // accept() failed (e.g. out of descriptors)
 };
 
-class UdpListener {
-public:
-    // Throws boost::system::system_error when the address cannot be bound (start-up).
-    UdpListener(boost::asio::io_context& io, const Endpoint& at, std::size_t receive_buffer_bytes,
-                MessageHandler handler);
-    Endpoint local_endpoint() const;
-    void close();
-
-private:
-    void receive();
-
-    boost::asio::ip::udp::socket socket_;
-    boost::asio::ip::udp::endpoint sender_;
-    std::vector<std::uint8_t> buffer_;
-    MessageHandler handler_;
+struct TcpOptions {
+    Endpoint listen;
+    std::size_t max_connections = 1024;
+    std::size_t max_frame_bytes = 65535;
+    std::chrono::milliseconds idle_timeout{0};  // 0 = never close idle connections
 };
 
 class TcpListener {
 public:
-    TcpListener(boost::asio::io_context& io, const Endpoint& at, std::size_t max_connections,
-                std::size_t max_frame_bytes, std::chrono::seconds idle_timeout, MessageHandler handler);
+    // Binds and listens (throws boost::system::system_error at start-up). The io_context must be
+    // run by exactly one thread, the one `path` belongs to; several listeners run by that thread
+    // may share the path. `path` must outlive the listener.
+    TcpListener(boost::asio::io_context& io, const TcpOptions& options, IngestPath& path);
     ~TcpListener();
+    TcpListener(const TcpListener&) = delete;
+    TcpListener& operator=(const TcpListener&) = delete;
+
     Endpoint local_endpoint() const;
+    // Stops accepting and closes every connection (from the io_context's thread).
     void close();
+    // Readable from any thread (counters).
     const TcpStats& stats() const noexcept { return *stats_; }
 
 private:
     class Session;
     void accept();
+    void accept_later();
 
     boost::asio::io_context& io_;
     boost::asio::ip::tcp::acceptor acceptor_;
-    std::size_t max_connections_;
+    boost::asio::steady_timer retry_;
+    TcpOptions options_;
     hep::StreamFramer framer_;
-    std::chrono::seconds idle_timeout_;
-    MessageHandler handler_;
+    IngestPath& path_;
     std::shared_ptr<TcpStats> stats_;
     std::vector<std::weak_ptr<Session>> sessions_;
+    bool closed_ = false;
 };
-
-Endpoint to_endpoint(const boost::asio::ip::address& address, std::uint16_t port);
-boost::asio::ip::address to_asio(const IpAddress& address);
 
 } // namespace hepd::ingest

@@ -114,3 +114,115 @@ TEST_CASE("configured payload types change the class", "[ingest]") {
     CHECK(d.kind == shard::PayloadKind::log);
     CHECK(d.hep_payload_type == 200);
 }
+
+TEST_CASE("intake names the capture agent and counts packets by class and agent", "[ingest][agent]") {
+    IntakeOptions options;
+    options.agents = AgentMap({AgentRule::by_capture_id("kamailio", 2001), AgentRule::by_node_name("pbx", "pbx01"),
+                               AgentRule::by_source("lan", *Prefix::parse("192.168.0.0/16"))});
+    HepIntake intake(options);
+    shard::Datagram d;
+
+    auto kam = test::sip_message(test::kOptions);  // capture id 2001
+    REQUIRE(intake.accept(test::encode(kam), Carrier::udp, kNow, d, *IpAddress::parse("192.168.1.1")));
+    CHECK(d.agent == 1);
+
+    auto pbx = test::sip_message(test::kOptions);
+    pbx.capture_id = 7;
+    pbx.node_name = as_bytes("pbx01");
+    pbx.mark(hep::Field::node_name);
+    REQUIRE(intake.accept(test::encode(pbx), Carrier::tcp, kNow, d, *IpAddress::parse("192.168.1.1")));
+    CHECK(d.agent == 2);
+    CHECK(d.capture_id == 7);
+
+    auto lan = test::sip_message("a log line");
+    lan.capture_id = 7;
+    lan.payload_type = 100;  // log
+    REQUIRE(intake.accept(test::encode(lan), Carrier::udp, kNow, d, *IpAddress::parse("192.168.200.1")));
+    CHECK(d.agent == 3);
+    CHECK(d.kind == shard::PayloadKind::log);
+    REQUIRE(intake.accept(test::encode(lan), Carrier::udp, kNow, d, *IpAddress::parse("172.16.0.1")));
+    CHECK(d.agent == 0);
+    REQUIRE(intake.accept(test::encode(lan), Carrier::udp, kNow, d));  // no sender given
+    CHECK(d.agent == 0);
+
+    const auto& s = intake.stats();
+    const auto sip = static_cast<std::size_t>(hep::PayloadClass::sip);
+    const auto log = static_cast<std::size_t>(hep::PayloadClass::log);
+    CHECK(s.by_type[sip][1] == 1);
+    CHECK(s.by_type[sip][2] == 1);
+    CHECK(s.by_type[log][3] == 1);
+    CHECK(s.by_type[log][0] == 2);
+    CHECK(s.by_class(hep::PayloadClass::sip) == 2);
+    CHECK(s.by_class(hep::PayloadClass::log) == 3);
+    CHECK(s.packets[1][2] == 1);  // tcp, v3
+    CHECK(s.packets[0][2] == 4);  // udp, v3
+    CHECK(s.accepted() == 5);
+
+    // Reconfigured agents apply to the next message.
+    intake.set_agents(AgentMap({AgentRule::by_capture_id("edge", 7)}));
+    REQUIRE(intake.accept(test::encode(lan), Carrier::udp, kNow, d));
+    CHECK(d.agent == 1);
+    CHECK(intake.agents().name(1) == "edge");
+}
+
+TEST_CASE("intake counts queue_full drops after the hand-over, keeping the invariant", "[ingest]") {
+    HepIntake intake({});
+    shard::Datagram d;
+    const auto bytes = test::encode(test::sip_message(test::kOptions));
+    for (int i = 0; i < 10; ++i) REQUIRE(intake.accept(bytes, Carrier::udp, kNow, d));
+    intake.count_queue_full(4);
+    intake.count_queue_full(0);
+    const auto& s = intake.stats();
+    CHECK(s.received() == 10);
+    CHECK(s.by_class(hep::PayloadClass::sip) == 10);  // all were classified and handed over
+    CHECK(s.drops(DropReason::queue_full) == 4);
+    CHECK(s.accepted() == 6);
+    CHECK(s.dropped_total() == 4);
+    CHECK(s.received() == s.accepted() + s.dropped_total());
+}
+
+TEST_CASE("intake auth key can change between packets", "[ingest]") {
+    HepIntake intake({});
+    shard::Datagram d;
+    auto keyed = test::sip_message(test::kOptions);
+    keyed.auth_key = as_bytes("new-key");
+    keyed.mark(hep::Field::auth_key);
+    const auto keyed_bytes = test::encode(keyed);
+    const auto plain_bytes = test::encode(test::sip_message(test::kOptions));
+    CHECK(intake.accept(plain_bytes, Carrier::udp, kNow, d));  // no key required yet
+    intake.set_auth_key("new-key");
+    CHECK_FALSE(intake.accept(plain_bytes, Carrier::udp, kNow, d));
+    CHECK(intake.accept(keyed_bytes, Carrier::udp, kNow, d));
+    intake.set_auth_key("new-kez");  // same length, last byte differs
+    CHECK_FALSE(intake.accept(keyed_bytes, Carrier::udp, kNow, d));
+    CHECK(intake.stats().drops(DropReason::auth) == 2);
+}
+
+TEST_CASE("intake stats merge adds every counter", "[ingest]") {
+    HepIntake a({});
+    HepIntake b({});
+    shard::Datagram d;
+    const auto bytes = test::encode(test::sip_message(test::kOptions));
+    const std::vector<std::uint8_t> garbage{0x7f, 0, 0};
+    REQUIRE(a.accept(bytes, Carrier::udp, kNow, d));
+    REQUIRE(b.accept(bytes, Carrier::tcp, kNow, d));
+    REQUIRE_FALSE(b.accept(garbage, Carrier::tcp, kNow, d));
+    b.count_drop(DropReason::not_allowed, bytes, Carrier::udp);
+    b.count_queue_full(1);
+
+    IntakeStats total;
+    total.merge(a.stats());
+    total.merge(b.stats());
+    CHECK(total.packets[0][2] == 2);
+    CHECK(total.packets[1][2] == 1);
+    CHECK(total.bytes[0][2] == 2 * bytes.size());
+    CHECK(total.undecodable_packets[1] == 1);
+    CHECK(total.decode_errors[static_cast<std::size_t>(hep::DecodeError::not_hep)] == 1);
+    CHECK(total.drops(DropReason::not_allowed) == 1);
+    CHECK(total.drops(DropReason::decode_error) == 1);
+    CHECK(total.drops(DropReason::queue_full) == 1);
+    CHECK(total.received() == 4);
+    CHECK(total.accepted() == 1);
+    CHECK(total.received() == total.accepted() + total.dropped_total());
+    CHECK(value_of(total.packets[0][2]) == 2);
+}

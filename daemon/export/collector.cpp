@@ -1,0 +1,388 @@
+#include "export/collector.hpp"
+
+#include "core/packet_meta.hpp"
+#include "core/version.hpp"
+#include "export/convert.hpp"
+#include "hep/error.hpp"
+#include "hep/framer.hpp"
+#include "hep/payload_type.hpp"
+#include "hep/timestamp.hpp"
+#include "ingest/agent_map.hpp"
+#include "ingest/hep_intake.hpp"
+#include "ingest/listeners.hpp"
+#include "rtp/stream_stats.hpp"
+#include "shard/pipeline.hpp"
+#include "shard/shard_worker.hpp"
+#include "sip/dialog_stats.hpp"
+
+#include <array>
+#include <initializer_list>
+#include <memory>
+#include <stdexcept>
+#include <string_view>
+#include <utility>
+
+namespace hepd::metrics {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+// Appends families in catalogue order; samples go to the family begun last.
+class Collector::Writer {
+public:
+    using Labels = std::initializer_list<std::pair<std::string_view, std::string_view>>;
+
+    void counter(std::string_view name, std::string_view help) { begin(name, help, MetricType::Counter); }
+    void gauge(std::string_view name, std::string_view help) { begin(name, help, MetricType::Gauge); }
+    void histogram(std::string_view name, std::string_view help) { begin(name, help, MetricType::Histogram); }
+
+    void add(double value, Labels labels = {}) {
+        ClientMetric m = with_labels(labels);
+        if (families_.back().type == MetricType::Counter)
+            m.counter.value = value;
+        else
+            m.gauge.value = value;
+        families_.back().metric.push_back(std::move(m));
+    }
+
+    template <std::size_t N>
+    void add(const Histogram<N>& h, Labels labels = {}) {
+        ClientMetric m = with_labels(labels);
+        m.histogram = to_client_histogram(h);
+        families_.back().metric.push_back(std::move(m));
+    }
+
+    // One sample per value of a closed enum set, zeros included: `values` is indexed by the enum.
+    template <class Enum, class Array>
+    void by_enum(std::string_view label, const Array& values, std::size_t first = 0) {
+        for (std::size_t i = first; i < values.size(); ++i)
+            add(as_double(value_of(values[i])), {{label, to_string(static_cast<Enum>(i))}});
+    }
+
+    std::vector<MetricFamily> take() { return std::move(families_); }
+
+private:
+    void begin(std::string_view name, std::string_view help, MetricType type) {
+        MetricFamily f;
+        f.name = std::string(name);
+        f.help = std::string(help);
+        f.type = type;
+        families_.push_back(std::move(f));
+    }
+
+    static ClientMetric with_labels(Labels labels) {
+        ClientMetric m;
+        m.label.reserve(labels.size());
+        for (const auto& [name, value] : labels) m.label.push_back({std::string(name), std::string(value)});
+        return m;
+    }
+
+    std::vector<MetricFamily> families_;
+};
+
+BuildInfo this_build() { return BuildInfo{kVersion, kGitCommit}; }
+
+std::vector<std::string> agent_names(const ingest::AgentMap& agents) {
+    std::vector<std::string> names;
+    names.reserve(agents.size());
+    for (std::size_t i = 0; i < agents.size(); ++i) names.emplace_back(agents.name(i));
+    return names;
+}
+
+Collector::Collector(CollectorOptions options) : options_(std::move(options)) {
+    const auto& names = options_.agent_names;
+    if (names.empty() || names.front() != "other")
+        throw std::invalid_argument("agent names: index 0 must be \"other\"");
+    if (names.size() > kMaxAgents)
+        throw std::invalid_argument("agent names: at most " + std::to_string(kMaxAgents - 1) + " configured agents");
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        if (names[i].empty()) throw std::invalid_argument("agent names: empty name at index " + std::to_string(i));
+        for (std::size_t j = 0; j < i; ++j)
+            if (names[i] == names[j]) throw std::invalid_argument("agent names: \"" + names[i] + "\" appears twice");
+    }
+}
+
+void Collector::add_shard(const shard::ShardWorker& worker) { shards_.push_back(&worker); }
+void Collector::add_intake(const ingest::IntakeStats& stats) { intakes_.push_back(&stats); }
+void Collector::add_tcp(const ingest::TcpStats& stats) { tcp_.push_back(&stats); }
+void Collector::set_pipeline(const shard::Pipeline& pipeline) { pipeline_ = &pipeline; }
+void Collector::set_kernel_drops(std::function<std::uint64_t()> read) { kernel_drops_ = std::move(read); }
+void Collector::set_snapshot(std::function<SnapshotFigures()> read) { snapshot_ = std::move(read); }
+
+std::vector<MetricFamily> Collector::Collect() const {
+    Writer out;
+    out.gauge("hepd_build_info", "Version and commit of the running hepd; always 1.");
+    out.add(1, {{"version", options_.build.version}, {"commit", options_.build.commit}});
+    collect_intake(out);
+    collect_shards(out);
+    // Some 30 kB of SIP counters: summed on the heap, once per scrape.
+    auto dialogs = std::make_unique<sip::DialogStats>();
+    rtp::StreamStats streams;
+    for (const auto* w : shards_) {
+        dialogs->merge(w->dialogs().stats());
+        streams.merge(w->streams().stats());
+    }
+    collect_sip(out, *dialogs);
+    collect_rtp(out, streams);
+    collect_evictions(out, *dialogs, streams);
+    collect_snapshot(out);
+    return out.take();
+}
+
+void Collector::collect_intake(Writer& out) const {
+    ingest::IntakeStats in;
+    for (const auto* s : intakes_) in.merge(*s);
+    constexpr std::array<std::string_view, 3> kVersions{"1", "2", "3"};
+
+    out.counter("hepd_hep_received_packets_total",
+                "HEP packets received, by carrier and HEP version (unknown: not HEP at all).");
+    for (std::size_t c = 0; c < ingest::kCarrierCount; ++c) {
+        const auto transport = to_string(static_cast<ingest::Carrier>(c));
+        for (std::size_t v = 0; v < kVersions.size(); ++v)
+            out.add(as_double(value_of(in.packets[c][v])), {{"transport", transport}, {"version", kVersions[v]}});
+        out.add(as_double(value_of(in.undecodable_packets[c])), {{"transport", transport}, {"version", "unknown"}});
+    }
+    out.counter("hepd_hep_received_bytes_total", "Bytes of the HEP packets received, by carrier and HEP version.");
+    for (std::size_t c = 0; c < ingest::kCarrierCount; ++c) {
+        const auto transport = to_string(static_cast<ingest::Carrier>(c));
+        for (std::size_t v = 0; v < kVersions.size(); ++v)
+            out.add(as_double(value_of(in.bytes[c][v])), {{"transport", transport}, {"version", kVersions[v]}});
+    }
+
+    // queue_full: accepted, then dropped by a full shard queue (the intake is told per batch).
+    out.counter("hepd_hep_dropped_packets_total", "HEP packets dropped, by reason.");
+    out.by_enum<ingest::DropReason>("reason", in.dropped);
+    out.counter("hepd_hep_decode_errors_total", "HEP packets that did not decode, by decoder error.");
+    out.by_enum<hep::DecodeError>("reason", in.decode_errors);
+    out.counter("hepd_hep_timestamp_fixups_total", "HEP capture times corrected or replaced, by kind of fix-up.");
+    out.by_enum<hep::TimestampFixup>("kind", in.timestamp_fixups, 1);  // 0 is "none": nothing fixed
+
+    // Every configured agent, zeros included: the set is closed and small (the configuration's).
+    out.counter("hepd_hep_packets_total", "HEP packets accepted, by payload class and capture agent.");
+    const auto& names = options_.agent_names;
+    for (std::size_t p = 0; p < hep::payload_class_count; ++p) {
+        std::array<std::uint64_t, kMaxAgents> by_agent{};
+        for (std::size_t a = 0; a < kMaxAgents; ++a) by_agent[agent_label(a)] += value_of(in.by_type[p][a]);
+        const auto payload_type = to_string(static_cast<hep::PayloadClass>(p));
+        for (std::size_t a = 0; a < names.size(); ++a)
+            out.add(as_double(by_agent[a]), {{"payload_type", payload_type}, {"agent", names[a]}});
+    }
+
+    std::int64_t open = 0;
+    std::uint64_t accepted = 0;
+    std::uint64_t accept_errors = 0;
+    std::array<std::uint64_t, ingest::kTcpCloseReasonCount> closed{};
+    std::array<std::uint64_t, hep::framer_error_count> frame_errors{};
+    for (const auto* t : tcp_) {
+        open += static_cast<std::int64_t>(value_of(t->open_connections));
+        accepted += value_of(t->accepted_connections);
+        accept_errors += value_of(t->accept_errors);
+        for (std::size_t i = 0; i < closed.size(); ++i) closed[i] += value_of(t->closed[i]);
+        for (std::size_t i = 0; i < frame_errors.size(); ++i) frame_errors[i] += value_of(t->frame_errors[i]);
+    }
+    out.gauge("hepd_tcp_connections", "HEP-over-TCP connections open.");
+    out.add(as_double(open));
+    out.counter("hepd_tcp_connections_accepted_total", "HEP-over-TCP connections accepted.");
+    out.add(as_double(accepted));
+    out.counter("hepd_tcp_connections_closed_total", "HEP-over-TCP connections closed, by reason.");
+    out.by_enum<ingest::TcpCloseReason>("reason", closed);
+    out.counter("hepd_tcp_accept_errors_total", "Failed accept() calls on the HEP TCP listeners (e.g. out of descriptors).");
+    out.add(as_double(accept_errors));
+    out.counter("hepd_tcp_frame_errors_total", "HEP-over-TCP streams cut because a frame header was bad, by error.");
+    out.by_enum<hep::FramerError>("reason", frame_errors);
+
+    out.counter("hepd_udp_kernel_drops_total", "Datagrams the kernel dropped on the HEP UDP sockets (receive buffer full).");
+    out.add(as_double(kernel_drops_ ? kernel_drops_() : 0));
+}
+
+void Collector::collect_shards(Writer& out) const {
+    out.gauge("hepd_shard_queue_depth", "Batches waiting in a shard's input queues.");
+    if (pipeline_ != nullptr)
+        for (std::size_t s = 0; s < pipeline_->shards(); ++s)
+            out.add(as_double(pipeline_->queue_depth(s)), {{"shard", std::to_string(s)}});
+    out.counter("hepd_shard_queue_dropped_datagrams_total", "Datagrams dropped because a shard's queue was full.");
+    out.add(as_double(pipeline_ != nullptr ? pipeline_->queue_full_drops() : 0));
+    out.counter("hepd_shard_queue_dropped_bindings_total",
+                "Media bindings lost between shards because a shard-to-shard queue was full.");
+    out.add(as_double(pipeline_ != nullptr ? pipeline_->binding_drops() : 0));
+
+    out.counter("hepd_shard_datagrams_total", "Datagrams processed, by shard and payload kind.");
+    for (std::size_t s = 0; s < shards_.size(); ++s) {
+        const std::string shard = std::to_string(s);
+        const auto& datagrams = shards_[s]->stats().datagrams;
+        for (std::size_t k = 0; k < datagrams.size(); ++k)
+            out.add(as_double(value_of(datagrams[k])),
+                    {{"shard", shard}, {"kind", to_string(static_cast<shard::PayloadKind>(k))}});
+    }
+    std::uint64_t sent = 0;
+    std::uint64_t received = 0;
+    for (const auto* w : shards_) {
+        sent += value_of(w->stats().bindings_sent);
+        received += value_of(w->stats().bindings_received);
+    }
+    out.counter("hepd_shard_bindings_total",
+                "Media bindings (SDP address -> Call-ID) sent by the shard owning a dialog and received by the "
+                "shard owning the media address.");
+    out.add(as_double(sent), {{"direction", "sent"}});
+    out.add(as_double(received), {{"direction", "received"}});
+}
+
+void Collector::collect_sip(Writer& out, const sip::DialogStats& d) const {
+    const auto& names = options_.agent_names;
+    auto method_name = [](std::size_t m) { return to_string(static_cast<sip::Method>(m)); };
+
+    // method x agent (x status class) is large and mostly empty: only series seen are exported.
+    out.counter("hepd_sip_requests_total", "SIP requests seen (retransmissions included), by method and capture agent.");
+    for (std::size_t m = 0; m < sip::kMethodCount; ++m) {
+        std::array<std::uint64_t, kMaxAgents> by_agent{};
+        for (std::size_t a = 0; a < kMaxAgents; ++a) by_agent[agent_label(a)] += value_of(d.requests[m][a]);
+        for (std::size_t a = 0; a < names.size(); ++a)
+            if (by_agent[a] != 0) out.add(as_double(by_agent[a]), {{"method", method_name(m)}, {"agent", names[a]}});
+    }
+    out.counter("hepd_sip_responses_total",
+                "SIP responses seen, by method of the CSeq, status class and capture agent.");
+    for (std::size_t m = 0; m < sip::kMethodCount; ++m) {
+        for (std::size_t c = 0; c < sip::kStatusClassCount; ++c) {
+            std::array<std::uint64_t, kMaxAgents> by_agent{};
+            for (std::size_t a = 0; a < kMaxAgents; ++a) by_agent[agent_label(a)] += value_of(d.responses[m][c][a]);
+            for (std::size_t a = 0; a < names.size(); ++a)
+                if (by_agent[a] != 0)
+                    out.add(as_double(by_agent[a]), {{"method", method_name(m)},
+                                                     {"status_class", sip::status_class_name(c)},
+                                                     {"agent", names[a]}});
+        }
+    }
+    out.counter("hepd_sip_retransmissions_total", "SIP retransmissions recognised, by method.");
+    out.by_enum<sip::Method>("method", d.retransmissions);
+    out.counter("hepd_sip_parse_errors_total", "SIP messages that did not parse, by reason.");
+    out.by_enum<sip::ParseError>("reason", d.parse_errors);
+    out.counter("hepd_sdp_parse_errors_total", "SDP bodies that did not parse, by reason.");
+    out.by_enum<sip::SdpError>("reason", d.sdp_errors);
+    out.counter("hepd_sip_anomalies_total", "SIP messages the dialog and transaction tables could not use, by reason.");
+    out.by_enum<sip::DialogAnomaly>("reason", d.anomalies);
+
+    out.counter("hepd_dialogs_created_total", "INVITE dialogs started.");
+    out.add(as_double(value_of(d.dialogs_created)));
+    out.gauge("hepd_dialogs_active",
+              "Dialog records held, by state (terminal states linger briefly after the end of the call).");
+    out.by_enum<sip::DialogState>("state", d.dialogs_by_state);
+    out.counter("hepd_dialogs_finished_total", "INVITE dialogs ended, by outcome.");
+    out.by_enum<sip::DialogOutcome>("outcome", d.dialogs_finished);
+    out.counter("hepd_dialog_reinvites_total", "re-INVITEs within established dialogs.");
+    out.add(as_double(value_of(d.reinvites)));
+    out.counter("hepd_dialogs_forked_total", "Dialogs that received answers from more than one callee (forking).");
+    out.add(as_double(value_of(d.forked_dialogs)));
+    out.histogram("hepd_dialog_pdd_seconds", "Post-dial delay: INVITE to the first ringing or answer.");
+    out.add(d.pdd);
+    out.histogram("hepd_dialog_setup_seconds", "Call set-up time: INVITE to the 2xx answer.");
+    out.add(d.setup);
+    out.histogram("hepd_dialog_duration_seconds", "Call duration: answer to BYE (or to the timeout).");
+    out.add(d.duration);
+    out.counter("hepd_sip_q850_causes_total", "Finished dialogs that carried a Q.850 cause (Reason header), by cause.");
+    for (std::size_t c = 0; c < sip::kQ850Slots; ++c) {
+        const std::uint64_t n = value_of(d.q850_causes[c]);
+        if (n == 0) continue;
+        const std::string cause = c + 1 < sip::kQ850Slots ? std::to_string(c) : std::string("other");
+        out.add(as_double(n), {{"cause", cause}});
+    }
+
+    out.counter("hepd_sip_transactions_started_total", "Non-INVITE transactions outside dialogs started, by method.");
+    out.by_enum<sip::Method>("method", d.transactions_started);
+    out.counter("hepd_sip_transactions_total",
+                "Non-INVITE transactions outside dialogs ended, by method and outcome (final status class, "
+                "timed_out or evicted).");
+    for (std::size_t m = 0; m < sip::kMethodCount; ++m)
+        for (std::size_t o = 0; o < sip::kTransactionOutcomeCount; ++o)
+            if (const std::uint64_t n = value_of(d.transactions_finished[m][o]); n != 0)
+                out.add(as_double(n), {{"method", method_name(m)},
+                                       {"outcome", to_string(static_cast<sip::TransactionOutcome>(o))}});
+    out.gauge("hepd_sip_transactions_active",
+              "Non-INVITE transactions held: pending (no final response yet) or lingering (answered, absorbing "
+              "retransmissions).");
+    out.add(as_double(value_of(d.transactions_pending)), {{"state", "pending"}});
+    out.add(as_double(value_of(d.transactions_lingering)), {{"state", "lingering"}});
+    out.histogram("hepd_sip_transaction_delay_seconds",
+                  "Non-INVITE transactions outside dialogs: request to final response, by method.");
+    for (std::size_t m = 0; m < sip::kMethodCount; ++m)
+        if (d.transaction_delay[m].count() != 0) out.add(d.transaction_delay[m], {{"method", method_name(m)}});
+}
+
+void Collector::collect_rtp(Writer& out, const rtp::StreamStats& s) {
+    out.gauge("hepd_rtp_streams_active", "RTP streams tracked.");
+    out.add(as_double(value_of(s.streams_active)));
+    out.counter("hepd_rtp_streams_started_total", "RTP streams seen for the first time.");
+    out.add(as_double(value_of(s.streams_started)));
+    out.counter("hepd_rtp_streams_finished_total", "RTP streams ended, by reason (idle, evicted, flushed).");
+    out.by_enum<rtp::FinishReason>("reason", s.streams_finished);
+    out.counter("hepd_rtp_streams_by_codec_total", "Finished RTP streams, by codec.");
+    out.by_enum<rtp::CodecLabel>("codec", s.finished_streams_by_codec);
+    out.counter("hepd_rtp_packets_total", "RTP packets received (duplicates included).");
+    out.add(as_double(value_of(s.rtp_packets)));
+    out.counter("hepd_rtp_payload_bytes_total", "RTP payload bytes received.");
+    out.add(as_double(value_of(s.rtp_bytes)));
+    out.counter("hepd_rtp_lost_packets_total", "RTP packets lost (expected minus received), counted when a stream ends.");
+    out.add(as_double(value_of(s.lost_packets)));
+    out.counter("hepd_rtp_duplicate_packets_total", "RTP packets received more than once.");
+    out.add(as_double(value_of(s.duplicate_packets)));
+    out.counter("hepd_rtp_out_of_order_packets_total", "RTP packets that arrived after a later one.");
+    out.add(as_double(value_of(s.out_of_order_packets)));
+    out.counter("hepd_rtp_event_packets_total", "RTP telephone-event packets (RFC 4733).");
+    out.add(as_double(value_of(s.event_packets)));
+    out.histogram("hepd_rtp_jitter_seconds", "Largest interarrival jitter of each finished RTP stream.");
+    out.add(s.jitter_seconds);
+    out.histogram("hepd_rtp_mos", "Estimated MOS (E-model) of each finished RTP stream.");
+    out.add(s.mos);
+    out.gauge("hepd_rtp_pending_bindings", "Media bindings from SDP waiting for their RTP streams.");
+    out.add(as_double(value_of(s.pending_bindings)));
+    out.counter("hepd_rtp_binding_events_total",
+                "Media bindings that did not attach cleanly: late (streams already running), rebound (new SDP "
+                "for a bound address), stale (older SDP ignored), expired (no stream came).");
+    out.add(as_double(value_of(s.late_bindings)), {{"event", "late"}});
+    out.add(as_double(value_of(s.rebindings)), {{"event", "rebound"}});
+    out.add(as_double(value_of(s.stale_bindings)), {{"event", "stale"}});
+    out.add(as_double(value_of(s.pending_bindings_expired)), {{"event", "expired"}});
+    out.counter("hepd_rtp_clock_rate_unmatched_total",
+                "Finished RTP streams whose SDP clock rate matched no candidate (jitter taken at the best guess).");
+    out.add(as_double(value_of(s.clock_rate_unmatched)));
+    out.counter("hepd_rtp_parse_errors_total", "RTP packets that did not parse, by reason.");
+    out.by_enum<rtp::RtpError>("reason", s.rtp_errors);
+
+    out.counter("hepd_rtcp_reports_total", "RTCP reports used, by source (rtcp, rtcp_json, xr).");
+    out.by_enum<rtp::ReportSource>("source", s.rtcp_reports);
+    out.histogram("hepd_rtcp_fraction_lost", "Fraction lost (0..1) reported by RTCP report blocks.");
+    out.add(s.rtcp_fraction_lost);
+    out.histogram("hepd_rtcp_rtt_seconds", "Round-trip time derived from RTCP reports.");
+    out.add(s.rtcp_rtt_seconds);
+    out.gauge("hepd_rtcp_reported_streams", "Streams known only from receivers' RTCP-JSON reports.");
+    out.add(as_double(value_of(s.reported_streams_active)));
+    out.counter("hepd_rtcp_unmatched_blocks_total", "RTCP report or XR blocks about no known stream.");
+    out.add(as_double(value_of(s.rtcp_unmatched_blocks)));
+    out.counter("hepd_rtcp_json_uncorrelated_total", "RTCP-JSON reports dropped for want of a correlation id.");
+    out.add(as_double(value_of(s.rtcp_json_without_call_id)));
+    out.counter("hepd_rtcp_parse_errors_total", "RTCP packets that did not parse, by reason.");
+    out.by_enum<rtp::RtcpError>("reason", s.rtcp_errors);
+    out.counter("hepd_rtcp_json_parse_errors_total", "RTCP-JSON reports that did not parse, by reason.");
+    out.by_enum<rtp::RtcpJsonError>("reason", s.rtcp_json_errors);
+}
+
+void Collector::collect_evictions(Writer& out, const sip::DialogStats& d, const rtp::StreamStats& s) {
+    out.counter("hepd_table_evictions_total", "Records evicted from a full table (at its cap), by table and reason.");
+    out.add(as_double(value_of(d.dialog_evictions)), {{"table", "dialogs"}, {"reason", "cap"}});
+    out.add(as_double(value_of(d.transaction_evictions)), {{"table", "transactions"}, {"reason", "cap"}});
+    for (std::size_t t = 0; t < rtp::kStreamTableKindCount; ++t)
+        out.add(as_double(value_of(s.evictions[t])),
+                {{"table", to_string(static_cast<rtp::StreamTableKind>(t))}, {"reason", "cap"}});
+}
+
+void Collector::collect_snapshot(Writer& out) const {
+    const SnapshotFigures f = snapshot_ ? snapshot_() : SnapshotFigures{};
+    out.gauge("hepd_snapshot_duration_seconds", "Time the last snapshot attempt took.");
+    out.add(f.last_duration_seconds);
+    out.counter("hepd_snapshot_failures_total", "Snapshots that could not be written.");
+    out.add(as_double(f.failures));
+    out.gauge("hepd_snapshot_last_success_timestamp_seconds", "Unix time of the last snapshot written (0: none yet).");
+    out.add(f.last_success_unix_seconds);
+}
+
+} // namespace hepd::metrics

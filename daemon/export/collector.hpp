@@ -1,0 +1,106 @@
+#pragma once
+// The Prometheus view of hepd. Shards and receive threads keep their own single-writer counters
+// and histograms; this Collectable sums them at scrape time into the catalogue of METRICS.md.
+// Nothing is recomputed from the tables: every figure is a live counter, gauge or histogram.
+//
+// Thread-safety: register every source (add_*, set_*) before the exporter starts serving;
+// afterwards Collect() only reads, from the HTTP server's threads, possibly two at a time. The
+// sources must outlive the exporter (destroy or stop() the Exporter first).
+#include <prometheus/collectable.h>
+#include <prometheus/metric_family.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace hepd::shard {
+class Pipeline;
+class ShardWorker;
+} // namespace hepd::shard
+
+namespace hepd::ingest {
+class AgentMap;
+struct IntakeStats;
+struct TcpStats;
+} // namespace hepd::ingest
+
+namespace hepd::sip {
+struct DialogStats;
+} // namespace hepd::sip
+
+namespace hepd::rtp {
+struct StreamStats;
+} // namespace hepd::rtp
+
+namespace hepd::metrics {
+
+struct BuildInfo {
+    std::string version;
+    std::string commit;
+};
+// The version and commit baked into this binary (core/version.hpp).
+BuildInfo this_build();
+
+// What the snapshot writer reports; read through a callback at scrape time, so the callback must
+// be safe to call from another thread (atomics, or a copy under a mutex).
+struct SnapshotFigures {
+    double last_duration_seconds = 0;      // of the last attempt, successful or not
+    std::uint64_t failures = 0;            // since start-up
+    double last_success_unix_seconds = 0;  // 0: no snapshot written yet
+};
+
+// "other" then every name of the map, by agent index: CollectorOptions::agent_names.
+std::vector<std::string> agent_names(const ingest::AgentMap& agents);
+
+struct CollectorOptions {
+    // Value of the `agent` label by agent index (Datagram::agent): index 0 is "other", then the
+    // configured agents in order. Indices without a name count as "other".
+    std::vector<std::string> agent_names{"other"};
+    BuildInfo build = this_build();
+};
+
+class Collector final : public prometheus::Collectable {
+public:
+    // Throws std::invalid_argument when the agent names are unusable: empty list, index 0 not
+    // "other", an empty or repeated name, or more names than core's kMaxAgents.
+    explicit Collector(CollectorOptions options = {});
+
+    // Each shard once, in shard order (the `shard` label is the registration index).
+    void add_shard(const shard::ShardWorker& worker);
+    // One per receive thread (HepIntake::stats()).
+    void add_intake(const ingest::IntakeStats& stats);
+    // One per TCP listener (TcpListener::stats()).
+    void add_tcp(const ingest::TcpStats& stats);
+    // Queue depths and queue drops; absent in the offline mode.
+    void set_pipeline(const shard::Pipeline& pipeline);
+    // Datagrams the kernel dropped on the UDP sockets (SO_RXQ_OVFL), summed over sockets.
+    void set_kernel_drops(std::function<std::uint64_t()> read);
+    void set_snapshot(std::function<SnapshotFigures()> read);
+
+    std::vector<prometheus::MetricFamily> Collect() const override;
+
+    const std::vector<std::string>& agent_names() const noexcept { return options_.agent_names; }
+
+private:
+    class Writer;
+    void collect_intake(Writer& out) const;
+    void collect_shards(Writer& out) const;
+    void collect_sip(Writer& out, const sip::DialogStats& d) const;
+    static void collect_rtp(Writer& out, const rtp::StreamStats& s);
+    static void collect_evictions(Writer& out, const sip::DialogStats& d, const rtp::StreamStats& s);
+    void collect_snapshot(Writer& out) const;
+    std::size_t agent_label(std::size_t agent) const noexcept {
+        return agent < options_.agent_names.size() ? agent : 0;
+    }
+
+    CollectorOptions options_;
+    std::vector<const shard::ShardWorker*> shards_;
+    std::vector<const ingest::IntakeStats*> intakes_;
+    std::vector<const ingest::TcpStats*> tcp_;
+    const shard::Pipeline* pipeline_ = nullptr;
+    std::function<std::uint64_t()> kernel_drops_;
+    std::function<SnapshotFigures()> snapshot_;
+};
+
+} // namespace hepd::metrics

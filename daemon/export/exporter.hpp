@@ -1,0 +1,61 @@
+#pragma once
+// Serves a Collectable over HTTP (prometheus-cpp's Exposer, civetweb underneath). Construction
+// binds the socket and starts serving; every start-up problem is an ExporterError naming the
+// address, so main can report it and exit.
+#include "core/address.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace prometheus {
+class Collectable;
+class Exposer;
+} // namespace prometheus
+
+namespace hepd::metrics {
+
+class ExporterError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+struct ExporterOptions {
+    // 0.0.0.0 or a local IPv4 address; an IPv6 address needs a civetweb built with IPv6, and
+    // [::] then means every address of both families. Port 0 picks a free port (tests).
+    Endpoint listen{IpAddress::v4(0u), 9469};
+    std::string path = "/metrics";
+    std::size_t threads = 2;  // HTTP worker threads: scrapes are rare and short
+};
+
+class Exporter {
+public:
+    // Throws ExporterError when the path is not a plain absolute path, the address is empty, or
+    // the address cannot be listened on (in use, not local, IPv6 unsupported).
+    Exporter(const ExporterOptions& options, std::shared_ptr<prometheus::Collectable> collectable);
+    ~Exporter();
+    Exporter(const Exporter&) = delete;
+    Exporter& operator=(const Exporter&) = delete;
+
+    // The address actually listened on (the real port when 0 was asked for).
+    Endpoint local_endpoint() const noexcept { return local_; }
+    // "http://0.0.0.0:9469/metrics"
+    std::string url() const;
+    // Stops serving and waits for scrapes in progress; call before the sources the collectable
+    // reads are destroyed. Idempotent; the destructor does it too.
+    void stop() noexcept;
+
+private:
+    Endpoint local_;
+    std::string path_;
+    std::shared_ptr<prometheus::Collectable> collectable_;  // the Exposer keeps only a weak_ptr
+    std::unique_ptr<prometheus::Exposer> exposer_;
+};
+
+// civetweb's "listening_ports" form of an endpoint: "0.0.0.0:9469", "[::1]:9469", "+9469" (the
+// IPv6 wildcard, dual-stack).
+std::string listening_ports_spec(const Endpoint& at);
+
+} // namespace hepd::metrics

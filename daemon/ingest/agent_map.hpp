@@ -1,0 +1,72 @@
+#pragma once
+// Capture agent naming for the `agent` metric label: capture id, node name or sender network →
+// a small index (0 = "other"), set on every Datagram. The label set stays closed: at most
+// kMaxAgents - 1 names; rules naming more are ignored and counted in ignored_rules().
+#include "core/address.hpp"
+#include "core/bytes.hpp"
+#include "core/packet_meta.hpp"
+#include "ingest/allow_list.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hepd::ingest {
+
+struct AgentRule {
+    enum class Selector : std::uint8_t { capture_id, node_name, source };
+
+    std::string name;
+    Selector selector = Selector::capture_id;
+    std::uint32_t capture_id = 0;  // selector == capture_id: HEP chunk 0x0c (v2: the time header's)
+    std::string node_name;         // selector == node_name: HEP chunk 0x13, compared byte for byte
+    Prefix source;                 // selector == source: the address the HEP packet came from
+
+    static AgentRule by_capture_id(std::string name, std::uint32_t id);
+    static AgentRule by_node_name(std::string name, std::string node);
+    static AgentRule by_source(std::string name, Prefix network);
+};
+
+class AgentMap {
+public:
+    static constexpr std::size_t kMaxNames = kMaxAgents - 1;
+
+    AgentMap() = default;  // names nobody: every packet is "other"
+    // Indices follow the order in which names first appear (1, 2, ...); several rules may give
+    // the same name.
+    explicit AgentMap(std::vector<AgentRule> rules);
+
+    // What the sender says about itself wins over where it sends from: a capture id rule, then a
+    // node name rule, then the longest source prefix holding `sender`. 0 when nothing matches.
+    std::uint16_t lookup(std::optional<std::uint32_t> capture_id, ByteSpan node_name,
+                         const IpAddress& sender) const noexcept;
+
+    // Names including "other" at index 0.
+    std::size_t size() const noexcept { return names_.size() + 1; }
+    std::string_view name(std::size_t index) const noexcept;
+    std::size_t ignored_rules() const noexcept { return ignored_rules_; }
+
+private:
+    struct ById {
+        std::uint32_t id;
+        std::uint16_t index;
+    };
+    struct ByNode {
+        std::string node;
+        std::uint16_t index;
+    };
+    struct BySource {
+        Prefix network;
+        std::uint16_t index;
+    };
+
+    std::vector<std::string> names_;
+    std::vector<ById> by_id_;
+    std::vector<ByNode> by_node_;
+    std::vector<BySource> by_source_;  // longest prefix first
+    std::size_t ignored_rules_ = 0;
+};
+
+} // namespace hepd::ingest

@@ -1,0 +1,83 @@
+#pragma once
+// The per-packet path of one receive thread (a UDP receive thread, or the thread running the TCP
+// listeners): admission before decoding (allow list, per-sender buckets, the global bucket), then
+// HepIntake, then the hand-over to the shards through a DatagramSink. It owns everything it
+// writes (counters, per-sender buckets, decode buffers): nothing is shared on the packet path
+// except one atomic take from the global bucket per batch and one atomic load of the policy
+// epoch per batch.
+#include "core/address.hpp"
+#include "core/bytes.hpp"
+#include "core/time.hpp"
+#include "ingest/hep_intake.hpp"
+#include "ingest/ingest_control.hpp"
+#include "ingest/source_limiter.hpp"
+#include "shard/datagram.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace hepd::ingest {
+
+// One received HEP message and the address it came from.
+struct Packet {
+    ByteSpan bytes;
+    Endpoint from;
+};
+
+// Where accepted datagrams go: one sink per receive thread, called only from that thread. For
+// the daemon this is a ProducerSink around the thread's shard::Pipeline::Producer.
+class DatagramSink {
+public:
+    virtual ~DatagramSink() = default;
+    // The datagram's views are valid during the call only (copy what must outlive it).
+    virtual void push(const shard::Datagram& d) = 0;
+    // The input went idle (end of a receive batch): hand partial batches over now.
+    virtual void flush() = 0;
+    // Datagrams pushed here and later dropped (full shard queues), cumulative.
+    virtual std::uint64_t dropped() const noexcept = 0;
+};
+
+struct IngestPathOptions {
+    // Payload types and the decompression cap. Its auth_key and agents are not used: they come
+    // from the IngestControl's policy, which SIGHUP can change.
+    IntakeOptions intake;
+    std::size_t max_sources = SourceLimiter::kDefaultCapacity;  // per-sender bucket table cap
+};
+
+class IngestPath {
+public:
+    // `control`, `sink` and `wall` (receive time for HEP timestamp fix-ups) must outlive the path.
+    IngestPath(IngestControl& control, DatagramSink& sink, const Clock& wall, IngestPathOptions options = {});
+
+    // Admits, decodes and hands over one batch, then flushes the sink and counts what the sink
+    // dropped since the last batch. Reads the clocks once and adopts a new policy first.
+    void process(std::span<const Packet> batch, Carrier carrier);
+
+    // Whether `peer` passes the allow list now (TCP asks when a connection is accepted).
+    bool allows(const IpAddress& peer);
+
+    const IntakeStats& stats() const noexcept { return intake_.stats(); }
+    const SourceLimiterStats& source_stats() const noexcept { return sources_.stats(); }
+    // The policy epoch this path last adopted.
+    std::uint64_t epoch() const noexcept { return epoch_; }
+
+private:
+    enum class Verdict : std::uint8_t { pass, not_allowed, rate_limit };
+
+    void refresh(Timestamp steady_now);
+
+    IngestControl& control_;
+    DatagramSink& sink_;
+    const Clock& wall_;
+    HepIntake intake_;
+    SourceLimiter sources_;
+    std::shared_ptr<const IngestPolicy> policy_;
+    std::uint64_t epoch_ = 0;
+    std::uint64_t sink_dropped_seen_ = 0;
+    std::vector<Verdict> verdicts_;
+    shard::Datagram datagram_;
+};
+
+} // namespace hepd::ingest

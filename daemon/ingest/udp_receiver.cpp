@@ -1,0 +1,330 @@
+#include "ingest/udp_receiver.hpp"
+
+#include "core/log.hpp"
+#include "ingest/net_address.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#if defined(__linux__)
+#include <pthread.h>
+#endif
+
+#include <cerrno>
+#include <cstring>
+#include <exception>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+namespace hepd::ingest {
+
+namespace asio = boost::asio;
+using asio::ip::udp;
+
+namespace {
+
+#if defined(__linux__) && defined(SO_RXQ_OVFL)
+constexpr bool kHaveRxqOvfl = true;
+#else
+constexpr bool kHaveRxqOvfl = false;
+#endif
+
+void set_int_option(udp::socket& s, int level, int name, int value, const char* what) {
+    if (::setsockopt(s.native_handle(), level, name, &value, sizeof value) != 0)
+        throw boost::system::system_error(boost::system::error_code(errno, boost::system::system_category()), what);
+}
+
+bool try_int_option(udp::socket& s, int level, int name, int value) noexcept {
+    return ::setsockopt(s.native_handle(), level, name, &value, sizeof value) == 0;
+}
+
+} // namespace
+
+// ---- UdpBatchSocket ----
+
+struct UdpBatchSocket::Native {
+    explicit Native(std::size_t n)
+        : addresses(n), iov(n)
+#if defined(__linux__)
+          , headers(n), control(n * kControlWords)
+#endif
+    {
+    }
+
+#if defined(__linux__)
+    // One SO_RXQ_OVFL message (a u32) per datagram; 8-byte words keep cmsghdr aligned.
+    static constexpr std::size_t kControlBytes = CMSG_SPACE(sizeof(std::uint32_t));
+    static constexpr std::size_t kControlWords = (kControlBytes + 7) / 8;
+#endif
+    std::vector<sockaddr_storage> addresses;
+    std::vector<iovec> iov;
+#if defined(__linux__)
+    std::vector<mmsghdr> headers;
+    std::vector<std::uint64_t> control;
+#endif
+};
+
+UdpBatchSocket::UdpBatchSocket(asio::io_context& io, const Endpoint& at, bool reuse_port,
+                               std::size_t receive_buffer_bytes, std::size_t batch_size)
+    : socket_(io),
+      batch_size_(batch_size == 0 ? 1 : batch_size),
+      slots_(new std::uint8_t[batch_size_ * kSlotBytes]),
+      native_(std::make_unique<Native>(batch_size_)) {
+    const udp::endpoint ep(to_asio(at.address), at.port);
+    socket_.open(ep.protocol());
+    if (ep.address().is_v6()) socket_.set_option(asio::ip::v6_only(true));
+    if (reuse_port) {
+#if defined(SO_REUSEPORT)
+        set_int_option(socket_, SOL_SOCKET, SO_REUSEPORT, 1, "SO_REUSEPORT");
+#else
+        throw std::runtime_error("several UDP receive threads need SO_REUSEPORT, which this system lacks");
+#endif
+    }
+    if (receive_buffer_bytes > 0) {
+        const int want = static_cast<int>(std::min<std::size_t>(receive_buffer_bytes, 0x7fffffff));
+        // SO_RCVBUFFORCE passes net.core.rmem_max when the process may (CAP_NET_ADMIN); else the
+        // plain option, which the kernel silently caps.
+        bool set = false;
+#if defined(SO_RCVBUFFORCE)
+        set = try_int_option(socket_, SOL_SOCKET, SO_RCVBUFFORCE, want);
+#endif
+        if (!set) try_int_option(socket_, SOL_SOCKET, SO_RCVBUF, want);
+    }
+#if defined(__linux__) && defined(SO_RXQ_OVFL)
+    counts_drops_ = try_int_option(socket_, SOL_SOCKET, SO_RXQ_OVFL, 1);
+#endif
+    socket_.bind(ep);
+    socket_.non_blocking(true);
+
+    packets_.resize(batch_size_);
+    Native& n = *native_;
+    for (std::size_t i = 0; i < batch_size_; ++i) {
+        n.iov[i].iov_base = slots_.get() + i * kSlotBytes;
+        n.iov[i].iov_len = kSlotBytes;
+    }
+}
+
+UdpBatchSocket::~UdpBatchSocket() = default;
+
+Endpoint UdpBatchSocket::local_endpoint() const {
+    const auto ep = socket_.local_endpoint();
+    return to_endpoint(ep.address(), ep.port());
+}
+
+std::size_t UdpBatchSocket::receive_buffer_bytes() const {
+    asio::socket_base::receive_buffer_size size;
+    socket_.get_option(size);
+    return static_cast<std::size_t>(size.value());
+}
+
+std::span<const Packet> UdpBatchSocket::receive() noexcept {
+    Native& n = *native_;
+    const int fd = socket_.native_handle();
+    std::size_t got = 0;
+#if defined(__linux__)
+    for (std::size_t i = 0; i < batch_size_; ++i) {
+        msghdr& h = n.headers[i].msg_hdr;
+        h = msghdr{};
+        h.msg_name = &n.addresses[i];
+        h.msg_namelen = sizeof(sockaddr_storage);
+        h.msg_iov = &n.iov[i];
+        h.msg_iovlen = 1;
+        if (counts_drops_) {
+            h.msg_control = n.control.data() + i * Native::kControlWords;
+            h.msg_controllen = Native::kControlBytes;
+        }
+        n.headers[i].msg_len = 0;
+    }
+    int r;
+    do {
+        r = ::recvmmsg(fd, n.headers.data(), static_cast<unsigned>(batch_size_), MSG_DONTWAIT, nullptr);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK) stats_.receive_errors.add();
+        return {};
+    }
+    got = static_cast<std::size_t>(r);
+    std::uint32_t drops = last_drop_count_;
+    for (std::size_t i = 0; i < got; ++i) {
+        msghdr& h = n.headers[i].msg_hdr;
+        if ((h.msg_flags & MSG_TRUNC) != 0) stats_.truncated.add();
+        packets_[i].bytes = ByteSpan(slots_.get() + i * kSlotBytes, std::min<std::size_t>(n.headers[i].msg_len, kSlotBytes));
+        packets_[i].from = from_sockaddr(n.addresses[i]);
+        if constexpr (kHaveRxqOvfl) {
+            // The kernel attaches the socket's cumulative drop count (a u32) to a datagram only
+            // when it is not zero; it is stamped when the datagram is queued.
+            for (cmsghdr* c = CMSG_FIRSTHDR(&h); c != nullptr; c = CMSG_NXTHDR(&h, c)) {
+#if defined(SO_RXQ_OVFL)
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL &&
+                    c->cmsg_len >= CMSG_LEN(sizeof(std::uint32_t))) {
+                    std::uint32_t v;
+                    std::memcpy(&v, CMSG_DATA(c), sizeof v);
+                    // Unsigned difference: correct across the u32 wrap.
+                    if (static_cast<std::int32_t>(v - drops) > 0) drops = v;
+                }
+#endif
+            }
+        }
+    }
+    if (drops != last_drop_count_) {
+        stats_.kernel_drops.add(drops - last_drop_count_);
+        last_drop_count_ = drops;
+    }
+#else
+    // Portable fallback: one recvmsg per datagram, still bounded by batch_size.
+    for (; got < batch_size_; ++got) {
+        msghdr h{};
+        h.msg_name = &n.addresses[got];
+        h.msg_namelen = sizeof(sockaddr_storage);
+        h.msg_iov = &n.iov[got];
+        h.msg_iovlen = 1;
+        ssize_t r;
+        do {
+            r = ::recvmsg(fd, &h, MSG_DONTWAIT);
+        } while (r < 0 && errno == EINTR);
+        if (r < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK) stats_.receive_errors.add();
+            break;
+        }
+        if ((h.msg_flags & MSG_TRUNC) != 0) stats_.truncated.add();
+        packets_[got].bytes = ByteSpan(slots_.get() + got * kSlotBytes, std::min<std::size_t>(static_cast<std::size_t>(r), kSlotBytes));
+        packets_[got].from = from_sockaddr(n.addresses[got]);
+    }
+#endif
+    if (got > 0) stats_.batches.add();
+    return std::span<const Packet>(packets_.data(), got);
+}
+
+// ---- UdpReceiver ----
+
+class UdpReceiver::Thread {
+public:
+    Thread(std::size_t index, const Endpoint& at, bool reuse_port, const UdpOptions& o, IngestControl& control,
+           const IngestPathOptions& path_options, DatagramSink& sink, const Clock& wall)
+        : index_(index),
+          io_(1),
+          socket_(io_, at, reuse_port, o.receive_buffer_bytes, o.batch_size),
+          path_(control, sink, wall, path_options) {}
+
+    void start() {
+        arm();
+        thread_ = std::thread([this] {
+#if defined(__linux__)
+            const std::string name = "hepd-udp-" + std::to_string(index_);
+            pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+#endif
+            io_.run();
+        });
+    }
+
+    void stop() {
+        io_.stop();
+        if (thread_.joinable()) thread_.join();
+    }
+
+    UdpBatchSocket& socket() noexcept { return socket_; }
+    const UdpBatchSocket& socket() const noexcept { return socket_; }
+    const IngestPath& path() const noexcept { return path_; }
+
+private:
+    // Each readiness wait drains a bounded number of batches, then waits again (which completes
+    // at once when more is queued), so a stop request is seen between rounds.
+    static constexpr int kRoundsPerWakeup = 16;
+
+    void arm() {
+        socket_.socket().async_wait(udp::socket::wait_read, [this](boost::system::error_code ec) {
+            if (ec) {
+                if (ec != asio::error::operation_aborted) {
+                    spdlog::error("hep udp receive thread {}: {}", index_, ec.message());
+                }
+                return;
+            }
+            drain();
+            arm();
+        });
+    }
+
+    void drain() {
+        for (int round = 0; round < kRoundsPerWakeup; ++round) {
+            const auto packets = socket_.receive();
+            if (packets.empty()) return;
+            try {
+                path_.process(packets, Carrier::udp);
+            } catch (const std::exception& e) {
+                // Only the sink can throw (allocation failure); the batch is lost, the thread lives.
+                if (auto suppressed = failure_log_.allow(steady_.now()))
+                    spdlog::error("hep udp receive thread {}: batch lost: {} ({} more suppressed)", index_, e.what(),
+                                  *suppressed);
+            }
+            if (packets.size() < socket_.batch_size()) return;
+        }
+    }
+
+    std::size_t index_;
+    asio::io_context io_;
+    UdpBatchSocket socket_;
+    IngestPath path_;
+    std::thread thread_;
+    SteadyClock steady_;
+    LogThrottle failure_log_;
+};
+
+UdpReceiver::UdpReceiver(const UdpOptions& options, IngestControl& control, const IngestPathOptions& path_options,
+                         const SinkFor& sink_for, const Clock& wall) {
+    const std::size_t n = options.threads == 0 ? 1 : options.threads;
+    const bool reuse_port = n > 1;
+    Endpoint at = options.listen;
+    for (std::size_t i = 0; i < n; ++i) {
+        threads_.push_back(
+            std::make_unique<Thread>(i, at, reuse_port, options, control, path_options, sink_for(i), wall));
+        // Port 0 asks the kernel for a port; the other sockets join the one it chose.
+        if (i == 0) at.port = threads_[0]->socket().local_endpoint().port;
+    }
+    const std::size_t granted = receive_buffer_bytes();
+    if (options.receive_buffer_bytes > 0 && granted < options.receive_buffer_bytes) {
+        spdlog::warn("hep udp {}: SO_RCVBUF of {} bytes requested, the kernel granted {}; raise net.core.rmem_max",
+                     local_endpoint().to_string(), options.receive_buffer_bytes, granted);
+    }
+}
+
+UdpReceiver::~UdpReceiver() { stop(); }
+
+void UdpReceiver::start() {
+    if (started_) return;
+    started_ = true;
+    for (auto& t : threads_) t->start();
+}
+
+void UdpReceiver::stop() {
+    for (auto& t : threads_) t->stop();
+}
+
+Endpoint UdpReceiver::local_endpoint() const { return threads_.front()->socket().local_endpoint(); }
+
+const IngestPath& UdpReceiver::path(std::size_t thread) const noexcept { return threads_[thread]->path(); }
+
+const UdpSocketStats& UdpReceiver::socket_stats(std::size_t thread) const noexcept {
+    return threads_[thread]->socket().stats();
+}
+
+IntakeStats UdpReceiver::merged_stats() const {
+    IntakeStats total;
+    for (const auto& t : threads_) total.merge(t->path().stats());
+    return total;
+}
+
+std::uint64_t UdpReceiver::kernel_drops() const noexcept {
+    std::uint64_t n = 0;
+    for (const auto& t : threads_) n += t->socket().stats().kernel_drops.value();
+    return n;
+}
+
+bool UdpReceiver::counts_kernel_drops() const noexcept { return threads_.front()->socket().counts_kernel_drops(); }
+
+std::size_t UdpReceiver::receive_buffer_bytes() const { return threads_.front()->socket().receive_buffer_bytes(); }
+
+} // namespace hepd::ingest

@@ -1,0 +1,113 @@
+// Copying records out of a shard, and putting them back into whichever shard owns them now.
+#include "shard/dispatch.hpp"
+#include "snapshot/snapshot.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <numeric>
+#include <vector>
+
+namespace hepd::snapshot {
+
+ShardImage capture(const shard::ShardWorker& worker) {
+    ShardImage image;
+    const sip::DialogTable& dialogs = worker.dialogs();
+    const rtp::StreamTable& streams = worker.streams();
+
+    image.dialogs.reserve(dialogs.size());
+    dialogs.for_each([&](std::string_view call_id, std::string_view from_tag, const sip::Dialog& d) {
+        image.dialogs.push_back(DialogRecord{std::string(call_id), std::string(from_tag), d});
+    });
+    image.transactions.reserve(dialogs.transactions().size());
+    dialogs.transactions().for_each([&](const sip::TransactionKey& key, const sip::Transaction& t) {
+        image.transactions.push_back(TransactionRecord{key, t});
+    });
+    image.streams.reserve(streams.size());
+    streams.for_each([&](const rtp::StreamKey& key, const rtp::Stream& s, const rtp::Binding* /*binding*/) {
+        image.streams.push_back(StreamRecord{key, s});  // bindings are captured on their own below
+    });
+    image.bindings.reserve(streams.media_size() + streams.pending_size());
+    streams.for_each_binding([&](const Endpoint& media, const rtp::Binding& b, bool waiting) {
+        image.bindings.push_back(BindingRecord{media, b, waiting});
+    });
+    image.reported_streams.reserve(streams.reported_size());
+    streams.for_each_reported([&](const rtp::ReportedKey& key, const rtp::ReportedStream& r) {
+        image.reported_streams.push_back(ReportedRecord{key, r});
+    });
+    return image;
+}
+
+namespace {
+
+// Indices of `records` by the time their table orders them by (least recent first). Each
+// shard's records are already in that order; sorting merges the shards, so that a table that
+// expires from its oldest entry (streams, reported streams) meets them in time order.
+template <class Record, class Time>
+std::vector<std::size_t> by_time(const std::vector<Record>& records, Time&& time_of) {
+    std::vector<std::size_t> order(records.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return time_of(records[a]) < time_of(records[b]); });
+    return order;
+}
+
+void count(RestoreKindCounts& c, bool restored) noexcept {
+    if (restored)
+        ++c.restored;
+    else
+        ++c.refused;
+}
+
+}  // namespace
+
+RestoreCounts restore(const SnapshotFile& file, const std::vector<shard::ShardWorker*>& shards) {
+    RestoreCounts counts;
+    const ShardImage& r = file.records;
+    const std::size_t n = shards.size();
+    if (n == 0 || std::find(shards.begin(), shards.end(), nullptr) != shards.end()) {
+        counts.dialogs.refused = r.dialogs.size();
+        counts.transactions.refused = r.transactions.size();
+        counts.streams.refused = r.streams.size();
+        counts.bindings.refused = r.bindings.size();
+        counts.reported_streams.refused = r.reported_streams.size();
+        return counts;
+    }
+
+    for (const std::size_t i :
+         by_time(r.dialogs, [](const DialogRecord& d) { return d.dialog.last_activity; })) {
+        const DialogRecord& d = r.dialogs[i];
+        sip::DialogTable& table = shards[shard::shard_of_call(d.call_id, n)]->dialogs();
+        count(counts.dialogs, table.restore(d.call_id, d.from_tag, d.dialog));
+    }
+    for (const std::size_t i :
+         by_time(r.transactions, [](const TransactionRecord& t) { return t.transaction.last_activity; })) {
+        const TransactionRecord& t = r.transactions[i];
+        sip::TransactionTable& table =
+            shards[shard::shard_of_call(t.key.call_id, n)]->dialogs().transactions();
+        count(counts.transactions, table.restore(t.key, t.transaction));
+    }
+    // Bindings first: a stream inserted afterwards joins the binding of its media address.
+    for (const std::size_t i : by_time(r.bindings, [](const BindingRecord& b) { return b.binding.time; })) {
+        const BindingRecord& b = r.bindings[i];
+        rtp::StreamTable& table = shards[shard::shard_of_media(b.media, n)]->streams();
+        // Every binding is parked until its streams arrive, so one already parked there is a
+        // second record for the same address.
+        const bool fresh = table.pending_binding(b.media) == nullptr;
+        if (fresh) table.insert_binding(b.media, b.binding);
+        count(counts.bindings, fresh);
+    }
+    for (const std::size_t i : by_time(r.streams, [](const StreamRecord& s) { return s.stream.last; })) {
+        const StreamRecord& s = r.streams[i];
+        rtp::StreamTable& table = shards[shard::shard_of_media(s.key.dst, n)]->streams();
+        count(counts.streams, table.insert(s.key, s.stream));
+    }
+    for (const std::size_t i :
+         by_time(r.reported_streams, [](const ReportedRecord& s) { return s.stream.last; })) {
+        const ReportedRecord& s = r.reported_streams[i];
+        rtp::StreamTable& table = shards[shard::shard_of_call(s.key.call_id, n)]->streams();
+        count(counts.reported_streams, table.insert_reported(s.key, s.stream));
+    }
+    return counts;
+}
+
+}  // namespace hepd::snapshot

@@ -1,0 +1,285 @@
+// The collector without HTTP: conversions checked by hand, the agent label, which series are
+// always there and which only when seen, and shards summing exactly.
+#include "checks.hpp"
+#include "estate.hpp"
+#include "scrape.hpp"
+
+#include "export/collector.hpp"
+#include "export/convert.hpp"
+#include "ingest/agent_map.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <set>
+
+using namespace hepd;
+using hepd::test::Exposition;
+using hepd::test::to_exposition;
+
+namespace {
+
+// Single-shard semantics: every media address belongs to the shard that saw the SDP.
+class SelfSink final : public shard::BindingSink {
+public:
+    explicit SelfSink(shard::ShardWorker& w) : worker_(w) {}
+    void send(const MediaBinding& binding) override { worker_.bind(binding); }
+
+private:
+    shard::ShardWorker& worker_;
+};
+
+gen::Truth feed(shard::ShardWorker& worker, const gen::CorpusOptions& options) {
+    SelfSink sink(worker);
+    Timestamp last{};
+    auto truth = gen::generate(options, [&](Timestamp t, const Endpoint& s, const Endpoint& d, ByteSpan p) {
+        shard::Datagram dg;
+        dg.time = t;
+        dg.src = s;
+        dg.dst = d;
+        const bool sip = s.port == 5060 || d.port == 5060;
+        dg.kind = sip ? shard::PayloadKind::sip : shard::PayloadKind::rtp;
+        dg.agent = sip ? 1 : 0;
+        dg.payload = p;
+        worker.process(dg, sink);
+        last = t;
+    });
+    worker.finish(last);
+    return truth;
+}
+
+void send_sip(shard::ShardWorker& worker, std::string_view text, std::uint16_t agent, std::int64_t at_us) {
+    struct Discard final : shard::BindingSink {
+        void send(const MediaBinding&) override {}
+    } discard;
+    shard::Datagram d;
+    d.time = Timestamp{at_us};
+    d.src = Endpoint{IpAddress::v4(0x0a000001U), 5060};
+    d.dst = Endpoint{IpAddress::v4(0x0a000002U), 5060};
+    d.kind = shard::PayloadKind::sip;
+    d.agent = agent;
+    d.payload = as_bytes(text);
+    worker.process(d, discard);
+}
+
+std::string options_request(int n) {
+    return "OPTIONS sip:x@10.0.0.2 SIP/2.0\r\nVia: SIP/2.0/UDP 10.0.0.1:5060;branch=z9hG4bK-" + std::to_string(n) +
+           "\r\nFrom: <sip:m@10.0.0.1>;tag=f" + std::to_string(n) + "\r\nTo: <sip:x@10.0.0.2>\r\nCall-ID: c" +
+           std::to_string(n) + "\r\nCSeq: 1 OPTIONS\r\nContent-Length: 0\r\n\r\n";
+}
+
+using L = test::Labels;
+
+} // namespace
+
+TEST_CASE("histograms: core buckets become cumulative Prometheus buckets", "[export][convert]") {
+    Histogram<3> h{{1.0, 2.0, 5.0}};
+    for (double v : {0.5, 1.0, 1.5, 7.0}) h.observe(v);
+    // Non-cumulative: le1 {0.5, 1.0}, le2 {1.5}, le5 {}, +Inf {7.0}.
+    const auto p = metrics::to_client_histogram(h);
+    REQUIRE(p.bucket.size() == 3);  // +Inf is the serialiser's, from sample_count
+    CHECK(p.bucket[0].upper_bound == 1.0);
+    CHECK(p.bucket[0].cumulative_count == 2);
+    CHECK(p.bucket[1].upper_bound == 2.0);
+    CHECK(p.bucket[1].cumulative_count == 3);
+    CHECK(p.bucket[2].upper_bound == 5.0);
+    CHECK(p.bucket[2].cumulative_count == 3);
+    CHECK(p.sample_count == 4);
+    CHECK(p.sample_sum == 10.0);
+
+    const Histogram<2> empty{{0.0, 1.0}};
+    const auto z = metrics::to_client_histogram(empty);
+    CHECK(z.bucket.size() == 2);
+    CHECK(z.bucket[0].cumulative_count == 0);
+    CHECK(z.bucket[1].cumulative_count == 0);
+    CHECK(z.sample_count == 0);
+    CHECK(z.sample_sum == 0.0);
+
+    Histogram<1> overflow{{0.1}};
+    overflow.observe(3.0);
+    overflow.observe(4.0);
+    const auto o = metrics::to_client_histogram(overflow);
+    CHECK(o.bucket[0].cumulative_count == 0);
+    CHECK(o.sample_count == 2);
+    CHECK(o.sample_sum == 7.0);
+}
+
+TEST_CASE("value_of reads plain integers and core statistics alike", "[export][convert]") {
+    CHECK(metrics::value_of(std::uint64_t{5}) == 5);
+    Counter c;
+    c.add(3);
+    CHECK(metrics::value_of(c) == 3);
+    ingest::StatCounter s;
+    s.add(4);
+    CHECK(metrics::value_of(s) == 4);
+    Gauge g;
+    g.add(-2);
+    CHECK(metrics::value_of(g) == -2);
+    const std::array<ingest::StatCounter, 2> a{};
+    CHECK(metrics::value_of(a[1]) == 0);
+}
+
+TEST_CASE("agent names: other first, unique, bounded", "[export][agents]") {
+    using V = std::vector<std::string>;
+    auto make = [](V names) {
+        metrics::CollectorOptions o;
+        o.agent_names = std::move(names);
+        return metrics::Collector(o);
+    };
+    CHECK_THROWS_AS(make({}), std::invalid_argument);
+    CHECK_THROWS_AS(make({"kamailio"}), std::invalid_argument);
+    CHECK_THROWS_AS(make({"other", "a", "a"}), std::invalid_argument);
+    CHECK_THROWS_AS(make({"other", "other"}), std::invalid_argument);
+    CHECK_THROWS_AS(make({"other", ""}), std::invalid_argument);
+    V many{"other"};
+    for (int i = 1; i < 32; ++i) many.push_back("a" + std::to_string(i));
+    CHECK_NOTHROW(make(many));
+    many.push_back("a32");
+    CHECK_THROWS_AS(make(many), std::invalid_argument);
+
+    CHECK(metrics::agent_names(ingest::AgentMap{}) == V{"other"});
+    CHECK(test::estate_agent_names() == V{"other", "kamailio", "asterisk"});
+}
+
+TEST_CASE("a collector with no sources still shows every fixed series at zero", "[export][collector]") {
+    const metrics::Collector collector;
+    const Exposition x = to_exposition(collector.Collect());
+
+    // Label-less series are always there.
+    for (const char* name :
+         {"hepd_tcp_connections", "hepd_udp_kernel_drops_total", "hepd_shard_queue_dropped_datagrams_total",
+          "hepd_rtp_packets_total", "hepd_rtp_streams_active", "hepd_dialogs_created_total",
+          "hepd_snapshot_failures_total", "hepd_snapshot_duration_seconds",
+          "hepd_snapshot_last_success_timestamp_seconds"}) {
+        INFO(name);
+        CHECK(x.at(name) == 0);
+    }
+    for (const char* name : {"hepd_dialog_pdd_seconds", "hepd_rtp_mos", "hepd_rtcp_rtt_seconds"}) {
+        INFO(name);
+        CHECK(x.at(std::string(name) + "_count") == 0);
+        CHECK(x.at(std::string(name) + "_bucket", {{"le", "+Inf"}}) == 0);
+    }
+    // Small closed sets: every member, at zero.
+    CHECK(x.find("hepd_dialogs_active").size() == 8);
+    CHECK(x.find("hepd_dialogs_finished_total").size() == 5);
+    CHECK(x.find("hepd_hep_dropped_packets_total").size() == 5);
+    CHECK(x.find("hepd_hep_timestamp_fixups_total").size() == 6);
+    CHECK(x.find("hepd_hep_packets_total").size() == 6);  // agent "other" only
+    CHECK(x.at("hepd_hep_packets_total", {{"payload_type", "qos"}, {"agent", "other"}}) == 0);
+    CHECK(x.find("hepd_rtcp_reports_total").size() == 3);
+    CHECK(x.find("hepd_table_evictions_total").size() == 5);
+    CHECK(x.find("hepd_rtp_parse_errors_total").size() == 8);
+    CHECK(x.find("hepd_sip_parse_errors_total").size() == 11);
+    CHECK(x.find("hepd_sip_retransmissions_total").size() == 15);
+    CHECK(x.at("hepd_sip_retransmissions_total", {{"method", "other"}}) == 0);
+    // Large label spaces: only what was seen; the family is still declared.
+    for (const char* name : {"hepd_sip_requests_total", "hepd_sip_responses_total", "hepd_sip_q850_causes_total",
+                             "hepd_sip_transactions_total", "hepd_shard_queue_depth", "hepd_shard_datagrams_total"}) {
+        INFO(name);
+        CHECK(x.types.count(name) == 1);
+        CHECK(x.find(name).empty());
+    }
+    CHECK(x.at("hepd_build_info", {{"version", metrics::this_build().version}, {"commit", metrics::this_build().commit}}) == 1);
+    CHECK(test::check_histograms(x) == 7);  // every histogram but the per-method transaction delay
+    test::check_label_hygiene(x, 0);
+}
+
+TEST_CASE("the agent label: names by index, unnamed indices count as other", "[export][agents]") {
+    shard::ShardWorker worker{shard::ShardConfig{}};
+    // agent index -> requests sent: 0 and the unnamed 5 and 31 are all "other".
+    const std::vector<std::pair<std::uint16_t, int>> sent{{0, 2}, {1, 3}, {5, 4}, {31, 1}};
+    int n = 0;
+    for (const auto& [agent, count] : sent)
+        for (int i = 0; i < count; ++i, ++n) send_sip(worker, options_request(n), agent, 1'000'000 + n);
+
+    metrics::CollectorOptions o;
+    o.agent_names = {"other", "edge", "core"};
+    metrics::Collector collector(o);
+    collector.add_shard(worker);
+    const Exposition x = to_exposition(collector.Collect());
+    CHECK(x.at("hepd_sip_requests_total", {{"method", "OPTIONS"}, {"agent", "other"}}) == 2 + 4 + 1);
+    CHECK(x.at("hepd_sip_requests_total", {{"method", "OPTIONS"}, {"agent", "edge"}}) == 3);
+    CHECK(!x.value("hepd_sip_requests_total", {{"method", "OPTIONS"}, {"agent", "core"}}));  // never seen
+    CHECK(x.find("hepd_sip_requests_total").size() == 2);
+    CHECK(x.at("hepd_sip_transactions_started_total", {{"method", "OPTIONS"}}) == 10);
+    CHECK(x.at("hepd_sip_transactions_active", {{"state", "pending"}}) == 10);
+    CHECK(x.find("hepd_sip_transactions_total").empty());  // none answered
+    CHECK(x.find("hepd_sip_transaction_delay_seconds_count").empty());
+    CHECK(x.at("hepd_shard_datagrams_total", {{"shard", "0"}, {"kind", "sip"}}) == 10);
+    CHECK(x.find("hepd_shard_datagrams_total").size() == 7);
+
+    // A message that does not parse is a reason, never a label made of its text.
+    send_sip(worker, "GARBAGE\r\n\r\n", 1, 2'000'000);
+    const Exposition y = to_exposition(collector.Collect());
+    CHECK(y.at("hepd_sip_parse_errors_total", {{"reason", "bad_start_line"}}) == 1);
+    CHECK(y.sum("hepd_sip_parse_errors_total") == 1);
+    test::check_label_hygiene(y, 1);
+}
+
+TEST_CASE("shards merge by summing: every series of two shards is the sum of each", "[export][collector][merge]") {
+    shard::ShardWorker a{shard::ShardConfig{}};
+    shard::ShardWorker b{shard::ShardConfig{}};
+    gen::CorpusOptions oa;
+    oa.calls = 30;
+    oa.media_seconds = 0.4;
+    oa.loss_percent = 5;
+    oa.duplicate_percent = 2;
+    oa.failed_percent = 20;
+    oa.cancelled_percent = 10;
+    gen::CorpusOptions ob = oa;
+    ob.calls = 17;
+    ob.seed = 7;
+    ob.failed_percent = 40;
+    const auto ta = feed(a, oa);
+    const auto tb = feed(b, ob);
+
+    metrics::Collector only_a;
+    only_a.add_shard(a);
+    metrics::Collector only_b;
+    only_b.add_shard(b);
+    metrics::Collector both;
+    both.add_shard(a);
+    both.add_shard(b);
+    const Exposition xa = to_exposition(only_a.Collect());
+    const Exposition xb = to_exposition(only_b.Collect());
+    const Exposition xab = to_exposition(both.Collect());
+
+    // Spot checks against the generator first: the property below must not hold vacuously.
+    CHECK(xa.at("hepd_rtp_packets_total") == static_cast<double>(ta.rtp_packets));
+    CHECK(xb.at("hepd_rtp_packets_total") == static_cast<double>(tb.rtp_packets));
+    CHECK(xab.at("hepd_rtp_packets_total") == static_cast<double>(ta.rtp_packets + tb.rtp_packets));
+    CHECK(xab.at("hepd_dialogs_created_total") == oa.calls + ob.calls);
+    CHECK(xab.at("hepd_dialog_pdd_seconds_count") == oa.calls + ob.calls);
+    CHECK(xab.at("hepd_sip_requests_total", {{"method", "INVITE"}, {"agent", "other"}}) == oa.calls + ob.calls);
+
+    // The shard label names the registration index, so per-shard series are compared apart.
+    auto per_shard = [](const std::string& name) { return name.rfind("hepd_shard_datagrams_total", 0) == 0; };
+    std::set<std::pair<std::string, test::Labels>> keys;
+    for (const auto* x : {&xa, &xb, &xab})
+        for (const auto& s : x->samples) keys.emplace(s.name, s.labels);
+    std::size_t compared = 0;
+    std::size_t nonzero = 0;
+    for (const auto& [name, labels] : keys) {
+        if (name == "hepd_build_info" || per_shard(name)) continue;
+        INFO(name);
+        const double va = xa.value(name, labels).value_or(0);
+        const double vb = xb.value(name, labels).value_or(0);
+        const auto vab = xab.value(name, labels);
+        REQUIRE(vab);  // a series of either shard is a series of both
+        if (name.size() > 4 && name.compare(name.size() - 4, 4, "_sum") == 0)
+            CHECK(*vab == Approx(va + vb).margin(1e-5));
+        else
+            CHECK(*vab == va + vb);
+        ++compared;
+        nonzero += *vab != 0 ? 1 : 0;
+    }
+    CHECK(compared > 250);
+    CHECK(nonzero > 60);
+    for (const char* kind : {"sip", "rtp"}) {
+        CHECK(xab.at("hepd_shard_datagrams_total", {{"shard", "0"}, {"kind", kind}}) ==
+              xa.at("hepd_shard_datagrams_total", {{"shard", "0"}, {"kind", kind}}));
+        CHECK(xab.at("hepd_shard_datagrams_total", {{"shard", "1"}, {"kind", kind}}) ==
+              xb.at("hepd_shard_datagrams_total", {{"shard", "0"}, {"kind", kind}}));
+    }
+    test::check_histograms(xab);
+    test::check_label_hygiene(xab, 2);
+}

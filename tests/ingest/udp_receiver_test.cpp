@@ -1,0 +1,276 @@
+// HEP over UDP on real loopback sockets (port 0). Every exchange is bounded in count and time;
+// the receive threads are stopped by the test. Clocks are ManualClocks that nobody advances while
+// the threads run, so rate limits give exact counts.
+#include "ingest/udp_receiver.hpp"
+
+#include "hep_message.hpp"
+#include "ingest_support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace hepd;
+using namespace hepd::ingest;
+using hepd::test::CollectingSink;
+using hepd::test::ip;
+using hepd::test::UdpSender;
+namespace asio = boost::asio;
+
+namespace {
+
+const Timestamp kWall = Timestamp::from_parts(1'700'000'100, 0);
+
+class UdpRig {
+public:
+    UdpRig(IngestPolicy policy, const IpAddress& host, std::size_t threads)
+        : steady_(Timestamp{0}), wall_(kWall), control_(std::move(policy), steady_) {
+        UdpOptions o;
+        o.listen = Endpoint{host, 0};
+        o.threads = threads;
+        o.batch_size = 64;
+        o.receive_buffer_bytes = 4u << 20;
+        receiver_ = std::make_unique<UdpReceiver>(
+            o, control_, IngestPathOptions{},
+            [this](std::size_t) -> DatagramSink& { return *sinks_.emplace_back(std::make_unique<CollectingSink>()); },
+            wall_);
+        receiver_->start();
+    }
+
+    UdpReceiver& receiver() { return *receiver_; }
+    IngestControl& control() { return control_; }
+    Endpoint at() const { return receiver_->local_endpoint(); }
+    IntakeStats merged() const { return receiver_->merged_stats(); }
+    bool wait_received(std::uint64_t n) {
+        return test::wait_until([&] { return receiver_->merged_stats().received() >= n; });
+    }
+    // Stops the threads; the sinks may be read afterwards.
+    const std::vector<std::unique_ptr<CollectingSink>>& stop() {
+        receiver_->stop();
+        return sinks_;
+    }
+    void check_invariants() const {
+        for (std::size_t i = 0; i < receiver_->threads(); ++i) {
+            const auto& s = receiver_->path(i).stats();
+            INFO("thread " << i);
+            CHECK(s.received() == s.accepted() + s.dropped_total());
+        }
+        const auto m = merged();
+        CHECK(m.received() == m.accepted() + m.dropped_total());
+    }
+
+private:
+    ManualClock steady_;
+    ManualClock wall_;
+    IngestControl control_;
+    std::vector<std::unique_ptr<CollectingSink>> sinks_;
+    std::unique_ptr<UdpReceiver> receiver_;
+};
+
+std::vector<std::uint8_t> numbered(std::uint32_t n) {
+    auto m = test::sip_message(test::kOptions);
+    m.capture_id = n;
+    return test::encode(m);
+}
+
+} // namespace
+
+TEST_CASE("recvmmsg: 1,000 waiting datagrams come back in batches of 64, in order", "[ingest][net][udp]") {
+    asio::io_context io;
+    UdpBatchSocket socket(io, Endpoint{ip("127.0.0.1"), 0}, false, 4u << 20, 64);
+    const Endpoint at = socket.local_endpoint();
+    REQUIRE(at.port != 0);
+    asio::ip::udp::socket sender(io);
+    sender.open(asio::ip::udp::v4());
+    sender.bind({asio::ip::make_address("127.0.0.1"), 0});
+    const std::uint16_t sender_port = sender.local_endpoint().port();
+    std::vector<std::vector<std::uint8_t>> sent;
+    for (std::uint32_t i = 0; i < 1000; ++i) {
+        sent.push_back(numbered(i));
+        sender.send_to(asio::buffer(sent.back()), asio::ip::udp::endpoint(to_asio(at.address), at.port));
+    }
+
+    std::size_t total = 0;
+    std::vector<std::size_t> sizes;
+    for (int call = 0; call < 100 && total < 1000; ++call) {
+        const auto batch = socket.receive();
+        if (batch.empty()) break;
+        sizes.push_back(batch.size());
+        for (const auto& p : batch) {
+            REQUIRE(total < sent.size());
+            CHECK(std::vector<std::uint8_t>(p.bytes.begin(), p.bytes.end()) == sent[total]);
+            CHECK(p.from == (Endpoint{ip("127.0.0.1"), sender_port}));
+            ++total;
+        }
+    }
+    CHECK(socket.receive().empty());
+    CHECK(total == 1000);
+    REQUIRE(sizes.size() == 16);  // 15 x 64 + 40
+    for (std::size_t i = 0; i < 15; ++i) CHECK(sizes[i] == 64);
+    CHECK(sizes[15] == 40);
+    CHECK(socket.stats().batches == 16);
+    CHECK(socket.stats().kernel_drops == 0);
+    CHECK(socket.stats().receive_errors == 0);
+    CHECK(socket.stats().truncated == 0);
+}
+
+TEST_CASE("kernel drops on an overflowing socket are counted from SO_RXQ_OVFL", "[ingest][net][udp]") {
+    asio::io_context io;
+    UdpBatchSocket socket(io, Endpoint{ip("127.0.0.1"), 0}, false, 4096, 64);
+    if (!socket.counts_kernel_drops()) {
+        WARN("SO_RXQ_OVFL is not available here; kernel drop counting not tested");
+        return;
+    }
+    const Endpoint at = socket.local_endpoint();
+    UdpSender sender(io, ip("127.0.0.1"), at);
+    const auto bytes = test::encode(test::sip_message(test::kOptions));
+    constexpr std::uint64_t kBurst = 300;  // nobody reads: a few fit, the kernel drops the rest
+    for (std::uint64_t i = 0; i < kBurst; ++i) sender.send(bytes);
+
+    std::uint64_t got = 0;
+    for (auto batch = socket.receive(); !batch.empty(); batch = socket.receive()) got += batch.size();
+    REQUIRE(got > 0);
+    REQUIRE(got < kBurst);
+    // The count rides on datagrams queued after the drops: one more datagram brings it.
+    sender.send(bytes);
+    std::uint64_t late = 0;
+    REQUIRE(test::wait_until([&] {
+        late += socket.receive().size();
+        return late == 1;
+    }));
+    if (socket.stats().kernel_drops == 0) {
+        WARN("the kernel reported no drops through SO_RXQ_OVFL; not tested further");
+        return;
+    }
+    CHECK(socket.stats().kernel_drops == kBurst - got);
+}
+
+TEST_CASE("two receive threads on SO_REUSEPORT sockets share a port (IPv4 and IPv6)", "[ingest][net][udp]") {
+    std::vector<std::string> hosts{"127.0.0.1"};
+    if (test::ipv6_loopback_available()) {
+        hosts.emplace_back("::1");
+    } else {
+        WARN("no IPv6 loopback here; the IPv6 case is skipped");
+    }
+    for (const auto& host : hosts) {
+        INFO(host);
+        UdpRig rig(IngestPolicy{}, ip(host), 2);
+        REQUIRE(rig.receiver().threads() == 2);
+        asio::io_context io;
+        // 32 senders (32 source ports): the kernel spreads them over both sockets by hash.
+        std::vector<std::unique_ptr<UdpSender>> senders;
+        for (int i = 0; i < 32; ++i) senders.push_back(std::make_unique<UdpSender>(io, ip(host), rig.at()));
+        std::vector<std::vector<std::uint8_t>> sent;
+        for (std::uint32_t i = 0; i < 1000; ++i) {
+            sent.push_back(numbered(i));
+            senders[i % senders.size()]->send(sent.back());
+        }
+        REQUIRE(rig.wait_received(1000));
+        const auto& sinks = rig.stop();
+        const auto m = rig.merged();
+        CHECK(m.received() == 1000);
+        CHECK(m.accepted() == 1000);
+        CHECK(m.packets[0][2] == 1000);
+        CHECK(rig.receiver().kernel_drops() == 0);
+        CHECK(rig.receiver().path(0).stats().received() > 0);
+        CHECK(rig.receiver().path(1).stats().received() > 0);
+        rig.check_invariants();
+
+        std::vector<int> seen(1000, 0);
+        for (const auto& sink : sinks)
+            for (const auto& d : sink->got) {
+                REQUIRE(d.capture_id < 1000);
+                ++seen[d.capture_id];
+                CHECK(d.payload == test::kOptions);
+            }
+        for (std::size_t i = 0; i < seen.size(); ++i) {
+            INFO("datagram " << i);
+            CHECK(seen[i] == 1);
+        }
+    }
+}
+
+TEST_CASE("admission over real sockets", "[ingest][net][udp]") {
+    asio::io_context io;
+    const auto bytes = test::encode(test::sip_message(test::kOptions));
+    const auto sip = static_cast<std::size_t>(hep::PayloadClass::sip);
+
+    SECTION("global limit with a frozen clock: exactly the burst passes, over both threads") {
+        IngestPolicy policy;
+        policy.limits = RateLimits{1, 100, 0, 0};
+        UdpRig rig(std::move(policy), ip("127.0.0.1"), 2);
+        std::vector<std::unique_ptr<UdpSender>> senders;
+        for (int i = 0; i < 16; ++i) senders.push_back(std::make_unique<UdpSender>(io, ip("127.0.0.1"), rig.at()));
+        for (int i = 0; i < 320; ++i) senders[static_cast<std::size_t>(i) % senders.size()]->send(bytes);
+        REQUIRE(rig.wait_received(320));
+        rig.stop();
+        const auto m = rig.merged();
+        CHECK(m.accepted() == 100);
+        CHECK(m.drops(DropReason::rate_limit) == 220);
+        rig.check_invariants();
+    }
+    SECTION("per-sender limit: a noisy sender does not crowd out a quiet one") {
+        IngestPolicy policy;
+        policy.limits = RateLimits{0, 0, 1, 50};
+        policy.agents = AgentMap({AgentRule::by_source("quiet", *Prefix::parse("127.0.0.1")),
+                                  AgentRule::by_source("noisy", *Prefix::parse("127.0.0.2"))});
+        UdpRig rig(std::move(policy), ip("127.0.0.1"), 2);
+        UdpSender quiet(io, ip("127.0.0.1"), rig.at());
+        UdpSender noisy(io, ip("127.0.0.2"), rig.at());
+        for (int i = 0; i < 500; ++i) {
+            noisy.send(bytes);
+            if (i % 25 == 0) quiet.send(bytes);  // 20 in all
+        }
+        REQUIRE(rig.wait_received(520));
+        rig.stop();
+        const auto m = rig.merged();
+        CHECK(m.by_type[sip][1] == 20);
+        CHECK(m.by_type[sip][2] == 50);
+        CHECK(m.drops(DropReason::rate_limit) == 450);
+        rig.check_invariants();
+    }
+    SECTION("allow list refuses a sender outside it, and a reload lets it in") {
+        IngestPolicy policy;
+        policy.allow = AllowList({*Prefix::parse("127.0.0.1/32")});
+        UdpRig rig(std::move(policy), ip("127.0.0.1"), 1);
+        UdpSender inside(io, ip("127.0.0.1"), rig.at());
+        UdpSender outside(io, ip("127.0.0.2"), rig.at());
+        for (int i = 0; i < 30; ++i) outside.send(bytes);
+        for (int i = 0; i < 10; ++i) inside.send(bytes);
+        REQUIRE(rig.wait_received(40));
+        CHECK(rig.merged().drops(DropReason::not_allowed) == 30);
+        CHECK(rig.merged().accepted() == 10);
+
+        rig.control().update(IngestPolicy{});  // SIGHUP: allow everyone
+        for (int i = 0; i < 10; ++i) outside.send(bytes);
+        REQUIRE(rig.wait_received(50));
+        rig.stop();
+        CHECK(rig.merged().drops(DropReason::not_allowed) == 30);
+        CHECK(rig.merged().accepted() == 20);
+        rig.check_invariants();
+    }
+    SECTION("auth key") {
+        IngestPolicy policy;
+        policy.auth_key = "s3cret";
+        UdpRig rig(std::move(policy), ip("127.0.0.1"), 1);
+        auto m = test::sip_message(test::kOptions);
+        const auto none = test::encode(m);
+        m.auth_key = as_bytes("s3cret");
+        m.mark(hep::Field::auth_key);
+        const auto right = test::encode(m);
+        m.auth_key = as_bytes("s3cre7");
+        const auto wrong = test::encode(m);
+        UdpSender sender(io, ip("127.0.0.1"), rig.at());
+        for (int i = 0; i < 10; ++i) sender.send(right);
+        for (int i = 0; i < 5; ++i) sender.send(wrong);
+        for (int i = 0; i < 5; ++i) sender.send(none);
+        REQUIRE(rig.wait_received(20));
+        const auto& sinks = rig.stop();
+        CHECK(rig.merged().accepted() == 10);
+        CHECK(rig.merged().drops(DropReason::auth) == 10);
+        CHECK(sinks[0]->got.size() == 10);
+        rig.check_invariants();
+    }
+}

@@ -1,0 +1,196 @@
+#pragma once
+// Records with a distinct, non-default value in every field, so that a mapping that drops or
+// swaps any field shows in a round trip.
+#include "snapshot/records.hpp"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace hepd::snapshot::test {
+
+inline hepd::Endpoint ep(const char* text) {
+    return *parse_endpoint(text);
+}
+
+inline DialogRecord sample_dialog(const std::string& call_id = "a84b4c76e66710@pc33.atlanta.example.com") {
+    DialogRecord r;
+    r.call_id = call_id;
+    r.from_tag = "1928301774";
+    sip::Dialog& d = r.dialog;
+    d.invite_time = Timestamp{1'700'000'000'000'001};
+    d.trying_time = Timestamp{1'700'000'000'005'002};
+    d.ringing_time = Timestamp{1'700'000'000'080'003};
+    d.answer_time = Timestamp{1'700'000'000'480'004};
+    d.ack_time = Timestamp{1'700'000'000'495'005};
+    d.cancel_time = Timestamp{1'700'000'000'500'006};
+    d.bye_time = Timestamp{1'700'000'002'540'007};
+    d.bye_answer_time = Timestamp{1'700'000'002'548'008};
+    d.end_time = Timestamp{1'700'000'002'540'009};
+    d.last_activity = Timestamp{1'700'000'002'548'010};
+    d.deadline = Timestamp{1'700'000'034'540'011};
+    d.caller = ep("192.0.2.10:5060");
+    d.callee = ep("[2001:db8::1]:5080");
+    d.hops = {0x11111111U, 0x22222222U, 0x33333333U, 0x44444444U};
+    d.fork_tags = {0xa1U, 0xa2U, 0xa3U, 0xa4U};
+    d.confirmed_tag = 0xa2U;
+    d.recent.slots = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    d.recent.next = 5;
+    d.invite_cseq = 314159;
+    d.reinvite_cseq = {314160, 77};
+    d.final_status = 200;
+    d.pending_status = 407;
+    d.bye_status = 481;
+    d.q850_cause = 16;
+    d.pending_q850 = 21;
+    d.retransmissions = 65535;
+    d.reinvites = 3;
+    d.hop_count = 5;
+    d.fork_count = 6;
+    d.agent = 31;
+    d.state = sip::DialogState::terminated;
+    d.hangup = sip::Party::callee;
+    d.cancel_seen = true;
+    d.q850_counted = true;
+    const std::string ua = "Asterisk PBX 18.20.0-1~deb12u1 x";  // 32 octets: exactly the cap
+    std::copy(ua.begin(), ua.end(), d.user_agent.begin());
+    d.user_agent_size = static_cast<std::uint8_t>(ua.size());
+    return r;
+}
+
+inline TransactionRecord sample_transaction(const std::string& call_id = "reg-843817637684230@998sdasdh09") {
+    TransactionRecord r;
+    r.key.call_id = call_id;
+    r.key.cseq = 1826;
+    r.key.method = sip::Method::register_;
+    sip::Transaction& t = r.transaction;
+    t.request_time = Timestamp{1'700'000'100'000'001};
+    t.provisional_time = Timestamp{1'700'000'100'010'002};
+    t.final_time = Timestamp{1'700'000'100'020'003};
+    t.last_activity = Timestamp{1'700'000'100'030'004};
+    t.deadline = Timestamp{1'700'000'132'020'005};
+    t.hops = {0xdeadbeefU, 0xfeedfaceU};
+    t.recent.slots = {91, 92, 93, 94, 95, 96};
+    t.recent.next = 4;
+    t.final_status = 401;
+    t.retransmissions = 9;
+    t.method = sip::Method::register_;
+    t.state = sip::TransactionState::completed;
+    t.agent = 7;
+    t.hop_count = 3;
+    return r;
+}
+
+inline StreamRecord sample_stream(const char* dst = "198.51.100.20:30000") {
+    StreamRecord r;
+    r.key.src = ep("[2001:db8::20]:40002");
+    r.key.dst = ep(dst);
+    r.key.ssrc = 0x9abcdef0U;
+    rtp::Stream& s = r.stream;
+    s.first = Timestamp{1'700'000'000'520'000};
+    s.last = Timestamp{1'700'000'001'520'001};
+    s.last_voice_arrival_us = 1'700'000'001'500'002;
+    s.bytes = 0x1'0000'0003ULL;
+    rtp::SequenceTracker& q = s.sequence;
+    q.window_low = 0xfedcba9876543210ULL;
+    q.window_high = 0x0123456789abcdefULL;
+    q.cycles = 3U << 16;
+    q.received = 401;
+    q.prior_expected = 402;
+    q.prior_received = 403;
+    q.gaps = 404;
+    q.base_seq = 65500;
+    q.max_seq = 406;
+    q.bad_seq = 407;
+    q.restarts = 408;
+    q.probation = 1;
+    q.started = true;
+    q.validated = true;
+    q.has_bad_seq = true;
+    s.last_voice_timestamp = 0xcafebabeU;
+    s.max_gap_us = 60'001;
+    s.packets = 501;
+    s.event_packets = 12;
+    s.comfort_noise_packets = 13;
+    s.markers = 14;
+    s.duplicates = 15;
+    s.out_of_order = 16;
+    s.jitter = {rtp::JitterEstimate{125.5F, 900.25F}, rtp::JitterEstimate{62.75F, 450.125F},
+                rtp::JitterEstimate{20.5F, 150.0625F}, rtp::JitterEstimate{11.25F, 83.5F}};
+    rtp::ReceiverView& v = s.receiver;
+    v.jitter = 88;
+    v.rtt_us = 41'000;
+    v.cumulative_lost = -2;
+    v.reports = 17;
+    v.xr_reports = 18;
+    v.xr_round_trip_ms = 19;
+    v.fraction_lost = 20;
+    v.xr_loss_rate = 21;
+    v.xr_discard_rate = 22;
+    v.xr_r_factor = 93;
+    v.xr_mos_lq_x10 = 43;
+    v.xr_mos_cq_x10 = 42;
+    s.payload_type_changes = 2;
+    s.voice_payload_type = 111;
+    s.dynamic_payload_type = 111;
+    s.flags = rtp::Stream::kHasVoiceReference | rtp::Stream::kCandidateClocks;
+    return r;
+}
+
+inline BindingRecord sample_binding(const char* media = "198.51.100.20:30000") {
+    BindingRecord r;
+    r.media = ep(media);
+    rtp::Binding& b = r.binding;
+    b.call_id = "a84b4c76e66710@pc33.atlanta.example.com";
+    b.time = Timestamp{1'700'000'000'480'004};
+    b.codec_count = 8;
+    b.payload_types = {0, 8, 9, 18, 101, 111, 13, 96};
+    b.codecs = {rtp::Codec::pcmu,
+                rtp::Codec::pcma,
+                rtp::Codec::g722,
+                rtp::Codec::g729,
+                rtp::Codec::telephone_event,
+                rtp::Codec::opus,
+                rtp::Codec::comfort_noise,
+                rtp::Codec::other};
+    // Codes of rtp::kClockRates: 8000, 8000, 8000, 8000, 8000, 48000, unlisted, 90000.
+    b.clocks = {1, 1, 1, 1, 1, 9, rtp::kUnlistedClock, 10};
+    r.waiting = true;
+    return r;
+}
+
+inline ReportedRecord sample_reported(const std::string& call_id = "rtpengine-7f1a@10.0.0.9") {
+    ReportedRecord r;
+    r.key.call_id = call_id;
+    r.key.ssrc = 0x01020304U;
+    r.stream.reporter_ssrc = 0x05060708U;
+    r.stream.first = Timestamp{1'700'000'005'000'001};
+    r.stream.last = Timestamp{1'700'000'010'000'002};
+    rtp::ReceiverView& v = r.stream.view;
+    v.jitter = 31;
+    v.rtt_us = 32'000;
+    v.cumulative_lost = 33;
+    v.reports = 34;
+    v.xr_reports = 35;
+    v.xr_round_trip_ms = 36;
+    v.fraction_lost = 37;
+    v.xr_loss_rate = 38;
+    v.xr_discard_rate = 39;
+    v.xr_r_factor = 80;
+    v.xr_mos_lq_x10 = 41;
+    v.xr_mos_cq_x10 = 40;
+    return r;
+}
+
+inline ShardImage sample_image() {
+    ShardImage image;
+    image.dialogs.push_back(sample_dialog());
+    image.transactions.push_back(sample_transaction());
+    image.streams.push_back(sample_stream());
+    image.bindings.push_back(sample_binding());
+    image.reported_streams.push_back(sample_reported());
+    return image;
+}
+
+}  // namespace hepd::snapshot::test
