@@ -34,6 +34,7 @@ Usage:
                                  --json writes it as JSON (- for stdout)
   hepd check-config FILE [--print]
                                  validate FILE; --print shows the effective configuration
+  hepd snapshot show FILE        print a snapshot (dialogs and streams in progress) as JSON
   hepd --version | --help
 
 Options (each overrides the configuration file):
@@ -60,6 +61,12 @@ CommandLine parse_command_line(int argc, char** argv) {
         return std::string(args[++i]);
     };
 
+    if (!args.empty() && args[0] == "snapshot") {
+        if (args.size() != 3 || args[1] != "show") throw UsageError("usage: hepd snapshot show FILE");
+        cl.verb = Verb::snapshot_show;
+        cl.snapshot_path = args[2];
+        return cl;
+    }
     if (!args.empty() && args[0] == "check-config") {
         cl.verb = Verb::check_config;
         for (i = 1; i < args.size(); ++i) {

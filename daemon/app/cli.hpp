@@ -8,7 +8,7 @@
 
 namespace hepd::app {
 
-enum class Verb { daemon, check_config, pcap, help, version };
+enum class Verb { daemon, check_config, pcap, snapshot_show, help, version };
 
 struct Override {
     std::string flag;   // as typed, for error messages
@@ -19,6 +19,7 @@ struct Override {
 struct CommandLine {
     Verb verb = Verb::daemon;
     std::string config_path;                                 // --config, or check-config's FILE
+    std::string snapshot_path;                               // snapshot show FILE
     bool print_config = false;                               // check-config --print
     std::vector<Override> overrides;  // in command-line order
     // pcap verb

@@ -15,7 +15,7 @@ cleanup() {
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
     pkill -f "kamailio -f $WORK" 2>/dev/null || true
     sleep 0.2
-    rm -rf "$WORK"
+    [ -n "${KEEP_WORK:-}" ] && echo "kept $WORK" || rm -rf "$WORK"
 }
 trap cleanup EXIT
 
@@ -55,6 +55,7 @@ timeout 60 sipp -sn uac "127.0.0.1:$KAM_PORT" -s 1000 -m "$COMPLETED" -r 5 -d 10
 timeout 60 sipp -sf "$HERE/uac_busy.xml" "127.0.0.1:$KAM_PORT" -s busy -m "$BUSY" -r 5 -i 127.0.0.1 \
     -p "$UAC_PORT" -nostdin -trace_stat -stf "$WORK/busy_uac.csv" >"$WORK/busy_uac.log" 2>&1 || true
 sleep 2
+curl -s "http://127.0.0.1:$METRICS_PORT/metrics" > "$WORK/metrics.txt" 2>/dev/null || true
 
 status=0
 python3 - "$METRICS_PORT" "$WORK/uac.csv" "$WORK/busy_uac.csv" "$COMPLETED" "$BUSY" <<'PY' || status=1
@@ -76,7 +77,7 @@ def metric(name, **labels):
     for line in text.splitlines():
         if not line.startswith(name + "{") and not line.startswith(name + " "):
             continue
-        m = re.match(r'([a-z_]+)(\{(.*)\})? ([0-9.e+-]+|NaN)$', line)
+        m = re.match(r'([a-zA-Z0-9_:]+)(\{(.*)\})? ([0-9.e+-]+|NaN)$', line)
         if not m or m.group(1) != name:
             continue
         got = dict(re.findall(r'(\w+)="([^"]*)"', m.group(3) or ""))

@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""The daemon end to end over loopback: HEP in over UDP and TCP, a real Prometheus scrape,
+SIGTERM with a final snapshot, a restart that restores the call in progress (which then completes
+correctly), SIGHUP, and a corrupt snapshot refused at start-up. Bounded: every wait has a deadline.
+
+  daemon_lifecycle_test.py HEPD_BINARY
+"""
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HEPD = sys.argv[1]
+failures = []
+
+
+def check(what, got, want):
+    ok = got == want
+    print(("ok  " if ok else "BAD ") + f"{what}: {got!r} (expected {want!r})")
+    if not ok:
+        failures.append(what)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def chunk(t, value):
+    return struct.pack("!HHH", 0, t, 6 + len(value)) + value
+
+
+def hep3(sip, ts, src=("10.0.0.1", 5060), dst=("10.0.0.2", 5060), capture_id=7):
+    """A HEPv3 message as Kamailio's siptrace writes it."""
+    body = b"".join([
+        chunk(1, b"\x02"), chunk(2, b"\x11"),
+        chunk(3, socket.inet_aton(src[0])), chunk(4, socket.inet_aton(dst[0])),
+        chunk(7, struct.pack("!H", src[1])), chunk(8, struct.pack("!H", dst[1])),
+        chunk(9, struct.pack("!I", int(ts))), chunk(10, struct.pack("!I", int((ts % 1) * 1e6))),
+        chunk(11, b"\x01"), chunk(12, struct.pack("!I", capture_id)), chunk(15, sip.encode()),
+    ])
+    return b"HEP3" + struct.pack("!H", 6 + len(body)) + body
+
+
+def sip(kind, call_id):
+    common = (f"Via: SIP/2.0/UDP 10.0.0.1:5060;branch=z9hG4bK-{call_id}-{kind}\r\n"
+              f"From: <sip:alice@a>;tag=ft-{call_id}\r\n"
+              f"To: <sip:bob@b>{';tag=tt-' + call_id if kind not in ('INVITE',) else ''}\r\n"
+              f"Call-ID: {call_id}\r\n")
+    if kind == "INVITE":
+        return f"INVITE sip:bob@10.0.0.2 SIP/2.0\r\n{common}CSeq: 1 INVITE\r\nContent-Length: 0\r\n\r\n"
+    if kind == "180":
+        return f"SIP/2.0 180 Ringing\r\n{common}CSeq: 1 INVITE\r\nContent-Length: 0\r\n\r\n"
+    if kind == "200":
+        return f"SIP/2.0 200 OK\r\n{common}CSeq: 1 INVITE\r\nContent-Length: 0\r\n\r\n"
+    if kind == "ACK":
+        return f"ACK sip:bob@10.0.0.2 SIP/2.0\r\n{common}CSeq: 1 ACK\r\nContent-Length: 0\r\n\r\n"
+    if kind == "BYE":
+        return f"BYE sip:bob@10.0.0.2 SIP/2.0\r\n{common}CSeq: 2 BYE\r\nContent-Length: 0\r\n\r\n"
+    if kind == "200BYE":
+        return f"SIP/2.0 200 OK\r\n{common}CSeq: 2 BYE\r\nContent-Length: 0\r\n\r\n"
+    raise ValueError(kind)
+
+
+class Daemon:
+    def __init__(self, state, hep_port, metrics_port, extra=()):
+        self.log = open(os.path.join(state, "..", f"hepd-{time.time_ns()}.log"), "w+")
+        self.proc = subprocess.Popen([HEPD, "--hep-listen", f"127.0.0.1:{hep_port}", "--metrics-listen",
+                                      f"127.0.0.1:{metrics_port}", "--state-dir", state, "--cores", "2", *extra],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        self.metrics_port = metrics_port
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                self.scrape()
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError("hepd did not start:\n" + self.text())
+
+    def scrape(self):
+        return urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=2).read().decode()
+
+    def metric(self, name, **labels):
+        total = 0.0
+        for line in self.scrape().splitlines():
+            m = re.match(r'([a-zA-Z0-9_:]+)(\{(.*)\})? ([0-9.e+-]+)$', line)
+            if not m or m.group(1) != name:
+                continue
+            got = dict(re.findall(r'(\w+)="([^"]*)"', m.group(3) or ""))
+            if all(got.get(k) == v for k, v in labels.items()):
+                total += float(m.group(4))
+        return total
+
+    def wait_metric(self, want, name, **labels):
+        deadline = time.time() + 5
+        while time.time() < deadline and self.metric(name, **labels) != want:
+            time.sleep(0.05)
+        return self.metric(name, **labels)
+
+    def stop(self, sig=signal.SIGTERM):
+        t0 = time.time()
+        self.proc.send_signal(sig)
+        try:
+            rc = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = "killed"
+        return rc, time.time() - t0
+
+    def text(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="hepd-lifecycle.")
+    state = os.path.join(work, "state")
+    os.makedirs(state)
+    hep_port, metrics_port = free_port(), free_port()
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    now = time.time()
+    try:
+        d = Daemon(state, hep_port, metrics_port)
+        # A call up to its answer over UDP; a second one entirely over TCP, two frames per write.
+        for i, kind in enumerate(["INVITE", "180", "200", "ACK"]):
+            udp.sendto(hep3(sip(kind, "call-restart"), now + i * 0.5), ("127.0.0.1", hep_port))
+        tcp = socket.create_connection(("127.0.0.1", hep_port), timeout=5)
+        msgs = [hep3(sip(k, "call-tcp"), now + i * 0.5) for i, k in enumerate(["INVITE", "180", "200", "ACK", "BYE", "200BYE"])]
+        tcp.sendall(msgs[0] + msgs[1])
+        tcp.sendall(msgs[2][:10])
+        time.sleep(0.05)
+        tcp.sendall(msgs[2][10:] + msgs[3] + msgs[4] + msgs[5])
+        check("TCP call completed", d.wait_metric(1, "hepd_dialogs_finished_total", outcome="completed"), 1)
+        check("UDP call confirmed", d.wait_metric(1, "hepd_dialogs_active", state="confirmed"), 1)
+        check("HEP received over UDP", d.metric("hepd_hep_received_packets_total", transport="udp", version="3"), 4)
+        check("HEP received over TCP", d.metric("hepd_hep_received_packets_total", transport="tcp", version="3"), 6)
+        tcp.close()
+
+        d.send_hup = d.proc.send_signal(signal.SIGHUP)
+        time.sleep(0.3)
+        check("alive after SIGHUP", d.proc.poll(), None)
+
+        rc, took = d.stop()
+        check("exit status after SIGTERM", rc, 0)
+        check("stopped within 5 s", took < 5, True)
+        check("snapshot written", os.path.exists(os.path.join(state, "hepd.snapshot")), True)
+
+        # Restart: the confirmed call is restored and completes with the right duration.
+        d = Daemon(state, hep_port, metrics_port)
+        check("restored call still confirmed", d.wait_metric(1, "hepd_dialogs_active", state="confirmed"), 1)
+        udp.sendto(hep3(sip("BYE", "call-restart"), now + 61.0), ("127.0.0.1", hep_port))
+        udp.sendto(hep3(sip("200BYE", "call-restart"), now + 61.1), ("127.0.0.1", hep_port))
+        check("restored call completed", d.wait_metric(1, "hepd_dialogs_finished_total", outcome="completed"), 1)
+        check("its duration (200 at +1 s, BYE at +61 s)", d.metric("hepd_dialog_duration_seconds_sum"), 60.0)
+        rc, _ = d.stop()
+        check("second exit status", rc, 0)
+
+        # A corrupt snapshot is refused with a clear line and the daemon starts empty.
+        path = os.path.join(state, "hepd.snapshot")
+        data = bytearray(open(path, "rb").read())
+        data[len(data) // 2] ^= 0xFF
+        open(path, "wb").write(data)
+        d = Daemon(state, hep_port, metrics_port)
+        check("corrupt snapshot: nothing restored", d.metric("hepd_dialogs_active"), 0)
+        check("corrupt snapshot: counted", d.metric("hepd_snapshot_failures_total") >= 1, True)
+        check("corrupt snapshot: logged", "refused" in d.text(), True)
+        d.stop()
+    finally:
+        udp.close()
+        if failures:
+            for f in sorted(os.listdir(work)):
+                if f.endswith(".log"):
+                    print(f"--- {f}\n" + open(os.path.join(work, f)).read()[-3000:])
+        shutil.rmtree(work, ignore_errors=True)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
