@@ -40,7 +40,7 @@ def timed(cmd, runs, env=None):
 
 def corpus(build, path, args):
     if not os.path.exists(path):
-        subprocess.run([os.path.join(build, "bench", "hepd_corpus"), path] + args, check=True,
+        subprocess.run([os.path.join(build, "bench", "gen", "hepd_corpus"), path] + args, check=True,
                        stdout=subprocess.DEVNULL)
     return path
 

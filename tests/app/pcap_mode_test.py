@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""`hepd pcap` end to end: generated captures must come out exactly as the generator says, with
+1 and with 2 shards; the real fixtures give the calls that are in them; a truncated file and a
+garbage file give a clear error, exit 65 and a report of what was read.
+
+  pcap_mode_test.py HEPD HEPD_CORPUS FIXTURES_DIR
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HEPD, CORPUS, FIXTURES = sys.argv[1:4]
+failures = []
+
+
+def check(what, got, want):
+    ok = got == want
+    shown = lambda v: (repr(v)[:100] + "...") if len(repr(v)) > 100 else repr(v)
+    print(("ok  " if ok else "BAD ") + f"{what}: {shown(got)} (expected {shown(want)})")
+    if not ok:
+        failures.append(what)
+
+
+def run_pcap(paths, cores):
+    p = subprocess.run([HEPD, "pcap", *paths, "--cores", str(cores), "--json", "-"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=120)
+    return p.returncode, json.loads(p.stdout), p.stderr.decode()
+
+
+work = tempfile.mkdtemp(prefix="hepd-pcap-test.")
+try:
+    # No duplicates here, so the receiver's count of lost packets equals the packets removed.
+    capture = os.path.join(work, "calls.pcap")
+    truth = json.loads(subprocess.run(
+        [CORPUS, capture, "--calls", "400", "--media-seconds", "1", "--loss", "4", "--reorder", "2", "--jitter-ms", "5",
+         "--failed", "10", "--cancelled", "5", "--interval-us", "5000"], stdout=subprocess.PIPE, check=True).stdout)
+    reports = {}
+    for cores in (1, 2):
+        rc, r, _ = run_pcap([capture], cores)
+        reports[cores] = r
+        tag = f"[{cores} core(s)] "
+        check(tag + "exit status", rc, 0)
+        check(tag + "frames", r["capture"]["frames"], truth["packets"])
+        check(tag + "dialogs", r["dialogs"]["created"], truth["calls"])
+        check(tag + "completed", r["dialogs"]["finished"].get("completed", 0), truth["completed"])
+        check(tag + "failed", r["dialogs"]["finished"].get("failed", 0), truth["failed"])
+        check(tag + "cancelled", r["dialogs"]["finished"].get("cancelled", 0), truth["cancelled"])
+        check(tag + "streams", r["streams"]["started"], truth["streams"])
+        check(tag + "RTP packets", r["streams"]["rtp_packets"], truth["rtp_packets"])
+        check(tag + "lost packets", r["streams"]["lost_packets"], truth["rtp_lost"])
+        check(tag + "Q.850 cause 17 (the 486s)", r["dialogs"]["q850_causes"].get("17", 0), truth["failed"])
+    for section in ("capture", "sip", "dialogs", "transactions", "streams"):
+        check(f"1 and 2 shards agree on {section}", reports[2][section], reports[1][section])
+
+    # Real captures made with Kamailio and sipp.
+    if os.path.exists(os.path.join(FIXTURES, "kamailio-siptrace-hep3-udp.pcap")):
+        for name in ("kamailio-siptrace-hep3-udp.pcap", "kamailio-siptrace-hep3-tcp.pcap",
+                     "kamailio-siptrace-hep3-udp-core.pcap"):
+            rc, r, _ = run_pcap([os.path.join(FIXTURES, name)], 2)
+            check(f"{name}: 5 calls", r["dialogs"]["created"], 5)
+            check(f"{name}: all completed", r["dialogs"]["finished"].get("completed", 0), 5)
+            check(f"{name}: HEP decode errors", r["capture"]["hep"]["decode_errors"], {})
+        rc, r, _ = run_pcap([os.path.join(FIXTURES, "sipp-10-calls-g711-via-kamailio.pcap")], 2)
+        check("sipp capture: 10 calls", r["dialogs"]["created"], 10)
+        check("sipp capture: all completed", r["dialogs"]["finished"].get("completed", 0), 10)
+        check("sipp capture: RTP packets", r["streams"]["rtp_packets"], 880)
+    else:
+        print("fixtures missing: skipped the real captures")
+
+    # A file cut in the middle of a record, and a file that is not a capture.
+    data = open(capture, "rb").read()
+    cut = os.path.join(work, "cut.pcap")
+    open(cut, "wb").write(data[: len(data) // 2 + 7])
+    rc, r, err = run_pcap([cut], 2)
+    check("truncated file: exit status", rc, 65)
+    check("truncated file: error names the byte offset", "byte" in r.get("error", ""), True)
+    check("truncated file: the frames before it are reported", r["capture"]["frames"] > truth["packets"] // 3, True)
+    garbage = os.path.join(work, "garbage.pcap")
+    open(garbage, "wb").write(b"this is not a capture file\n" * 100)
+    rc, r, err = run_pcap([garbage], 1)
+    check("garbage file: exit status", rc, 65)
+    check("garbage file: says so", "not_a_capture" in r.get("error", "") or "not a" in r.get("error", ""), True)
+finally:
+    shutil.rmtree(work, ignore_errors=True)
+sys.exit(1 if failures else 0)
