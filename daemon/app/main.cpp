@@ -74,40 +74,6 @@ void log_summary(const ingest::IntakeStats& s, std::string_view when) {
                  s.drops(ingest::DropReason::auth), s.drops(ingest::DropReason::not_allowed));
 }
 
-// Configuration -> what ingest can change on SIGHUP (rate limits, auth key, allow list, agents).
-ingest::IngestPolicy ingest_policy(const config::Config& cfg) {
-    ingest::IngestPolicy p;
-    p.limits.rate = cfg.hep.rate_limit.rate;
-    p.limits.burst = cfg.hep.rate_limit.burst;
-    p.limits.per_agent_rate = cfg.hep.rate_limit.per_agent_rate;
-    p.limits.per_agent_burst = cfg.hep.rate_limit.per_agent_burst;
-    p.auth_key = cfg.hep.auth_key;
-    std::vector<ingest::Prefix> allow;
-    for (const auto& c : cfg.hep.allow)
-        if (auto prefix = ingest::Prefix::make(c.network(), c.prefix_len())) allow.push_back(*prefix);
-    p.allow = ingest::AllowList(std::move(allow));
-    std::vector<ingest::AgentRule> rules;
-    for (const auto& a : cfg.agents) {
-        switch (a.selector) {
-        case config::AgentConfig::Selector::capture_id:
-            rules.push_back(ingest::AgentRule::by_capture_id(a.name, a.capture_id));
-            break;
-        case config::AgentConfig::Selector::node_name:
-            rules.push_back(ingest::AgentRule::by_node_name(a.name, a.node_name));
-            break;
-        case config::AgentConfig::Selector::cidr:
-            if (auto prefix = ingest::Prefix::make(a.cidr.network(), a.cidr.prefix_len()))
-                rules.push_back(ingest::AgentRule::by_source(a.name, *prefix));
-            break;
-        }
-    }
-    p.agents = ingest::AgentMap(std::move(rules));
-    if (p.agents.ignored_rules() > 0)
-        spdlog::warn("{} agent entries ignored: at most {} agent names are labelled", p.agents.ignored_rules(),
-                     ingest::AgentMap::kMaxNames);
-    return p;
-}
-
 // SIGHUP: re-read the file and apply what can change live; say what could not.
 void reload(const std::string& path, config::Config& current, ingest::IngestControl& control) {
     if (path.empty()) {
@@ -121,7 +87,7 @@ void reload(const std::string& path, config::Config& current, ingest::IngestCont
         spdlog::error("SIGHUP: configuration not reloaded: {}", e.what());
         return;
     }
-    control.update(ingest_policy(next));
+    control.update(app::ingest_policy(next));
     set_log_level(config::to_string(next.log_level));
     std::vector<std::string> fixed;
     if (!(next.hep.listen == current.hep.listen && next.hep.udp == current.hep.udp && next.hep.tcp == current.hep.tcp))
@@ -208,7 +174,7 @@ int run_daemon(const config::Config& initial, const std::string& config_path) {
     boost::asio::io_context io(1);
     const SystemClock clock;
     const SteadyClock steady;
-    ingest::IngestControl control(ingest_policy(cfg), steady);
+    ingest::IngestControl control(app::ingest_policy(cfg), steady);
     if (cfg.hep.rate_limit.rate == 0) {
         spdlog::info("HEP rate limit: none");
     } else {

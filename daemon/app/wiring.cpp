@@ -1,5 +1,7 @@
 #include "app/wiring.hpp"
 
+#include <spdlog/spdlog.h>
+
 namespace hepd::app {
 
 ingest::IntakeOptions intake_options(const config::Config& cfg) {
@@ -36,6 +38,40 @@ pcap::CaptureOptions capture_options(const config::Config& cfg) {
     o.tcp.max_streams = cfg.pcap.max_tcp_streams;
     o.intake = intake_options(cfg);
     return o;
+}
+
+// Configuration -> what ingest can change on SIGHUP (rate limits, auth key, allow list, agents).
+ingest::IngestPolicy ingest_policy(const config::Config& cfg) {
+    ingest::IngestPolicy p;
+    p.limits.rate = cfg.hep.rate_limit.rate;
+    p.limits.burst = cfg.hep.rate_limit.burst;
+    p.limits.per_agent_rate = cfg.hep.rate_limit.per_agent_rate;
+    p.limits.per_agent_burst = cfg.hep.rate_limit.per_agent_burst;
+    p.auth_key = cfg.hep.auth_key;
+    std::vector<ingest::Prefix> allow;
+    for (const auto& c : cfg.hep.allow)
+        if (auto prefix = ingest::Prefix::make(c.network(), c.prefix_len())) allow.push_back(*prefix);
+    p.allow = ingest::AllowList(std::move(allow));
+    std::vector<ingest::AgentRule> rules;
+    for (const auto& a : cfg.agents) {
+        switch (a.selector) {
+        case config::AgentConfig::Selector::capture_id:
+            rules.push_back(ingest::AgentRule::by_capture_id(a.name, a.capture_id));
+            break;
+        case config::AgentConfig::Selector::node_name:
+            rules.push_back(ingest::AgentRule::by_node_name(a.name, a.node_name));
+            break;
+        case config::AgentConfig::Selector::cidr:
+            if (auto prefix = ingest::Prefix::make(a.cidr.network(), a.cidr.prefix_len()))
+                rules.push_back(ingest::AgentRule::by_source(a.name, *prefix));
+            break;
+        }
+    }
+    p.agents = ingest::AgentMap(std::move(rules));
+    if (p.agents.ignored_rules() > 0)
+        spdlog::warn("{} agent entries ignored: at most {} agent names are labelled", p.agents.ignored_rules(),
+                     ingest::AgentMap::kMaxNames);
+    return p;
 }
 
 } // namespace hepd::app

@@ -2,6 +2,7 @@
 // Configuration → the options each module takes (modules do not depend on the config module).
 #include "config/config.hpp"
 #include "ingest/hep_intake.hpp"
+#include "ingest/ingest_control.hpp"
 #include "pcap/capture_source.hpp"
 #include "shard/shard_worker.hpp"
 
@@ -10,5 +11,7 @@ namespace hepd::app {
 ingest::IntakeOptions intake_options(const config::Config& cfg);
 shard::ShardConfig shard_config(const config::Config& cfg);
 pcap::CaptureOptions capture_options(const config::Config& cfg);
+// What ingest can change on SIGHUP: rate limits, auth key, allow list, agent names.
+ingest::IngestPolicy ingest_policy(const config::Config& cfg);
 
 } // namespace hepd::app
