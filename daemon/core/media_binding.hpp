@@ -32,7 +32,14 @@ inline constexpr std::size_t kMaxBindingCodecs = 8;
 
 struct MediaBinding {
     Endpoint media;               // RTP destination announced in SDP: c= address + m= port
+    // The other end of the same media line, from the matching offer or answer: a stream from
+    // `peer` to `media` belongs to this call even where `media` is shared by many calls (a UAS
+    // or media server port). Port 0 when not known (an offer not answered yet).
+    Endpoint peer;
     Timestamp time;               // time of the SIP message that carried the SDP
+    // Position of that SIP message in the input (pipeline order): offline, a shard applies
+    // bindings from other shards exactly where a single shard would have.
+    std::uint64_t order = 0;
     std::string_view call_id;     // a view: whoever queues a binding copies the text
     std::array<CodecInfo, kMaxBindingCodecs> codecs{};
     std::uint8_t codec_count = 0;

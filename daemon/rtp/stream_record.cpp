@@ -131,9 +131,66 @@ SeqVerdict observe_packet(Stream& s, const RtpPacket& p, Timestamp arrival) noex
     return verdict;
 }
 
+namespace {
+
+bool is_voice(const RtpPacket& p) noexcept {
+    return !is_event_shaped(p) && static_payload(p.payload_type).codec != Codec::comfort_noise;
+}
+
+// Whether arrival and RTP timestamp moved apart by more than kMaxTimestampJumpSeconds since the
+// previous voice packet, under each clock the payload type may have.
+bool timestamp_breaks(const Stream& s, const RtpPacket& p, Timestamp arrival) noexcept {
+    if ((s.flags & Stream::kHasVoiceReference) == 0 || p.payload_type != s.voice_payload_type || !is_voice(p))
+        return false;
+    const double arrival_delta = static_cast<double>(arrival.us - s.last_voice_arrival_us) / 1e6;
+    const auto timestamp_delta = static_cast<double>(static_cast<std::int32_t>(p.timestamp - s.last_voice_timestamp));
+    const std::uint32_t assigned = static_payload(p.payload_type).clock_rate;
+    if (assigned != 0) return std::fabs(arrival_delta - timestamp_delta / assigned) > kMaxTimestampJumpSeconds;
+    for (const std::uint32_t rate : kCandidateClockRates)
+        if (std::fabs(arrival_delta - timestamp_delta / rate) <= kMaxTimestampJumpSeconds) return false;
+    return true;
+}
+
+// Zeros standing in for the payload of a held packet when it is measured after all: only its
+// length counts.
+constexpr std::size_t kMaxHeldPayload = 65535;
+const std::uint8_t kZeroPayload[kMaxHeldPayload] = {};
+
+} // namespace
+
+Continuity classify(const Stream& s, const RtpPacket& p, Timestamp arrival) noexcept {
+    if (s.held.valid) {
+        const bool follows = p.sequence == static_cast<std::uint16_t>(s.held.sequence + 1U) &&
+                             arrival.us >= s.held.arrival_us;
+        return follows ? Continuity::restarted : Continuity::stray;
+    }
+    if (!s.sequence.validated) return Continuity::continues;  // A.1 probation judges the start
+    const auto udelta = static_cast<std::uint16_t>(p.sequence - s.sequence.max_seq);
+    const bool jump = udelta >= kMaxDropout && udelta <= kSeqMod - kMaxMisorder;
+    return jump || timestamp_breaks(s, p, arrival) ? Continuity::breaks : Continuity::continues;
+}
+
+void hold_packet(Stream& s, const RtpPacket& p, Timestamp arrival) noexcept {
+    s.held = HeldPacket{arrival.us,     p.timestamp, p.sequence,
+                        static_cast<std::uint16_t>(std::min<std::size_t>(p.payload.size(), kMaxHeldPayload)),
+                        p.payload_type, p.marker,    true};
+}
+
+RtpPacket take_held(Stream& s) noexcept {
+    RtpPacket p;
+    p.marker = s.held.marker;
+    p.payload_type = s.held.payload_type;
+    p.sequence = s.held.sequence;
+    p.timestamp = s.held.timestamp;
+    p.payload = ByteSpan(kZeroPayload, s.held.payload_size);
+    s.held = HeldPacket{};
+    return p;
+}
+
 Binding make_binding(const MediaBinding& in) {
     Binding b;
     b.call_id.assign(in.call_id.data(), in.call_id.size());
+    b.peer = in.peer.port != 0 ? media_key(in.peer) : Endpoint{};
     b.time = in.time;
     const std::size_t n = std::min<std::size_t>(in.codec_count, kMaxBindingCodecs);
     b.codec_count = static_cast<std::uint8_t>(n);

@@ -86,6 +86,20 @@ struct JitterEstimate {
     friend bool operator==(const JitterEstimate&, const JitterEstimate&) = default;
 };
 
+// A packet that broke the stream's sequence or timing, held until the next packet tells whether
+// the sender restarted (it follows the held one) or the held one was a stray (it does not).
+struct HeldPacket {
+    std::int64_t arrival_us = 0;
+    std::uint32_t timestamp = 0;
+    std::uint16_t sequence = 0;
+    std::uint16_t payload_size = 0;
+    std::uint8_t payload_type = 0;
+    bool marker = false;
+    bool valid = false;
+
+    friend bool operator==(const HeldPacket&, const HeldPacket&) = default;
+};
+
 struct Stream {
     enum Flags : std::uint8_t {
         kHasVoiceReference = 1,  // last_voice_* hold the previous voice packet
@@ -109,6 +123,7 @@ struct Stream {
     // [0] runs until such a payload type appears.
     std::array<JitterEstimate, kCandidateClockRates.size()> jitter{};
     ReceiverView receiver;
+    HeldPacket held;                         // not in snapshots: at most one packet, re-judged
     std::uint16_t payload_type_changes = 0;
     std::uint8_t voice_payload_type = kNoPayloadType;    // current voice payload type
     std::uint8_t dynamic_payload_type = kNoPayloadType;  // first voice payload type of unknown clock
@@ -122,6 +137,25 @@ struct Stream {
 // Updates `stream` with one packet that arrived at `arrival`; returns the sequence verdict.
 SeqVerdict observe_packet(Stream& stream, const RtpPacket& packet, Timestamp arrival) noexcept;
 
+// A voice packet whose RTP timestamp and arrival time disagree by more than this (under every
+// clock the payload type may have) breaks the stream: sipp replaying the same sequence and
+// timestamps for the next call on the same addresses, a media server switching sources. Real
+// jitter stays far below it; a late packet is a few packet times late.
+inline constexpr double kMaxTimestampJumpSeconds = 1.0;
+
+// How one packet relates to a validated stream (RFC 3550 A.1 with the timestamp check above).
+enum class Continuity : std::uint8_t {
+    continues,  // measure it
+    breaks,     // a large sequence jump or a timestamp discontinuity: hold it (hold_packet)
+    restarted,  // follows the held packet: the sender restarted; a new stream begins with both
+    stray,      // does not follow the held packet: measure the held one, then this one
+};
+Continuity classify(const Stream& stream, const RtpPacket& packet, Timestamp arrival) noexcept;
+void hold_packet(Stream& stream, const RtpPacket& packet, Timestamp arrival) noexcept;
+// The held packet as a packet again (its payload octets are zeros of the right length), and
+// the stream without it.
+RtpPacket take_held(Stream& stream) noexcept;
+
 // An RFC 4733 event by shape: dynamic payload type and a 4-octet payload.
 inline bool is_event_shaped(const RtpPacket& packet) noexcept {
     return packet.payload_type >= 96 && packet.payload_type <= 127 && packet.payload.size() == 4;
@@ -130,6 +164,7 @@ inline bool is_event_shaped(const RtpPacket& packet) noexcept {
 // A media binding as a stream table keeps it: Call-ID text and the payload types of the SDP.
 struct Binding {
     std::string call_id;
+    Endpoint peer;   // media_key() of the other end of the media line; port 0 when unknown
     Timestamp time;  // of the SIP message; for a binding waiting for streams, its last activity
     std::uint8_t codec_count = 0;
     std::array<std::uint8_t, kMaxBindingCodecs> payload_types{};

@@ -20,8 +20,10 @@ enum class FinishReason : std::uint8_t {
     idle,     // no packet for stream_idle_timeout (packet time)
     evicted,  // the table was at its cap: least recently active stream made room
     flushed,  // finish_all(): end of an offline run or shutdown
+    rebound,  // a newer SDP (another call, or moved media) bound the stream's address pair
+    restarted,  // the sender restarted its sequence or timestamps (RFC 3550 A.1, confirmed)
 };
-inline constexpr std::size_t kFinishReasonCount = 3;
+inline constexpr std::size_t kFinishReasonCount = 5;
 std::string_view to_string(FinishReason reason) noexcept;
 
 enum class ReportSource : std::uint8_t { rtcp, rtcp_json, xr };

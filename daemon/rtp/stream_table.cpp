@@ -18,6 +18,8 @@ std::string_view to_string(FinishReason reason) noexcept {
         case FinishReason::idle: return "idle";
         case FinishReason::evicted: return "evicted";
         case FinishReason::flushed: return "flushed";
+        case FinishReason::rebound: return "rebound";
+        case FinishReason::restarted: return "restarted";
     }
     return "unknown";
 }
@@ -78,8 +80,8 @@ void log_throttled(LogThrottle& throttle, Timestamp now, spdlog::level::level_en
 StreamTable::StreamTable(const StreamTableConfig& config)
     : config_(config),
       streams_(config.max_streams),
-      media_(config.max_streams),
-      pending_(config.max_pending_media),
+      media_(std::size_t{config.max_streams} + config.max_pending_media),
+      bindings_(std::size_t{config.max_streams} + config.max_pending_media),
       reported_(config.max_reported_streams) {}
 
 // ---- RTP -----------------------------------------------------------------------------------
@@ -94,24 +96,63 @@ void StreamTable::on_rtp(const PacketMeta& meta, ByteSpan payload) {
     on_rtp(meta, *packet);
 }
 
+std::uint32_t StreamTable::find_stream(const StreamKey& key, std::uint64_t hash) const noexcept {
+    return streams_.find(hash, [&key](const StreamKey& k) { return same_key(k, key); });
+}
+
 void StreamTable::on_rtp(const PacketMeta& meta, const RtpPacket& packet) {
     const StreamKey key{meta.src, meta.dst, packet.ssrc};
     const std::uint64_t hash = hash_stream_key(key);
-    std::uint32_t at = streams_.find(hash, [&key](const StreamKey& k) { return same_key(k, key); });
-    if (at == kNone) {
-        at = create_stream(key, hash, true, meta.time);
-    } else {
-        streams_.touch(at);
-    }
-    const SeqVerdict verdict = observe_packet(streams_[at].stream, packet, meta.time);
     stats_.rtp_packets.add();
     stats_.rtp_bytes.add(packet.payload.size());
+    if (is_event_shaped(packet)) stats_.event_packets.add();
+
+    std::uint32_t at = find_stream(key, hash);
+    // Decided on the packet itself, not when expire() runs, so the split is the same whatever
+    // the batching of the packet clock.
+    if (at != kNone && meta.time.us - streams_[at].stream.last.us > config_.stream_idle_timeout_us) {
+        end_stream(at, FinishReason::idle);
+        at = kNone;
+    }
+    if (at == kNone) {
+        measure(create_stream(key, hash, true, meta.time), packet, meta.time);
+        return;
+    }
+    streams_.touch(at);
+    Stream& stream = streams_[at].stream;
+    switch (classify(stream, packet, meta.time)) {
+    case Continuity::continues: measure(at, packet, meta.time); return;
+    case Continuity::breaks: hold_packet(stream, packet, meta.time); return;
+    case Continuity::stray: {
+        const Timestamp held_arrival{stream.held.arrival_us};
+        measure(at, take_held(stream), held_arrival);
+        // The stray may itself have been the first of a restart: judge this packet afresh.
+        if (classify(streams_[at].stream, packet, meta.time) == Continuity::breaks) {
+            hold_packet(streams_[at].stream, packet, meta.time);
+        } else {
+            measure(at, packet, meta.time);
+        }
+        return;
+    }
+    case Continuity::restarted: {
+        const Timestamp held_arrival{stream.held.arrival_us};
+        const RtpPacket first = take_held(stream);
+        end_stream(at, FinishReason::restarted);
+        at = create_stream(key, hash, true, held_arrival);
+        measure(at, first, held_arrival);
+        measure(at, packet, meta.time);
+        return;
+    }
+    }
+}
+
+void StreamTable::measure(std::uint32_t at, const RtpPacket& packet, Timestamp arrival) {
+    const SeqVerdict verdict = observe_packet(streams_[at].stream, packet, arrival);
     if (verdict == SeqVerdict::duplicate) {
         stats_.duplicate_packets.add();
     } else if (verdict == SeqVerdict::late) {
         stats_.out_of_order_packets.add();
     }
-    if (is_event_shaped(packet)) stats_.event_packets.add();
 }
 
 std::uint32_t StreamTable::create_stream(const StreamKey& key, std::uint64_t hash, bool count_start,
@@ -119,20 +160,24 @@ std::uint32_t StreamTable::create_stream(const StreamKey& key, std::uint64_t has
     if (streams_.full()) {
         // Made room here rather than by insert() so that the victim is accounted for (and
         // unlinked from its media entry) while its index still names it.
-        const std::uint32_t victim = streams_.oldest();
-        finish_stream(victim, FinishReason::evicted);
-        streams_.erase(victim);
+        end_stream(streams_.oldest(), FinishReason::evicted);
         counter_at(stats_.evictions, StreamTableKind::streams).add();
         log_throttled(logs_.stream_evictions, now, spdlog::level::warn,
                       "rtp: stream table full ({1} streams): evicted the least recently active stream "
                       "({0} more since the last message)",
                       config_.max_streams);
     }
-    const std::uint32_t at_index = streams_.insert(hash, key, StreamSlot{}).first;
-    link_media(at_index, key.dst);
+    const std::uint32_t at = streams_.insert(hash, key, StreamSlot{}).first;
+    link_media(at, key.dst);
+    if (streams_[at].media != kNone) join(at, binding_for(key, streams_[at].media), now);
     stats_.streams_active.add(1);
     if (count_start) stats_.streams_started.add();
-    return at_index;
+    return at;
+}
+
+void StreamTable::end_stream(std::uint32_t at, FinishReason reason) {
+    finish_stream(at, reason);
+    streams_.erase(at);
 }
 
 void StreamTable::finish_stream(std::uint32_t index, FinishReason reason) {
@@ -157,35 +202,34 @@ void StreamTable::finish_stream(std::uint32_t index, FinishReason reason) {
         stats_.mos.observe(summary.mos);
     }
     if (sink_ != nullptr) sink_->on_stream_finished(FinishedStream{entry.key, stream, binding, summary, reason});
-    unlink_media(index, stream.last);
+    join(index, kNone, stream.last);
+    unlink_media(index);
 }
 
 // ---- media entries and bindings ------------------------------------------------------------
 
 const Binding* StreamTable::bound(const StreamSlot& slot) const noexcept {
-    if (slot.media == kNone) return nullptr;
-    const MediaEntry& m = media_.entry(slot.media).value;
-    return m.bound ? &m.binding : nullptr;
+    return slot.binding == kNone ? nullptr : &bindings_.entry(slot.binding).value.binding;
+}
+
+std::uint32_t StreamTable::media_entry(const Endpoint& media, bool create) {
+    const std::uint64_t hash = hash_endpoint(media);
+    const std::uint32_t m = media_.find(hash, [&media](const Endpoint& k) { return k == media; });
+    if (m != kNone || !create) return m;
+    // Every entry has a stream or a binding, and the table is as large as both caps together,
+    // so it is never full here.
+    if (media_.full()) return kNone;
+    return media_.insert(hash, media, MediaEntry{}).first;
+}
+
+void StreamTable::release_media(std::uint32_t m) {
+    const MediaEntry& e = media_.entry(m).value;
+    if (e.streams == 0 && e.bindings == 0) media_.erase(m);
 }
 
 void StreamTable::link_media(std::uint32_t index, const Endpoint& dst) {
-    const Endpoint media = media_key(dst);
-    const std::uint64_t hash = hash_endpoint(media);
-    const auto same = [&media](const Endpoint& k) { return k == media; };
-    std::uint32_t m = media_.find(hash, same);
-    if (m == kNone) {
-        // Media entries never outnumber streams and share their cap, so this never evicts.
-        if (media_.full()) return;
-        MediaEntry entry;
-        const std::uint32_t p = pending_.find(hash, same);
-        if (p != kNone) {
-            entry.binding = std::move(pending_[p].binding);
-            entry.bound = true;
-            pending_.erase(p);
-            stats_.pending_bindings.add(-1);
-        }
-        m = media_.insert(hash, media, std::move(entry)).first;
-    }
+    const std::uint32_t m = media_entry(media_key(dst), true);
+    if (m == kNone) return;
     MediaEntry& e = media_[m];
     StreamSlot& slot = streams_[index];
     slot.media = m;
@@ -196,7 +240,7 @@ void StreamTable::link_media(std::uint32_t index, const Endpoint& dst) {
     ++e.streams;
 }
 
-void StreamTable::unlink_media(std::uint32_t index, Timestamp when) {
+void StreamTable::unlink_media(std::uint32_t index) {
     StreamSlot& slot = streams_[index];
     if (slot.media == kNone) return;
     const std::uint32_t m = slot.media;
@@ -208,84 +252,179 @@ void StreamTable::unlink_media(std::uint32_t index, Timestamp when) {
     }
     if (slot.next != kNone) streams_[slot.next].prev = slot.prev;
     slot.media = slot.prev = slot.next = kNone;
-    if (--e.streams > 0) return;
-    if (e.bound) {
-        // Kept for streams still to come (a new SSRC after a re-INVITE or a hold).
-        const Endpoint media = media_.entry(m).key;
-        const std::uint64_t hash = media_.entry(m).hash;
-        const Timestamp idle_since = std::max(when, e.binding.time);
-        Binding binding = std::move(e.binding);
-        media_.erase(m);
-        park_binding(media, hash, std::move(binding), idle_since);
-        return;
-    }
-    media_.erase(m);
+    --e.streams;
+    release_media(m);
 }
 
-void StreamTable::park_binding(const Endpoint& media, std::uint64_t hash, Binding binding, Timestamp idle_since) {
-    if (pending_.full()) {
-        pending_.erase(pending_.oldest());
-        counter_at(stats_.evictions, StreamTableKind::pending_media).add();
-        stats_.pending_bindings.add(-1);
-        log_throttled(logs_.pending_evictions, idle_since, spdlog::level::warn,
-                      "rtp: pending media table full ({1} bindings): dropped the least recently used "
-                      "({0} more since the last message)",
-                      config_.max_pending_media);
+std::uint32_t StreamTable::find_binding_index(const Endpoint& media, const Endpoint& peer) const noexcept {
+    const BindingKey key{media, peer};
+    return bindings_.find(mix64(hash_endpoint(media) ^ (hash_endpoint(peer) << 1)),
+                          [&key](const BindingKey& k) { return k == key; });
+}
+
+std::uint32_t StreamTable::binding_for(const StreamKey& key, std::uint32_t media) const noexcept {
+    const Endpoint& dst = media_.entry(media).key;
+    if (const std::uint32_t b = find_binding_index(dst, media_key(key.src)); b != kNone) return b;
+    if (const std::uint32_t b = find_binding_index(dst, Endpoint{}); b != kNone) return b;
+    return media_.entry(media).value.latest;
+}
+
+// Moves a stream from its binding to another (kNone: to none), keeping the counts that tell a
+// pending binding from one in use.
+void StreamTable::join(std::uint32_t stream, std::uint32_t binding, Timestamp when) {
+    StreamSlot& slot = streams_[stream];
+    if (slot.binding == binding) return;
+    if (slot.binding != kNone) {
+        BindingEntry& old = bindings_[slot.binding];
+        if (--old.streams == 0) {
+            old.idle_since = std::max(when, old.binding.time);
+            bindings_.touch(slot.binding);
+            ++pending_count_;
+            stats_.pending_bindings.add(1);
+        }
     }
-    pending_.insert(hash, media, PendingBinding{std::move(binding), idle_since});
+    slot.binding = binding;
+    if (binding != kNone && bindings_[binding].streams++ == 0) {
+        --pending_count_;
+        stats_.pending_bindings.add(-1);
+    }
+}
+
+// Erases a binding; streams that joined it keep measuring, unbound.
+void StreamTable::drop_binding(std::uint32_t b) {
+    const BindingKey key = bindings_.entry(b).key;
+    const std::uint32_t m = media_entry(key.media, false);
+    if (m != kNone) {
+        for (std::uint32_t i = media_.entry(m).value.head; i != kNone && bindings_.entry(b).value.streams > 0;
+             i = streams_.entry(i).value.next)
+            if (streams_.entry(i).value.binding == b) join(i, kNone, Timestamp{});
+        MediaEntry& e = media_[m];
+        if (e.latest == b) e.latest = kNone;
+        --e.bindings;
+    }
+    if (bindings_.entry(b).value.streams == 0) {
+        --pending_count_;
+        stats_.pending_bindings.add(-1);
+    }
+    bindings_.erase(b);
+    if (m != kNone) release_media(m);
+}
+
+// Inserts or replaces the binding of (media, binding.peer); returns its index or kNone.
+std::uint32_t StreamTable::store_binding(const Endpoint& media, Binding binding) {
+    const BindingKey key{media, binding.peer};
+    const std::uint64_t hash = mix64(hash_endpoint(media) ^ (hash_endpoint(binding.peer) << 1));
+    std::uint32_t b = find_binding_index(media, binding.peer);
+    if (b != kNone) {
+        BindingEntry& e = bindings_[b];
+        if (binding.codec_count == 0 && e.binding.call_id == binding.call_id) {
+            // The answer names the offerer's address again, without the offer's codecs.
+            binding.codec_count = e.binding.codec_count;
+            binding.payload_types = e.binding.payload_types;
+            binding.codecs = e.binding.codecs;
+            binding.clocks = e.binding.clocks;
+        }
+        e.binding = std::move(binding);
+        if (e.streams == 0) e.idle_since = std::max(e.idle_since, e.binding.time);
+        bindings_.touch(b);
+        return b;
+    }
+    if (bindings_.full()) {
+        drop_binding(bindings_.oldest());
+        counter_at(stats_.evictions, StreamTableKind::pending_media).add();
+        log_throttled(logs_.pending_evictions, binding.time, spdlog::level::warn,
+                      "rtp: media binding table full ({1} bindings): dropped the least recently used "
+                      "({0} more since the last message)",
+                      bindings_.capacity());
+    }
+    const std::uint32_t m = media_entry(media, true);
+    if (m == kNone) return kNone;
+    if (binding.codec_count == 0) {
+        // Codecs of the same call's binding of this address (the offer), if any.
+        const std::uint32_t same = media_.entry(m).value.latest;
+        if (same != kNone && bindings_.entry(same).value.binding.call_id == binding.call_id) {
+            const Binding& from = bindings_.entry(same).value.binding;
+            binding.codec_count = from.codec_count;
+            binding.payload_types = from.payload_types;
+            binding.codecs = from.codecs;
+            binding.clocks = from.clocks;
+        }
+    }
+    const Timestamp since = binding.time;
+    b = bindings_.insert(hash, key, BindingEntry{std::move(binding), since, 0}).first;
+    ++media_[m].bindings;
+    ++pending_count_;
     stats_.pending_bindings.add(1);
+    return b;
 }
 
 void StreamTable::bind(const MediaBinding& binding) { apply_binding(media_key(binding.media), make_binding(binding)); }
 
 void StreamTable::insert_binding(const Endpoint& media, Binding binding) {
-    apply_binding(media_key(media), std::move(binding));
+    const Endpoint key = media_key(media);
+    const std::uint32_t b = store_binding(key, std::move(binding));
+    if (b == kNone) return;
+    const std::uint32_t m = media_entry(key, false);
+    if (m != kNone && media_[m].latest == kNone) media_[m].latest = b;
 }
 
 void StreamTable::apply_binding(const Endpoint& media, Binding binding) {
-    const std::uint64_t hash = hash_endpoint(media);
-    const auto same = [&media](const Endpoint& k) { return k == media; };
-    if (const std::uint32_t m = media_.find(hash, same); m != kNone) {
-        MediaEntry& e = media_[m];
-        if (!e.bound) {
-            stats_.late_bindings.add();
-            log_throttled(logs_.bindings, binding.time, spdlog::level::debug,
-                          "rtp: media binding for {1} arrived after its stream's first packets "
-                          "({0} more binding events since the last message)",
-                          media.to_string());
-        } else if (binding.time < e.binding.time) {
-            stats_.stale_bindings.add();
-            log_throttled(logs_.bindings, binding.time, spdlog::level::debug,
-                          "rtp: media binding for {1} older than the one in place, ignored "
-                          "({0} more binding events since the last message)",
-                          media.to_string());
-            return;
-        } else {
-            stats_.rebindings.add();
-        }
-        e.binding = std::move(binding);
-        e.bound = true;
-        media_.touch(m);
-        return;
-    }
-    if (const std::uint32_t p = pending_.find(hash, same); p != kNone) {
-        PendingBinding& waiting = pending_[p];
-        if (binding.time < waiting.binding.time) {
-            stats_.stale_bindings.add();
-            log_throttled(logs_.bindings, binding.time, spdlog::level::debug,
-                          "rtp: media binding for {1} older than the one in place, ignored "
-                          "({0} more binding events since the last message)",
-                          media.to_string());
-            return;
-        }
+    const bool known_peer = binding.peer.port != 0;
+    const Endpoint peer = binding.peer;
+    const std::string call_id = binding.call_id;
+    const Timestamp time = binding.time;
+    // The same call's binding of this pair, being replaced by another call's: a re-used pair.
+    if (const std::uint32_t old = find_binding_index(media, peer);
+        old != kNone && bindings_.entry(old).value.binding.call_id != call_id)
         stats_.rebindings.add();
-        waiting.idle_since = std::max(waiting.idle_since, binding.time);
-        waiting.binding = std::move(binding);
-        pending_.touch(p);
-        return;
+    const std::uint32_t b = store_binding(media, std::move(binding));
+    if (b == kNone) return;
+    const std::uint32_t m = media_entry(media, false);
+    media_[m].latest = b;
+
+    // Streams already sent to this address: join, end, or leave alone.
+    std::size_t walked = 0;
+    for (std::uint32_t i = media_.entry(m).value.head; i != kNone && walked < kMaxStreamsPerBind; ++walked) {
+        const std::uint32_t next = streams_.entry(i).value.next;
+        const StreamSlot& slot = streams_.entry(i).value;
+        const Endpoint src = media_key(streams_.entry(i).key.src);
+        if (slot.binding == b || (known_peer && src != peer)) {
+            i = next;
+            continue;
+        }
+        if (slot.binding == kNone) {
+            // Its first packets came before their SDP (capture order), or it is what is left of
+            // a call whose signalling was never seen.
+            if (slot.stream.first.us >= time.us - kLateBindingWindowUs) {
+                stats_.late_bindings.add();
+                log_throttled(logs_.bindings, time, spdlog::level::debug,
+                              "rtp: media binding for {1} arrived after its stream's first packets "
+                              "({0} more binding events since the last message)",
+                              media.to_string());
+                join(i, b, time);
+            } else {
+                end_stream(i, FinishReason::rebound);
+            }
+            i = next;
+            continue;
+        }
+        const Binding& had = bindings_.entry(slot.binding).value.binding;
+        const bool exact = had.peer.port != 0 && had.peer == src;
+        if (had.call_id == call_id) {
+            if (known_peer || !exact) join(i, b, time);  // the answer names the pair
+        } else if (known_peer || !exact) {
+            end_stream(i, FinishReason::rebound);  // the pair (or the unpaired address) is re-used
+        }
+        i = next;
     }
-    const Timestamp since = binding.time;
-    park_binding(media, hash, std::move(binding), since);
+    // The offer's binding of this address is answered for this peer: its streams moved above;
+    // nothing else will join it unless a stream comes from elsewhere.
+    if (known_peer) {
+        const std::uint32_t offer = find_binding_index(media, Endpoint{});
+        if (offer != kNone && bindings_.entry(offer).value.streams == 0 &&
+            bindings_.entry(offer).value.binding.call_id == call_id)
+            drop_binding(offer);
+    }
 }
 
 // ---- RTCP ----------------------------------------------------------------------------------
@@ -442,24 +581,36 @@ void StreamTable::on_rtcp_json(const PacketMeta& meta, std::string_view call_id,
         return;
     }
     counter_at(stats_.rtcp_reports, ReportSource::rtcp_json).add();
+    const Endpoint reporter = media_key(meta.src);
     const std::uint32_t arrival = compact_arrival(meta.time);
+    bool kept_all = true;
     for (std::size_t b = 0; b < report->block_count; ++b) {
         const RtcpJsonBlock& block = report->blocks[b];
         stats_.rtcp_fraction_lost.observe(block.fraction_lost / 256.0);
         const auto rtt = round_trip_micros(arrival, block.lsr, block.dlsr);
         if (rtt) stats_.rtcp_rtt_seconds.observe(static_cast<double>(*rtt) / 1e6);
-        if (call_id.empty()) continue;
-        ReportedStream& reported = *reported_stream(call_id, block.source_ssrc, meta.time);
-        reported.reporter_ssrc = report->ssrc;
-        reported.last = std::max(reported.last, meta.time);
-        ReceiverView& view = reported.view;
-        if (view.reports < std::numeric_limits<std::uint16_t>::max()) ++view.reports;
-        view.fraction_lost = block.fraction_lost;
-        view.cumulative_lost = block.packets_lost;
-        view.jitter = block.ia_jitter;
-        if (rtt) view.rtt_us = clamp_rtt(*rtt);
+        // A stream measured here (RTP captured too) takes the view beside what was measured;
+        // otherwise the view is a record of its own, under the call it belongs to.
+        ReceiverView* view = nullptr;
+        if (const std::uint32_t i = find_reported_stream(reporter, block.source_ssrc, media_key(meta.dst)); i != kNone) {
+            view = &streams_[i].stream.receiver;
+        } else if (!call_id.empty()) {
+            ReportedStream& reported = *reported_stream(call_id, block.source_ssrc, meta.time);
+            reported.reporter = reporter;
+            reported.reporter_ssrc = report->ssrc;
+            reported.last = std::max(reported.last, meta.time);
+            view = &reported.view;
+        } else {
+            kept_all = false;
+            continue;
+        }
+        if (view->reports < std::numeric_limits<std::uint16_t>::max()) ++view->reports;
+        view->fraction_lost = block.fraction_lost;
+        view->cumulative_lost = block.packets_lost;
+        view->jitter = block.ia_jitter;
+        if (rtt) view->rtt_us = clamp_rtt(*rtt);
     }
-    if (call_id.empty()) {
+    if (!kept_all) {
         stats_.rtcp_json_without_call_id.add();
         log_throttled(logs_.no_call_id, meta.time, spdlog::level::warn,
                       "rtp: RTCP-JSON from {1} without a correlation id (Call-ID), not kept "
@@ -475,14 +626,21 @@ void StreamTable::expire(Timestamp now) {
     while (streams_.size() > 0) {
         const std::uint32_t i = streams_.oldest();
         if (streams_.entry(i).value.stream.last.us + idle > now.us) break;
-        finish_stream(i, FinishReason::idle);
-        streams_.erase(i);
+        end_stream(i, FinishReason::idle);
     }
-    while (pending_.size() > 0) {
-        const std::uint32_t i = pending_.oldest();
-        if (pending_.entry(i).value.idle_since.us + config_.pending_media_timeout_us > now.us) break;
-        pending_.erase(i);
-        stats_.pending_bindings.add(-1);
+    // Bindings in use are moved out of the way (a few per call, so the work stays bounded);
+    // each is touched again when its last stream leaves.
+    std::size_t moved = 0;
+    while (bindings_.size() > 0) {
+        const std::uint32_t i = bindings_.oldest();
+        const BindingEntry& e = bindings_.entry(i).value;
+        if (e.streams > 0) {
+            if (++moved > 8) break;
+            bindings_.touch(i);
+            continue;
+        }
+        if (e.idle_since.us + config_.pending_media_timeout_us > now.us) break;
+        drop_binding(i);
         stats_.pending_bindings_expired.add();
     }
     while (reported_.size() > 0) {
@@ -494,11 +652,7 @@ void StreamTable::expire(Timestamp now) {
 }
 
 void StreamTable::finish_all(Timestamp /*now*/) {
-    while (streams_.size() > 0) {
-        const std::uint32_t i = streams_.oldest();
-        finish_stream(i, FinishReason::flushed);
-        streams_.erase(i);
-    }
+    while (streams_.size() > 0) end_stream(streams_.oldest(), FinishReason::flushed);
     while (reported_.size() > 0) {
         const std::uint32_t i = reported_.oldest();
         finish_reported(i, FinishReason::flushed);
@@ -509,19 +663,27 @@ void StreamTable::finish_all(Timestamp /*now*/) {
 // ---- lookups and snapshot support ----------------------------------------------------------
 
 const Stream* StreamTable::find(const StreamKey& key) const noexcept {
-    const std::uint32_t i = streams_.find(hash_stream_key(key), [&key](const StreamKey& k) { return same_key(k, key); });
+    const std::uint32_t i = find_stream(key, hash_stream_key(key));
     return i == kNone ? nullptr : &streams_.entry(i).value.stream;
 }
 
 const Binding* StreamTable::binding_of(const StreamKey& key) const noexcept {
-    const std::uint32_t i = streams_.find(hash_stream_key(key), [&key](const StreamKey& k) { return same_key(k, key); });
+    const std::uint32_t i = find_stream(key, hash_stream_key(key));
     return i == kNone ? nullptr : bound(streams_.entry(i).value);
+}
+
+const Binding* StreamTable::find_binding(const Endpoint& media, const Endpoint& peer) const noexcept {
+    const std::uint32_t b = find_binding_index(media_key(media), peer.port != 0 ? media_key(peer) : Endpoint{});
+    return b == kNone ? nullptr : &bindings_.entry(b).value.binding;
 }
 
 const Binding* StreamTable::pending_binding(const Endpoint& media) const noexcept {
     const Endpoint k = media_key(media);
-    const std::uint32_t i = pending_.find(hash_endpoint(k), [&k](const Endpoint& e) { return e == k; });
-    return i == kNone ? nullptr : &pending_.entry(i).value.binding;
+    const std::uint32_t m = media_.find(hash_endpoint(k), [&k](const Endpoint& e) { return e == k; });
+    if (m == kNone) return nullptr;
+    const std::uint32_t b = media_.entry(m).value.latest;
+    if (b == kNone || bindings_.entry(b).value.streams != 0) return nullptr;
+    return &bindings_.entry(b).value.binding;
 }
 
 const ReportedStream* StreamTable::find_reported(std::string_view call_id, std::uint32_t ssrc) const noexcept {
@@ -532,14 +694,14 @@ const ReportedStream* StreamTable::find_reported(std::string_view call_id, std::
 }
 
 StreamSummary StreamTable::summary(const StreamKey& key) const noexcept {
-    const std::uint32_t i = streams_.find(hash_stream_key(key), [&key](const StreamKey& k) { return same_key(k, key); });
+    const std::uint32_t i = find_stream(key, hash_stream_key(key));
     if (i == kNone) return {};
     return summarize(streams_.entry(i).value.stream, bound(streams_.entry(i).value), config_.quality);
 }
 
 bool StreamTable::insert(const StreamKey& key, const Stream& stream) {
     const std::uint64_t hash = hash_stream_key(key);
-    if (streams_.find(hash, [&key](const StreamKey& k) { return same_key(k, key); }) != kNone) return false;
+    if (find_stream(key, hash) != kNone) return false;
     const std::uint32_t i = create_stream(key, hash, false, stream.last);
     streams_[i].stream = stream;
     return true;
@@ -557,15 +719,14 @@ void StreamTable::note_parse_error(Timestamp now, std::string_view what, std::st
 }
 
 StreamTable::EntrySizes StreamTable::entry_sizes() noexcept {
-    return {sizeof(StreamLru::Entry), sizeof(MediaLru::Entry), sizeof(PendingLru::Entry), sizeof(ReportedLru::Entry)};
+    return {sizeof(StreamLru::Entry), sizeof(MediaLru::Entry), sizeof(BindingLru::Entry), sizeof(ReportedLru::Entry)};
 }
 
 std::size_t StreamTable::memory_bytes() const noexcept {
     const auto heap = [](const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; };
-    std::size_t bytes = streams_.memory_bytes() + media_.memory_bytes() + pending_.memory_bytes() +
+    std::size_t bytes = streams_.memory_bytes() + media_.memory_bytes() + bindings_.memory_bytes() +
                         reported_.memory_bytes();
-    media_.for_each([&](std::uint32_t, const MediaLru::Entry& e) { bytes += heap(e.value.binding.call_id); });
-    pending_.for_each([&](std::uint32_t, const PendingLru::Entry& e) { bytes += heap(e.value.binding.call_id); });
+    bindings_.for_each([&](std::uint32_t, const BindingLru::Entry& e) { bytes += heap(e.value.binding.call_id); });
     reported_.for_each([&](std::uint32_t, const ReportedLru::Entry& e) { bytes += heap(e.key.call_id); });
     return bytes;
 }

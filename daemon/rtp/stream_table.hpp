@@ -2,23 +2,34 @@
 // One shard's RTP streams: per-packet measurement (stream_record.hpp), media bindings from SDP,
 // receiver views from RTCP, capped tables, expiry on packet time, and the statistics.
 //
-// Routing this table relies on (daemon/shard): RTP by media_key(destination); raw RTCP by
-// media_key(source), i.e. the reporter's media address; HEP RTCP-JSON by its correlation id
-// (the Call-ID); bindings by media_key(binding.media). So a report block about SSRC S sent by
-// reporter R describes the stream in this table whose media_key(dst) == media_key(R) and whose
-// SSRC is S.
+// Routing this table relies on (daemon/shard): RTP by media_key(destination); RTCP, RTCP-XR and
+// RTCP-JSON by media_key(source), i.e. the reporter's media address; bindings by
+// media_key(binding.media). So a report block about SSRC S sent by reporter R describes the
+// stream in this table whose media_key(dst) == media_key(R) and whose SSRC is S.
+//
+// A stream belongs to one call. SDP binds (media address, peer address) pairs to a Call-ID
+// (core/media_binding.hpp); a stream from S to D joins the binding (D, S), else D's binding with
+// no known peer (an offer not answered yet), else D's newest binding of any peer (a NAT'd
+// sender). A media address shared by many calls (a UAS or media server port) so never decides
+// alone. A binding of another call for a pair that carries running streams ends them (reason
+// `rebound`): the next packet starts a stream of the new call. Offline, bindings arrive in input
+// order (daemon/shard), so "after the new SDP" is decided exactly by packet order.
+// Without signalling, a confirmed sequence restart or timestamp discontinuity
+// (stream_record.hpp: classify) ends the stream (`restarted`), and so does a packet after more
+// than stream_idle_timeout of silence (`idle`): no phantom loss or jitter across calls.
 //
 // Tables (each capped; eviction of the least recently active entry is counted):
 //  - streams        keyed by (src, dst, SSRC), cap max_streams;
-//  - media entries  one per media_key(dst) with live streams: the binding (Call-ID, codecs) if
-//                   any, and the list of its streams (for late bindings and for RTCP, which
-//                   names the destination and the SSRC but not the source); never more than
-//                   the streams, so it needs no cap of its own;
-//  - pending media  bindings with no live stream: waiting for the first packet, or kept after
-//                   the last stream ended for streams to come (a new SSRC after a re-INVITE);
-//                   cap max_pending_media, dropped after pending_media_timeout;
-//  - reported       receiver views from RTCP-JSON keyed by (Call-ID, SSRC),
-//                   cap max_reported_streams, dropped after stream_idle_timeout.
+//  - bindings       keyed by (media_key(media), media_key(peer)): Call-ID and codecs, with the
+//                   number of streams that joined; cap max_streams + max_pending_media. One
+//                   that no stream uses is "pending" and is dropped after
+//                   pending_media_timeout;
+//  - media entries  one per media_key(dst) with streams or bindings: its streams (for bindings
+//                   and RTCP, which names the destination and the SSRC but not the source) and
+//                   its newest binding;
+//  - reported       receiver views from RTCP-JSON about streams not measured here, keyed by
+//                   (Call-ID, SSRC), cap max_reported_streams, dropped after
+//                   stream_idle_timeout.
 //
 // Not thread-safe: one table per shard. The statistics are readable from another thread.
 #include <cstddef>
@@ -59,6 +70,7 @@ struct ReportedKey {
 
 // A receiver's view of a stream as an RTCP-JSON sender (rtpengine, Asterisk) reported it.
 struct ReportedStream {
+    Endpoint reporter;  // media_key() of the reporter: the shard that owns it keeps this record
     std::uint32_t reporter_ssrc = 0;
     Timestamp first;
     Timestamp last;
@@ -91,6 +103,12 @@ public:
     // Streams examined per RTCP lookup on one media address (bounds the work a flood of SSRCs
     // to one address can cause).
     static constexpr std::size_t kMaxStreamsPerLookup = 64;
+    // Streams examined when a binding arrives (one SIP message, not one packet): enough for
+    // every concurrent call to one media server port.
+    static constexpr std::size_t kMaxStreamsPerBind = 4096;
+    // An unbound stream that began at most this long before a binding of its address is that
+    // call's, its first packets captured before the SDP; an older one ends (`rebound`).
+    static constexpr std::int64_t kLateBindingWindowUs = 2'000'000;
 
     explicit StreamTable(const StreamTableConfig& config = {});
     StreamTable(const StreamTable&) = delete;
@@ -105,26 +123,31 @@ public:
     void on_rtcp(const PacketMeta& meta, ByteSpan payload);
     void on_rtcp_json(const PacketMeta& meta, std::string_view call_id, ByteSpan payload);
 
-    // Attaches Call-ID and codecs to every current and future stream sent to
-    // media_key(binding.media). A later SDP (by binding.time) replaces an earlier one.
+    // Binds (media, peer) to the binding's call: running streams of that pair (and unbound ones
+    // that started about then) join it, streams of another call on the pair end (`rebound`),
+    // and future streams join it. Applied in arrival order, which offline is input order.
     void bind(const MediaBinding& binding);
 
     // Finishes streams idle for stream_idle_timeout and drops stale pending bindings and
     // reported streams, all by packet time.
     void expire(Timestamp now);
-    // Finishes every stream and reported stream (end of an offline run, shutdown). Pending
-    // bindings stay: they are not measurements.
+    // Finishes every stream and reported stream (end of an offline run, shutdown). Bindings
+    // stay: they are not measurements.
     void finish_all(Timestamp now);
 
     const StreamStats& stats() const noexcept { return stats_; }
     const StreamTableConfig& config() const noexcept { return config_; }
     std::size_t size() const noexcept { return streams_.size(); }
-    std::size_t pending_size() const noexcept { return pending_.size(); }
+    std::size_t pending_size() const noexcept { return pending_count_; }
+    std::size_t bindings_size() const noexcept { return bindings_.size(); }
     std::size_t media_size() const noexcept { return media_.size(); }
     std::size_t reported_size() const noexcept { return reported_.size(); }
 
     const Stream* find(const StreamKey& key) const noexcept;
     const Binding* binding_of(const StreamKey& key) const noexcept;  // null when unbound
+    // The binding of (media, peer); a default (port 0) peer asks for the one with no peer.
+    const Binding* find_binding(const Endpoint& media, const Endpoint& peer = {}) const noexcept;
+    // The newest binding of media_key(media) that no stream uses, or null.
     const Binding* pending_binding(const Endpoint& media) const noexcept;
     const ReportedStream* find_reported(std::string_view call_id, std::uint32_t ssrc) const noexcept;
     StreamSummary summary(const StreamKey& key) const noexcept;
@@ -139,11 +162,8 @@ public:
     }
     template <class F>  // f(const Endpoint& media_key, const Binding&, bool waiting_for_streams)
     void for_each_binding(F&& f) const {
-        media_.for_each([&](std::uint32_t, const typename MediaLru::Entry& e) {
-            if (e.value.bound) f(e.key, e.value.binding, false);
-        });
-        pending_.for_each([&](std::uint32_t, const typename PendingLru::Entry& e) {
-            f(e.key, e.value.binding, true);
+        bindings_.for_each([&](std::uint32_t, const typename BindingLru::Entry& e) {
+            f(e.key.media, e.value.binding, e.value.streams == 0);
         });
     }
     template <class F>  // f(const ReportedKey&, const ReportedStream&)
@@ -151,7 +171,7 @@ public:
         reported_.for_each([&](std::uint32_t, const typename ReportedLru::Entry& e) { f(e.key, e.value); });
     }
     bool insert(const StreamKey& key, const Stream& stream);   // false if the key is live
-    void insert_binding(const Endpoint& media, Binding binding);
+    void insert_binding(const Endpoint& media, Binding binding);  // binding.peer names the pair
     bool insert_reported(const ReportedKey& key, const ReportedStream& stream);
 
     // Bytes held by the tables and by the strings they own (heap: the requested sizes).
@@ -162,7 +182,7 @@ public:
     struct EntrySizes {
         std::size_t stream;
         std::size_t media;
-        std::size_t pending;
+        std::size_t binding;
         std::size_t reported;
     };
     static EntrySizes entry_sizes() noexcept;
@@ -170,31 +190,47 @@ public:
 private:
     struct StreamSlot {
         Stream stream;
-        std::uint32_t media = kNone;  // media entry, or kNone
-        std::uint32_t prev = kNone;   // streams of the same media entry
+        std::uint32_t media = kNone;    // media entry of the destination
+        std::uint32_t prev = kNone;     // streams of the same media entry
         std::uint32_t next = kNone;
+        std::uint32_t binding = kNone;  // the binding it joined, or kNone
     };
     struct MediaEntry {
-        Binding binding;
-        bool bound = false;
         std::uint32_t head = kNone;
         std::uint32_t streams = 0;
+        std::uint32_t bindings = 0;        // binding entries of this address
+        std::uint32_t latest = kNone;      // its newest binding
     };
-    struct PendingBinding {
+    struct BindingKey {
+        Endpoint media;
+        Endpoint peer;  // port 0: unknown
+        friend bool operator==(const BindingKey&, const BindingKey&) = default;
+    };
+    struct BindingEntry {
         Binding binding;
-        Timestamp idle_since;  // SDP time, or when the last stream of the address finished
+        Timestamp idle_since;      // when the last stream left it (or its SDP time)
+        std::uint32_t streams = 0; // streams that joined it
     };
     using StreamLru = LruTable<StreamKey, StreamSlot>;
     using MediaLru = LruTable<Endpoint, MediaEntry>;
-    using PendingLru = LruTable<Endpoint, PendingBinding>;
+    using BindingLru = LruTable<BindingKey, BindingEntry>;
     using ReportedLru = LruTable<ReportedKey, ReportedStream>;
 
     const Binding* bound(const StreamSlot& slot) const noexcept;
+    std::uint32_t find_stream(const StreamKey& key, std::uint64_t hash) const noexcept;
     std::uint32_t create_stream(const StreamKey& key, std::uint64_t hash, bool count_start, Timestamp now);
+    void measure(std::uint32_t at, const RtpPacket& packet, Timestamp arrival);
+    void end_stream(std::uint32_t at, FinishReason reason);  // finish and erase
     void finish_stream(std::uint32_t at, FinishReason reason);
+    std::uint32_t media_entry(const Endpoint& media, bool create);
+    void release_media(std::uint32_t m);
     void link_media(std::uint32_t at, const Endpoint& dst);
-    void unlink_media(std::uint32_t at, Timestamp when);
-    void park_binding(const Endpoint& media, std::uint64_t hash, Binding binding, Timestamp idle_since);
+    void unlink_media(std::uint32_t at);
+    std::uint32_t find_binding_index(const Endpoint& media, const Endpoint& peer) const noexcept;
+    std::uint32_t binding_for(const StreamKey& key, std::uint32_t media) const noexcept;
+    void join(std::uint32_t stream, std::uint32_t binding, Timestamp when);
+    void drop_binding(std::uint32_t b);
+    std::uint32_t store_binding(const Endpoint& media, Binding binding);
     void note_parse_error(Timestamp now, std::string_view what, std::string_view reason);
     void apply_binding(const Endpoint& media, Binding binding);
     std::uint32_t find_reported_stream(const Endpoint& reporter, std::uint32_t ssrc,
@@ -222,8 +258,9 @@ private:
     StreamStats stats_;
     StreamLru streams_;
     MediaLru media_;
-    PendingLru pending_;
+    BindingLru bindings_;
     ReportedLru reported_;
+    std::size_t pending_count_ = 0;  // bindings no stream uses
 };
 
 } // namespace hepd::rtp

@@ -39,6 +39,7 @@ struct Datagram {
     std::uint32_t capture_id = 0;
     std::string_view correlation_id;       // HEP chunk 0x11, empty when absent
     ByteSpan payload;
+    std::uint64_t order = 0;               // position in the input, set by the pipeline
 };
 
 } // namespace hepd::shard

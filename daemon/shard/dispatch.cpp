@@ -53,10 +53,9 @@ std::uint64_t dispatch_hash(const Datagram& d) noexcept {
         return id.empty() ? hash_endpoint(d.src) : call_key(id);
     }
     case PayloadKind::rtp: return media_hash(d.dst);
+    // Reports land beside the stream they describe, whatever their correlation id says.
     case PayloadKind::rtcp:
-        if (!d.correlation_id.empty()) return call_key(d.correlation_id);
-        return media_hash(d.src);
-    case PayloadKind::rtcp_json:
+    case PayloadKind::rtcp_json: return media_hash(d.src);
     case PayloadKind::qos:
     case PayloadKind::log:
     case PayloadKind::other:

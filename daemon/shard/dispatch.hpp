@@ -2,10 +2,11 @@
 // Which shard owns a datagram: a pure function of the datagram and the shard count, so live and
 // offline input, and a snapshot restored onto another core count, all agree.
 //   SIP                         -> hash(Call-ID)
-//   report with correlation id  -> hash(correlation id)   (senders put the Call-ID there)
 //   RTP                         -> hash(media_key(destination))
-//   raw RTCP                    -> hash(media_key(source)) (the reporter: its blocks describe
-//                                  the stream sent to it, which lives on that shard)
+//   RTCP, RTCP-XR, RTCP-JSON    -> hash(media_key(source)) (the reporter: its blocks describe
+//                                  the stream sent to it, which lives on that shard; a
+//                                  correlation id names the call, not that shard)
+//   other with correlation id   -> hash(correlation id)   (senders put the Call-ID there)
 #include "core/address.hpp"
 #include "shard/datagram.hpp"
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
+#include <string>
 
 namespace hepd::shard {
 
@@ -65,6 +67,10 @@ public:
     const std::function<void(std::size_t, Worker&)>* task = nullptr;
     std::atomic<std::uint64_t> task_posted{0};
     std::atomic<std::uint64_t> task_done{0};
+    // Ordered mode: every datagram of this shard with a lower order is processed and its
+    // bindings are queued to their shards.
+    std::atomic<std::uint64_t> progress{0};
+    Counter binding_drops;  // written by this shard's thread only
 
     std::size_t depth() const noexcept {
         std::size_t n = 0;
@@ -72,22 +78,24 @@ public:
         return n;
     }
 
-    void send(const MediaBinding& b) override {
-        const std::size_t to = shard_of_media(b.media, pipeline_.shards());
+    void send(const MediaBinding& binding) override {
+        const std::size_t to = shard_of_media(binding.media, pipeline_.shards());
         if (to == index_) {
-            pipeline_.workers_[index_]->bind(b);
+            pipeline_.workers_[index_]->bind(binding);
             return;
         }
+        MediaBinding b = binding;
+        b.order = current_order_;
         Link& link = *out_links[to];
         if (link.current == nullptr) link.current = acquire_waiting(link);
         if (link.current == nullptr) {
-            pipeline_.binding_drops_.add();
+            binding_drops.add();
             return;
         }
         if (!link.current->add(b)) {
             submit(link);
             link.current = acquire_waiting(link);
-            if (link.current == nullptr || !link.current->add(b)) pipeline_.binding_drops_.add();
+            if (link.current == nullptr || !link.current->add(b)) binding_drops.add();
         }
     }
 
@@ -111,7 +119,7 @@ private:
         unsigned spins = 0;
         while (!link.full.try_push(link.current)) {
             if (!pipeline_.options_.lossless) {
-                pipeline_.binding_drops_.add(link.current->bindings().size());
+                binding_drops.add(link.current->bindings().size());
                 link.current->clear();
                 return;
             }
@@ -126,13 +134,23 @@ private:
             if (l != nullptr) submit(*l);
     }
 
+    // Takes every binding that has arrived: applied at once live; copied out (the batch goes
+    // back to its sender at once, so a sender never waits for this shard to catch up) and
+    // applied in input order by apply_bindings_before() in ordered mode.
     bool drain_shard_links() {
         bool any = false;
-        for (auto& l : shard_links) {
-            if (!l) continue;
+        for (std::size_t from = 0; from < shard_links.size(); ++from) {
+            Link* l = shard_links[from].get();
+            if (l == nullptr) continue;
             Batch* b = nullptr;
             while (l->full.try_pop(b)) {
-                for (const auto& binding : b->bindings()) worker().bind(binding);
+                for (const auto& binding : b->bindings()) {
+                    if (pipeline_.ordered_) {
+                        waiting_[from].push_back(HeldBinding{binding, std::string(binding.call_id)});
+                    } else {
+                        worker().bind(binding);
+                    }
+                }
                 b->clear();
                 l->empty.try_push(b);
                 any = true;
@@ -141,12 +159,69 @@ private:
         return any;
     }
 
+    // Ordered mode: the lowest order any other shard may still send a binding for.
+    std::uint64_t peers_progress() const noexcept {
+        std::uint64_t low = UINT64_MAX;
+        for (std::size_t j = 0; j < pipeline_.threads_.size(); ++j)
+            if (j != index_) low = std::min(low, pipeline_.threads_[j]->progress.load(std::memory_order_acquire));
+        return low;
+    }
+
+    // Applies the bindings from other shards that come before `limit` in the input, in input
+    // order (each link delivers in order; merge them). Every one of them has arrived once the
+    // peers' progress has passed `limit` (read before the links were drained).
+    void apply_bindings_before(std::uint64_t limit) {
+        while (true) {
+            std::size_t best = waiting_.size();
+            for (std::size_t j = 0; j < waiting_.size(); ++j)
+                if (!waiting_[j].empty() && waiting_[j].front().binding.order < limit &&
+                    (best == waiting_.size() || waiting_[j].front().binding.order < waiting_[best].front().binding.order))
+                    best = j;
+            if (best == waiting_.size()) return;
+            HeldBinding& h = waiting_[best].front();
+            h.binding.call_id = h.call_id;
+            worker().bind(h.binding);
+            waiting_[best].pop_front();
+        }
+    }
+
+    // Ordered mode, before datagram `order`: publish how far this shard is, wait until every
+    // other shard is as far, and apply the bindings that precede it.
+    void reach(std::uint64_t order) {
+        if (order >= horizon_) {
+            flush_out();
+            progress.store(order, std::memory_order_release);
+            unsigned spins = 0;
+            while (true) {
+                horizon_ = peers_progress();
+                drain_shard_links();
+                if (horizon_ >= order) break;
+                run_task();
+                backoff(spins);
+            }
+        }
+        apply_bindings_before(order);
+    }
+
+    // Ordered mode, with nothing queued for this shard: it is as far as the input is queued.
+    void publish_idle() {
+        const std::uint64_t queued = pipeline_.published_.load(std::memory_order_acquire);
+        for (const auto& l : producer_links)
+            if (l->full.size() != 0) return;
+        flush_out();
+        if (queued > progress.load(std::memory_order_relaxed)) progress.store(queued, std::memory_order_release);
+    }
+
     bool drain_producers() {
         bool any = false;
         for (auto& l : producer_links) {
             Batch* b = nullptr;
             while (l->full.try_pop(b)) {
-                for (const auto& d : b->datagrams()) worker().process(d, *this);
+                for (const auto& d : b->datagrams()) {
+                    current_order_ = d.order;
+                    if (pipeline_.ordered_) reach(d.order);
+                    worker().process(d, *this);
+                }
                 if (b->watermark > clock_) {
                     clock_ = b->watermark;
                     worker().advance(clock_);
@@ -185,6 +260,7 @@ private:
 
     void run() {
         unsigned spins = 0;
+        waiting_.resize(shard_links.size());
         last_activity_ = std::chrono::steady_clock::now();
         // Phase 1: datagrams until every producer is done and its queue is empty.
         while (true) {
@@ -192,6 +268,7 @@ private:
             bool any = drain_producers();
             flush_out();
             any = drain_shard_links() || any;
+            if (pipeline_.ordered_ && !any) publish_idle();
             run_task();
             idle_tick(any);
             if (done && !any) {
@@ -202,20 +279,31 @@ private:
             if (any) spins = 0; else backoff(spins);
         }
         flush_out();
+        progress.store(UINT64_MAX, std::memory_order_release);
         // Phase 2: every shard has sent all its bindings once all have arrived here.
         pipeline_.shards_drained_.fetch_add(1, std::memory_order_acq_rel);
         while (pipeline_.shards_drained_.load(std::memory_order_acquire) < pipeline_.shards()) {
             run_task();
+            if (pipeline_.ordered_) apply_bindings_before(peers_progress());
             if (!drain_shard_links()) backoff(spins);
         }
         drain_shard_links();
+        apply_bindings_before(UINT64_MAX);
         run_task();
         worker().finish(end);
     }
 
+    struct HeldBinding {
+        MediaBinding binding;
+        std::string call_id;  // binding.call_id points here when it is applied
+    };
+
     Pipeline& pipeline_;
     std::size_t index_;
     std::thread thread_;
+    std::uint64_t current_order_ = 0;
+    std::uint64_t horizon_ = 0;  // peers' progress as last read (ordered mode)
+    std::vector<std::deque<HeldBinding>> waiting_;  // by sending shard (ordered mode)
     Timestamp clock_{};
     std::chrono::steady_clock::time_point last_activity_{};
 };
@@ -241,16 +329,18 @@ Pipeline::Producer::Producer(Pipeline& pipeline, std::size_t index) : pipeline_(
 
 Pipeline::Producer::~Producer() = default;
 
-void Pipeline::Producer::push(const Datagram& d) {
+void Pipeline::Producer::push(const Datagram& in) {
     if (direct_) {
         Worker& w = *pipeline_.workers_[0];
-        w.process(d, *direct_);
-        if (d.time > watermark_) {
-            watermark_ = d.time;
+        w.process(in, *direct_);
+        if (in.time > watermark_) {
+            watermark_ = in.time;
             w.advance(watermark_);
         }
         return;
     }
+    Datagram d = in;
+    d.order = next_order_++;
     if (d.time > watermark_) watermark_ = d.time;
     Link& link = *links_[shard_of(d, links_.size())];
     const bool lossless = pipeline_.options_.lossless;
@@ -263,6 +353,7 @@ void Pipeline::Producer::push(const Datagram& d) {
                     dropped_.add();
                     return;
                 }
+                if (pipeline_.ordered_) publish(true);
                 backoff(spins);
                 continue;
             }
@@ -282,11 +373,32 @@ void Pipeline::Producer::push(const Datagram& d) {
                 link.current->clear();
                 continue;
             }
+            // A shard waiting for another may be waiting for a batch still being filled here.
+            if (pipeline_.ordered_) publish(true);
             backoff(spins);
             continue;
         }
         link.current = nullptr;
+        if (pipeline_.ordered_) publish(false);
     }
+}
+
+void Pipeline::Producer::publish(bool send_partial) {
+    // Batches far behind the input are sent even when partly filled, so that a shard with
+    // little traffic does not hold the others back for long.
+    const std::uint64_t stale = pipeline_.options_.batch_datagrams * links_.size();
+    std::uint64_t queued = next_order_;
+    for (Link* link : links_) {
+        Batch* b = link->current;
+        if (b == nullptr || b->size() == 0) continue;
+        const std::uint64_t first = b->datagrams().front().order;
+        if ((send_partial || first + stale < next_order_) && link->full.try_push(b)) {
+            link->current = nullptr;
+            continue;
+        }
+        queued = std::min(queued, first);
+    }
+    pipeline_.published_.store(queued, std::memory_order_release);
 }
 
 void Pipeline::Producer::flush() {
@@ -307,6 +419,7 @@ void Pipeline::Producer::flush() {
             backoff(spins);
         }
     }
+    if (pipeline_.ordered_) pipeline_.published_.store(next_order_, std::memory_order_release);
 }
 
 // ---- pipeline ----
@@ -314,6 +427,7 @@ void Pipeline::Producer::flush() {
 Pipeline::Pipeline(PipelineOptions options, std::vector<std::unique_ptr<Worker>> workers)
     : options_(options), workers_(std::move(workers)) {
     const std::size_t n = workers_.size();
+    ordered_ = options_.lossless && n > 1 && options_.producers == 1;
     if (n > 1 || options_.threaded) {
         for (std::size_t s = 0; s < n; ++s) threads_.push_back(std::make_unique<ShardThread>(*this, s));
         for (std::size_t s = 0; s < n; ++s) {
@@ -370,12 +484,19 @@ void Pipeline::finish(Timestamp end) {
         return;
     }
     for (auto& t : threads_) t->end = end;
+    published_.store(UINT64_MAX, std::memory_order_release);
     producers_done_.store(true, std::memory_order_release);
     for (auto& t : threads_) t->join();
 }
 
 std::size_t Pipeline::queue_depth(std::size_t shard) const noexcept {
     return threads_.empty() ? 0 : threads_[shard]->depth();
+}
+
+std::uint64_t Pipeline::binding_drops() const noexcept {
+    std::uint64_t n = 0;
+    for (const auto& t : threads_) n += t->binding_drops.value();
+    return n;
 }
 
 std::uint64_t Pipeline::queue_full_drops() const noexcept {

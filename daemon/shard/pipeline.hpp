@@ -3,6 +3,14 @@
 // (receive threads, the pcap reader) through bounded single-producer/single-consumer queues of
 // batches. Shards share nothing: the only traffic between them is MediaBinding records on
 // shard-to-shard links. With one shard there are no threads and no queues at all.
+//
+// Offline (lossless, one producer) the result must not depend on the number of shards, and a
+// binding decides which call a stream belongs to from the packet on. So there every datagram
+// carries its input position (`order`), a binding the order of the SIP message it came from,
+// and a shard applies another shard's binding exactly before its first datagram that comes
+// later in the input: before processing datagram j it waits until every other shard has
+// processed (and sent the bindings of) everything before j. Shards move in step, batch by
+// batch; the one furthest behind never waits. Live, bindings apply as they arrive.
 #include "core/media_binding.hpp"
 #include "core/stats.hpp"
 #include "core/time.hpp"
@@ -82,7 +90,7 @@ public:
     // Datagrams dropped because a shard's queue was full (live mode), over all producers.
     std::uint64_t queue_full_drops() const noexcept;
     // Bindings lost between shards because a shard-to-shard link was full (live mode only).
-    std::uint64_t binding_drops() const noexcept { return binding_drops_.value(); }
+    std::uint64_t binding_drops() const noexcept;
 
 private:
     struct Link;
@@ -95,8 +103,11 @@ private:
     std::vector<std::unique_ptr<ShardThread>> threads_;
     std::atomic<bool> producers_done_{false};
     std::atomic<std::size_t> shards_drained_{0};
+    // Ordered delivery (lossless, several shards, one producer): every datagram with an order
+    // below this has been queued to its shard.
+    std::atomic<std::uint64_t> published_{0};
+    bool ordered_ = false;
     bool started_ = false;
-    Counter binding_drops_;
     bool finished_ = false;
 };
 
@@ -113,9 +124,14 @@ public:
 
 private:
     friend class Pipeline;
+    // Ordered mode: queues what it can without waiting and publishes how far the input is
+    // queued, so that shards waiting for each other never wait for a batch still being filled.
+    void publish(bool send_partial);
+
     Pipeline& pipeline_;
     std::vector<Link*> links_;  // one per shard
     Timestamp watermark_{};
+    std::uint64_t next_order_ = 0;
     Counter dropped_;
     // Single-shard mode: delivered in place.
     class DirectSink;

@@ -43,19 +43,27 @@ bool is_multipart_content_type(std::string_view content_type) noexcept {
     return starts_with_nocase(trim(content_type), "multipart/");
 }
 
+std::optional<Endpoint> usable_media(const SessionDescription& sdp, std::size_t i) noexcept {
+    if (i >= sdp.media_count || sdp.media[i].port == 0) return std::nullopt;
+    const auto endpoint = media_endpoint(sdp, i);
+    if (!endpoint || is_unspecified(endpoint->address)) return std::nullopt;
+    return endpoint;
+}
+
 MediaEmitResult emit_media_bindings(const SessionDescription& sdp, std::string_view call_id,
-                                    Timestamp time, MediaSink& sink) noexcept {
+                                    Timestamp time, std::span<const Endpoint> peers, MediaSink& sink) noexcept {
     MediaEmitResult result;
     for (std::size_t i = 0; i < sdp.media_count; ++i) {
         const Media& media = sdp.media[i];
         if (media.port == 0) continue;  // a declined or removed stream
-        const auto endpoint = media_endpoint(sdp, i);
-        if (!endpoint || is_unspecified(endpoint->address)) {
+        const auto endpoint = usable_media(sdp, i);
+        if (!endpoint) {
             ++result.unusable;
             continue;
         }
         MediaBinding binding;
         binding.media = *endpoint;
+        if (i < peers.size()) binding.peer = peers[i];
         binding.time = time;
         binding.call_id = call_id;
         for (const std::uint8_t pt : media.payload_type_list()) {

@@ -8,6 +8,8 @@
 #include "core/time.hpp"
 
 #include <cstddef>
+#include <optional>
+#include <span>
 #include <string_view>
 
 namespace hepd::sip {
@@ -26,13 +28,17 @@ struct MediaEmitResult {
     std::size_t unusable = 0;  // active media (port != 0) without a literal, specified address
 };
 
-// One binding per media section with a non-zero port: effective c= address + m= port, and the
-// first kMaxBindingCodecs formats of the m= line resolved through a=rtpmap or the RFC 3551 static
-// table (an unmapped dynamic type is kept with its number only). Unspecified addresses (0.0.0.0,
-// ::, the RFC 2543 way of holding a call) and host names are unusable: RTP never goes there.
-// No allocation.
+// Where RTP of media section `i` goes: effective c= address + m= port; nothing for a declined
+// stream (port 0), an unspecified address (0.0.0.0, ::, the RFC 2543 way of holding a call) or
+// a host name: RTP never goes there.
+std::optional<Endpoint> usable_media(const SessionDescription& sdp, std::size_t i) noexcept;
+
+// One binding per usable media section, with the first kMaxBindingCodecs formats of the m= line
+// resolved through a=rtpmap or the RFC 3551 static table (an unmapped dynamic type is kept with
+// its number only). `peers[i]`, when given and non-zero, is the other end of section i (from
+// the matching offer or answer). No allocation.
 MediaEmitResult emit_media_bindings(const SessionDescription& sdp, std::string_view call_id,
-                                    Timestamp time, MediaSink& sink) noexcept;
+                                    Timestamp time, std::span<const Endpoint> peers, MediaSink& sink) noexcept;
 
 // Content-Type is application/sdp (any case, parameters allowed).
 bool is_sdp_content_type(std::string_view content_type) noexcept;

@@ -122,7 +122,8 @@ std::size_t DialogTable::active_count() const noexcept {
 }
 
 std::size_t DialogTable::memory_bytes() const noexcept {
-    return table_.memory_bytes() + key_heap_bytes_ + transactions_.memory_bytes();
+    return table_.memory_bytes() + key_heap_bytes_ + transactions_.memory_bytes() +
+           sdp_sides_.capacity() * sizeof(SdpSides);
 }
 
 void DialogTable::anomaly(DialogAnomaly a) noexcept { stats_->anomalies[static_cast<std::size_t>(a)].add(); }
@@ -193,7 +194,7 @@ Disposition DialogTable::create(const Message& m, const PacketMeta& meta, Hop ho
     std::uint32_t at = Table::kNone;
     insert_entry(dialog_hash(call_hash, m.from.tag), DialogKey(m.call_id, m.from.tag), d, &at);
     stats_->dialogs_created.add();
-    emit_sdp(table_.entry(at).key.call_id(), m, meta.time);
+    emit_sdp(at, m, hop, meta.time);
     return Disposition::dialog_created;
 }
 
@@ -216,7 +217,7 @@ Disposition DialogTable::on_dialog_message(std::uint32_t at, Party side, const M
         on_request(d, side, m, meta.time);
     else
         on_response(d, side, hop_index, m, meta.time);
-    emit_sdp(table_.entry(at).key.call_id(), m, meta.time);
+    emit_sdp(at, m, hop, meta.time);
     return Disposition::dialog_updated;
 }
 
@@ -356,7 +357,7 @@ void DialogTable::on_invite_response(Dialog& d, std::size_t hop_index, const Mes
     finish(d, code == 487 ? DialogState::cancelled : DialogState::failed, now);
 }
 
-void DialogTable::emit_sdp(std::string_view call_id, const Message& m, Timestamp now) {
+void DialogTable::emit_sdp(std::uint32_t at, const Message& m, Hop hop, Timestamp now) {
     if (!carries_sdp(m) || m.body.empty()) return;
     if (!is_sdp_content_type(m.content_type)) {
         if (is_multipart_content_type(m.content_type)) anomaly(DialogAnomaly::multipart_body_skipped);
@@ -366,10 +367,40 @@ void DialogTable::emit_sdp(std::string_view call_id, const Message& m, Timestamp
         stats_->sdp_errors[static_cast<std::size_t>(*error)].add();
         return;
     }
+    SdpSide mine{hop.id, hop.forward, {}};
+    for (std::size_t i = 0; i < kSdpMedia; ++i)
+        if (const auto media = usable_media(*sdp_, i)) mine.media[i] = *media;
+
+    if (sdp_sides_.size() <= at) sdp_sides_.resize(std::max<std::size_t>(at + 1, sdp_sides_.size() * 2));
+    SdpSides& sides = sdp_sides_[at];
+    const auto other = std::find_if(sides.begin(), sides.end(), [&](const SdpSide& s) {
+        return s.hop == hop.id && s.forward != hop.forward;
+    });
+    const std::array<Endpoint, kSdpMedia> peers = other != sides.end() ? other->media : std::array<Endpoint, kSdpMedia>{};
+
     DiscardSink discard;
-    const MediaEmitResult r = emit_media_bindings(*sdp_, call_id, now, sink_ != nullptr ? *sink_ : discard);
+    MediaSink& sink = sink_ != nullptr ? *sink_ : discard;
+    const std::string_view call_id = table_.entry(at).key.call_id();
+    const MediaEmitResult r = emit_media_bindings(*sdp_, call_id, now, peers, sink);
     stats_->media_bindings.add(r.emitted);
     if (r.unusable != 0) stats_->anomalies[static_cast<std::size_t>(DialogAnomaly::sdp_unusable_address)].add(r.unusable);
+    // The other side's addresses learn their peer too (their codecs came with their own SDP).
+    for (std::size_t i = 0; i < kSdpMedia; ++i) {
+        if (peers[i].port == 0 || mine.media[i].port == 0) continue;
+        MediaBinding back;
+        back.media = peers[i];
+        back.peer = mine.media[i];
+        back.time = now;
+        back.call_id = call_id;
+        sink.on_media_binding(back);
+        stats_->media_bindings.add();
+    }
+    // Most recent first; this direction's previous SDP, or the oldest side, makes room.
+    auto same = std::find_if(sides.begin(), sides.end(),
+                             [&](const SdpSide& s) { return s.hop == hop.id && s.forward == hop.forward; });
+    if (same == sides.end()) same = sides.end() - 1;
+    std::move_backward(sides.begin(), same, same + 1);
+    sides.front() = mine;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -460,6 +491,7 @@ void DialogTable::insert_entry(std::uint64_t hash, DialogKey key, const Dialog& 
     key_heap_bytes_ += key.heap_bytes();
     auto [at, evicted] = table_.insert(hash, std::move(key), record);
     if (evicted) account_removed(*evicted, true);
+    if (at < sdp_sides_.size()) sdp_sides_[at] = SdpSides{};
     stats_->dialogs_by_state[static_cast<std::size_t>(record.state)].add(1);
     set_deadline(table_[at], record.deadline);
     *at_out = at;

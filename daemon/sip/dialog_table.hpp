@@ -29,6 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 #include <string_view>
 
 namespace hepd::sip {
@@ -101,6 +102,21 @@ public:
 private:
     using Table = LruTable<DialogKey, Dialog>;
 
+    // The media addresses of the last SDP sent in one direction of one hop. An SDP that goes
+    // the other way on the same hop answers it (or offers anew against it): together they name
+    // both ends of each media line, which is what ties a stream to this call rather than to
+    // another one that shares one of its addresses. Kept beside the table, by entry index, so
+    // dialog records (and snapshots) stay as they are; lost on restart, when a later SDP of
+    // the call binds its media one-sided until the other side speaks again.
+    static constexpr std::size_t kSdpMedia = 2;   // m= lines paired (audio and video)
+    static constexpr std::size_t kSdpSides = 4;   // two hops, both directions
+    struct SdpSide {
+        std::uint32_t hop = 0;  // Hop::id; 0: empty
+        bool forward = false;
+        std::array<Endpoint, kSdpMedia> media{};
+    };
+    using SdpSides = std::array<SdpSide, kSdpSides>;  // most recent first
+
     std::uint32_t lookup(std::uint64_t call_hash, std::string_view call_id, std::string_view tag) const noexcept;
     Disposition on_unknown(const Message& m, const PacketMeta& meta, Hop hop, std::uint64_t call_hash,
                            std::uint32_t fingerprint);
@@ -111,7 +127,7 @@ private:
     void on_request(Dialog& d, Party side, const Message& m, Timestamp now);
     void on_response(Dialog& d, Party side, std::size_t hop_index, const Message& m, Timestamp now);
     void on_invite_response(Dialog& d, std::size_t hop_index, const Message& m, Timestamp now);
-    void emit_sdp(std::string_view call_id, const Message& m, Timestamp now);
+    void emit_sdp(std::uint32_t at, const Message& m, Hop hop, Timestamp now);
 
     std::uint32_t settle(std::uint32_t at, Timestamp now);
     // One timer step: finish an open dialog, or retire a finished one. Returns kNone if retired.
@@ -140,6 +156,7 @@ private:
     // Scratch buffers reused across messages (a Message and a SessionDescription are kilobytes).
     std::unique_ptr<Message> message_;
     std::unique_ptr<SessionDescription> sdp_;
+    std::vector<SdpSides> sdp_sides_;  // by dialog entry index; grows with the table
 };
 
 } // namespace hepd::sip

@@ -192,6 +192,7 @@ Json binding_json(const BindingRecord& r) {
     const rtp::Binding& b = r.binding;
     Json j;
     j["media"] = endpoint_json(r.media);
+    j["peer"] = b.peer.port != 0 ? endpoint_json(b.peer) : Json(nullptr);
     j["call_id"] = b.call_id;
     j["time"] = time_json(b.time);
     j["waiting"] = r.waiting;
@@ -211,6 +212,7 @@ Json reported_json(const ReportedRecord& r) {
     Json j;
     j["call_id"] = r.key.call_id;
     j["ssrc"] = r.key.ssrc;
+    j["reporter"] = r.stream.reporter.port != 0 ? endpoint_json(r.stream.reporter) : Json(nullptr);
     j["reporter_ssrc"] = r.stream.reporter_ssrc;
     j["first"] = time_json(r.stream.first);
     j["last"] = time_json(r.stream.last);

@@ -483,6 +483,7 @@ void to_proto(const BindingRecord& in, Binding& out) {
         }
     }
     out.set_waiting(in.waiting);
+    if (b.peer.port != 0) to_proto(b.peer, *out.mutable_peer());
 }
 
 bool from_proto(const Binding& in, BindingRecord& out, std::string& why) {
@@ -504,6 +505,7 @@ bool from_proto(const Binding& in, BindingRecord& out, std::string& why) {
         b.clocks[i] = c.clock_unlisted() ? rtp::kUnlistedClock : rtp::clock_code(c.clock_rate());
     }
     b.codec_count = static_cast<std::uint8_t>(in.codecs_size());
+    if (in.has_peer()) r.endpoint("peer", in.peer(), b.peer);
     out.waiting = in.waiting();
     return r.ok();
 }
@@ -517,6 +519,7 @@ void to_proto(const ReportedRecord& in, ReportedStream& out) {
     out.set_first_us(in.stream.first.us);
     out.set_last_us(in.stream.last.us);
     put_view(in.stream.view, *out.mutable_view());
+    if (in.stream.reporter.port != 0) to_proto(in.stream.reporter, *out.mutable_reporter());
 }
 
 bool from_proto(const ReportedStream& in, ReportedRecord& out, std::string& why) {
@@ -528,6 +531,7 @@ bool from_proto(const ReportedStream& in, ReportedRecord& out, std::string& why)
     r.time("first_us", in.first_us(), out.stream.first);
     r.time("last_us", in.last_us(), out.stream.last);
     get_view(r, in.view(), out.stream.view);
+    if (in.has_reporter()) r.endpoint("reporter", in.reporter(), out.stream.reporter);
     return r.ok();
 }
 

@@ -90,9 +90,9 @@ RestoreCounts restore(const SnapshotFile& file, const std::vector<shard::ShardWo
     for (const std::size_t i : by_time(r.bindings, [](const BindingRecord& b) { return b.binding.time; })) {
         const BindingRecord& b = r.bindings[i];
         rtp::StreamTable& table = shards[shard::shard_of_media(b.media, n)]->streams();
-        // Every binding is parked until its streams arrive, so one already parked there is a
-        // second record for the same address.
-        const bool fresh = table.pending_binding(b.media) == nullptr;
+        // Every binding is parked until its streams arrive, so one already there is a second
+        // record for the same address pair.
+        const bool fresh = table.find_binding(b.media, b.binding.peer) == nullptr;
         if (fresh) table.insert_binding(b.media, b.binding);
         count(counts.bindings, fresh);
     }
@@ -104,8 +104,10 @@ RestoreCounts restore(const SnapshotFile& file, const std::vector<shard::ShardWo
     for (const std::size_t i :
          by_time(r.reported_streams, [](const ReportedRecord& s) { return s.stream.last; })) {
         const ReportedRecord& s = r.reported_streams[i];
-        rtp::StreamTable& table = shards[shard::shard_of_call(s.key.call_id, n)]->streams();
-        count(counts.reported_streams, table.insert_reported(s.key, s.stream));
+        // Beside the streams of its reporter (files before the reporter was kept: by call).
+        const std::size_t at = s.stream.reporter.port != 0 ? shard::shard_of_media(s.stream.reporter, n)
+                                                           : shard::shard_of_call(s.key.call_id, n);
+        count(counts.reported_streams, shards[at]->streams().insert_reported(s.key, s.stream));
     }
     return counts;
 }

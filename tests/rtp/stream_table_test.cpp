@@ -605,9 +605,9 @@ TEST_CASE("memory per stream and per media binding", "[rtp][stream][memory]") {
     REQUIRE(t.pending_size() == 0);
     const auto sizes = StreamTable::entry_sizes();
     const double per_stream = static_cast<double>(t.memory_bytes()) / n;
-    const std::size_t expected = sizes.stream + 32 + sizes.media + 32 + call_id.size() + 1;
+    const std::size_t expected = sizes.stream + 32 + sizes.media + 32 + sizes.binding + 32 + call_id.size() + 1;
     WARN("sizeof(Stream) " << sizeof(Stream) << ", sizeof(Binding) " << sizeof(Binding) << "; entries: stream "
-                           << sizes.stream << ", media " << sizes.media << ", pending " << sizes.pending
+                           << sizes.stream << ", media " << sizes.media << ", binding " << sizes.binding
                            << ", reported " << sizes.reported << "; bytes per bound stream " << per_stream);
     CHECK(per_stream <= static_cast<double>(expected) + 1.0);  // a few free-list words
     CHECK(sizeof(Stream) <= 176);
