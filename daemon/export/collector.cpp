@@ -336,11 +336,10 @@ void Collector::collect_rtp(Writer& out, const rtp::StreamStats& s) {
     out.gauge("hepd_rtp_pending_bindings", "Media bindings from SDP waiting for their RTP streams.");
     out.add(as_double(value_of(s.pending_bindings)));
     out.counter("hepd_rtp_binding_events_total",
-                "Media bindings that did not attach cleanly: late (streams already running), rebound (new SDP "
-                "for a bound address), stale (older SDP ignored), expired (no stream came).");
+                "Media bindings that did not attach cleanly: late (streams already running), rebound (SDP of "
+                "another call for a pair or address with running streams), expired (no stream came).");
     out.add(as_double(value_of(s.late_bindings)), {{"event", "late"}});
     out.add(as_double(value_of(s.rebindings)), {{"event", "rebound"}});
-    out.add(as_double(value_of(s.stale_bindings)), {{"event", "stale"}});
     out.add(as_double(value_of(s.pending_bindings_expired)), {{"event", "expired"}});
     out.counter("hepd_rtp_clock_rate_unmatched_total",
                 "Finished RTP streams whose SDP clock rate matched no candidate (jitter taken at the best guess).");

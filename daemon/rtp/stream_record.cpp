@@ -161,7 +161,7 @@ const std::uint8_t kZeroPayload[kMaxHeldPayload] = {};
 Continuity classify(const Stream& s, const RtpPacket& p, Timestamp arrival) noexcept {
     if (s.held.valid) {
         const bool follows = p.sequence == static_cast<std::uint16_t>(s.held.sequence + 1U) &&
-                             arrival.us >= s.held.arrival_us;
+                             arrival.us >= s.last.us + s.held.after_last_us;
         return follows ? Continuity::restarted : Continuity::stray;
     }
     if (!s.sequence.validated) return Continuity::continues;  // A.1 probation judges the start
@@ -171,20 +171,26 @@ Continuity classify(const Stream& s, const RtpPacket& p, Timestamp arrival) noex
 }
 
 void hold_packet(Stream& s, const RtpPacket& p, Timestamp arrival) noexcept {
-    s.held = HeldPacket{arrival.us,     p.timestamp, p.sequence,
+    constexpr std::int64_t most = std::numeric_limits<std::uint32_t>::max();
+    s.held = HeldPacket{static_cast<std::uint32_t>(std::clamp<std::int64_t>(arrival.us - s.last.us, 0, most)),
+                        p.timestamp,
+                        p.sequence,
                         static_cast<std::uint16_t>(std::min<std::size_t>(p.payload.size(), kMaxHeldPayload)),
-                        p.payload_type, p.marker,    true};
+                        p.payload_type,
+                        p.marker,
+                        true};
 }
 
-RtpPacket take_held(Stream& s) noexcept {
-    RtpPacket p;
-    p.marker = s.held.marker;
-    p.payload_type = s.held.payload_type;
-    p.sequence = s.held.sequence;
-    p.timestamp = s.held.timestamp;
-    p.payload = ByteSpan(kZeroPayload, s.held.payload_size);
+TakenPacket take_held(Stream& s) noexcept {
+    TakenPacket t;
+    t.packet.marker = s.held.marker;
+    t.packet.payload_type = s.held.payload_type;
+    t.packet.sequence = s.held.sequence;
+    t.packet.timestamp = s.held.timestamp;
+    t.packet.payload = ByteSpan(kZeroPayload, s.held.payload_size);
+    t.arrival = Timestamp{s.last.us + s.held.after_last_us};
     s.held = HeldPacket{};
-    return p;
+    return t;
 }
 
 Binding make_binding(const MediaBinding& in) {

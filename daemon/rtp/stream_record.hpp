@@ -88,8 +88,10 @@ struct JitterEstimate {
 
 // A packet that broke the stream's sequence or timing, held until the next packet tells whether
 // the sender restarted (it follows the held one) or the held one was a stray (it does not).
+// Its arrival is kept as an offset from the stream's last arrival: a packet after more than
+// stream_idle_timeout starts a new stream anyway, so 32 bits of microseconds are plenty.
 struct HeldPacket {
-    std::int64_t arrival_us = 0;
+    std::uint32_t after_last_us = 0;
     std::uint32_t timestamp = 0;
     std::uint16_t sequence = 0;
     std::uint16_t payload_size = 0;
@@ -152,9 +154,13 @@ enum class Continuity : std::uint8_t {
 };
 Continuity classify(const Stream& stream, const RtpPacket& packet, Timestamp arrival) noexcept;
 void hold_packet(Stream& stream, const RtpPacket& packet, Timestamp arrival) noexcept;
-// The held packet as a packet again (its payload octets are zeros of the right length), and
-// the stream without it.
-RtpPacket take_held(Stream& stream) noexcept;
+// The held packet as a packet again (its payload octets are zeros of the right length) with its
+// arrival, and the stream without it.
+struct TakenPacket {
+    RtpPacket packet;
+    Timestamp arrival;
+};
+TakenPacket take_held(Stream& stream) noexcept;
 
 // An RFC 4733 event by shape: dynamic payload type and a 4-octet payload.
 inline bool is_event_shaped(const RtpPacket& packet) noexcept {

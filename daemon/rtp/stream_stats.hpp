@@ -50,7 +50,7 @@ inline constexpr std::array<double, 11> kRttBucketsSeconds{0.01, 0.02, 0.05, 0.1
 
 struct StreamStats {
     Gauge streams_active;
-    Gauge pending_bindings;         // media bindings waiting for (more) streams
+    Gauge pending_bindings;         // media bindings no stream uses (yet, or any more)
     Gauge reported_streams_active;  // receiver views from RTCP-JSON
     Counter streams_started;
     std::array<Counter, kFinishReasonCount> streams_finished{};        // by reason
@@ -73,8 +73,7 @@ struct StreamStats {
     std::array<Counter, kStreamTableKindCount> evictions{};  // reason "cap"
     Counter pending_bindings_expired;   // waited pending_media_timeout for a stream in vain
     Counter late_bindings;              // a binding for streams that already had packets
-    Counter rebindings;                 // new SDP for a media address already bound
-    Counter stale_bindings;             // SDP older than the binding in place: ignored
+    Counter rebindings;                 // SDP of another call for a bound pair or running streams
     Counter clock_rate_unmatched;       // finished stream whose rtpmap clock is no candidate
     Counter rtcp_unmatched_blocks;      // report block / XR block about no known stream
     Counter rtcp_json_without_call_id;  // RTCP-JSON without correlation id: dropped
@@ -111,7 +110,6 @@ struct StreamStats {
         pending_bindings_expired.add(o.pending_bindings_expired.value());
         late_bindings.add(o.late_bindings.value());
         rebindings.add(o.rebindings.value());
-        stale_bindings.add(o.stale_bindings.value());
         clock_rate_unmatched.add(o.clock_rate_unmatched.value());
         rtcp_unmatched_blocks.add(o.rtcp_unmatched_blocks.value());
         rtcp_json_without_call_id.add(o.rtcp_json_without_call_id.value());

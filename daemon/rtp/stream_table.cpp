@@ -124,8 +124,8 @@ void StreamTable::on_rtp(const PacketMeta& meta, const RtpPacket& packet) {
     case Continuity::continues: measure(at, packet, meta.time); return;
     case Continuity::breaks: hold_packet(stream, packet, meta.time); return;
     case Continuity::stray: {
-        const Timestamp held_arrival{stream.held.arrival_us};
-        measure(at, take_held(stream), held_arrival);
+        const TakenPacket held = take_held(stream);
+        measure(at, held.packet, held.arrival);
         // The stray may itself have been the first of a restart: judge this packet afresh.
         if (classify(streams_[at].stream, packet, meta.time) == Continuity::breaks) {
             hold_packet(streams_[at].stream, packet, meta.time);
@@ -135,11 +135,10 @@ void StreamTable::on_rtp(const PacketMeta& meta, const RtpPacket& packet) {
         return;
     }
     case Continuity::restarted: {
-        const Timestamp held_arrival{stream.held.arrival_us};
-        const RtpPacket first = take_held(stream);
+        const TakenPacket held = take_held(stream);
         end_stream(at, FinishReason::restarted);
-        at = create_stream(key, hash, true, held_arrival);
-        measure(at, first, held_arrival);
+        at = create_stream(key, hash, true, held.arrival);
+        measure(at, held.packet, held.arrival);
         measure(at, packet, meta.time);
         return;
     }
@@ -329,8 +328,14 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, Binding binding)
         bindings_.touch(b);
         return b;
     }
-    if (bindings_.full()) {
-        drop_binding(bindings_.oldest());
+    if (pending_count_ >= config_.max_pending_media || bindings_.full()) {
+        // The least recently used binding no stream uses (bounded search), else the oldest.
+        std::uint32_t victim = bindings_.oldest();
+        for (int looked = 0; looked < 16 && bindings_.entry(victim).value.streams > 0; ++looked) {
+            bindings_.touch(victim);
+            victim = bindings_.oldest();
+        }
+        drop_binding(victim);
         counter_at(stats_.evictions, StreamTableKind::pending_media).add();
         log_throttled(logs_.pending_evictions, binding.time, spdlog::level::warn,
                       "rtp: media binding table full ({1} bindings): dropped the least recently used "
@@ -373,10 +378,12 @@ void StreamTable::apply_binding(const Endpoint& media, Binding binding) {
     const Endpoint peer = binding.peer;
     const std::string call_id = binding.call_id;
     const Timestamp time = binding.time;
-    // The same call's binding of this pair, being replaced by another call's: a re-used pair.
+    // Another call's binding of this pair being replaced, or streams of another call ended: a
+    // re-used pair or address.
+    bool rebound = false;
     if (const std::uint32_t old = find_binding_index(media, peer);
         old != kNone && bindings_.entry(old).value.binding.call_id != call_id)
-        stats_.rebindings.add();
+        rebound = true;
     const std::uint32_t b = store_binding(media, std::move(binding));
     if (b == kNone) return;
     const std::uint32_t m = media_entry(media, false);
@@ -404,6 +411,7 @@ void StreamTable::apply_binding(const Endpoint& media, Binding binding) {
                 join(i, b, time);
             } else {
                 end_stream(i, FinishReason::rebound);
+                rebound = true;
             }
             i = next;
             continue;
@@ -414,9 +422,11 @@ void StreamTable::apply_binding(const Endpoint& media, Binding binding) {
             if (known_peer || !exact) join(i, b, time);  // the answer names the pair
         } else if (known_peer || !exact) {
             end_stream(i, FinishReason::rebound);  // the pair (or the unpaired address) is re-used
+            rebound = true;
         }
         i = next;
     }
+    if (rebound) stats_.rebindings.add();
     // The offer's binding of this address is answered for this peer: its streams moved above;
     // nothing else will join it unless a stream comes from elsewhere.
     if (known_peer) {

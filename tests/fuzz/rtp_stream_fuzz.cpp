@@ -49,7 +49,7 @@ void check(const hepd::rtp::StreamTable& t) {
     require(s.streams_active.value() == static_cast<std::int64_t>(t.size()));
     require(s.pending_bindings.value() == static_cast<std::int64_t>(t.pending_size()));
     require(s.reported_streams_active.value() == static_cast<std::int64_t>(t.reported_size()));
-    require(t.media_size() <= t.size());
+    require(t.media_size() <= t.size() + t.bindings_size());
     require(t.size() <= t.config().max_streams);
     require(t.pending_size() <= t.config().max_pending_media);
     require(t.reported_size() <= t.config().max_reported_streams);

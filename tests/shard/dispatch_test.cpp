@@ -30,18 +30,35 @@ TEST_CASE("Call-ID is found in full and compact form, any case", "[shard][dispat
     CHECK(find_call_id("garbage without lines") == "");
 }
 
-TEST_CASE("a dialog's messages and its correlated reports share one shard", "[shard][dispatch]") {
+TEST_CASE("a dialog's messages share one shard; its QoS and log records follow the correlation id",
+          "[shard][dispatch]") {
     const std::string invite = "INVITE sip:b@x SIP/2.0\r\nCall-ID: call-42@pbx\r\nCSeq: 1 INVITE\r\n\r\n";
     const std::string bye = "BYE sip:a@x SIP/2.0\r\ni: call-42@pbx\r\nCSeq: 2 BYE\r\n\r\n";
-    Datagram report;
-    report.kind = PayloadKind::rtcp_json;
-    report.correlation_id = "call-42@pbx";
+    Datagram qos;
+    qos.kind = PayloadKind::qos;
+    qos.correlation_id = "call-42@pbx";
     for (std::size_t n : {1, 2, 3, 4, 8, 14}) {
         const auto s = shard_of(sip(invite), n);
         CHECK(s < n);
         CHECK(shard_of(sip(bye), n) == s);
-        CHECK(shard_of(report, n) == s);
+        CHECK(shard_of(qos, n) == s);
         CHECK(shard_of_call("call-42@pbx", n) == s);
+    }
+}
+
+TEST_CASE("every RTCP report lands beside the stream it describes, whatever its correlation id",
+          "[shard][dispatch]") {
+    // The reporter b receives a stream on 50000; its reports leave from 50001 (or 50000 with
+    // rtcp-mux), raw or as RTCP-JSON with the Call-ID in the correlation id.
+    const Endpoint b{IpAddress::v4(0xc0a80002U), 50000};
+    for (const PayloadKind kind : {PayloadKind::rtcp, PayloadKind::rtcp_json}) {
+        for (const std::uint16_t port : {std::uint16_t{50000}, std::uint16_t{50001}}) {
+            Datagram report;
+            report.kind = kind;
+            report.src = Endpoint{b.address, port};
+            report.correlation_id = "call-42@pbx";
+            for (std::size_t n : {2, 3, 4, 8, 14}) CHECK(shard_of(report, n) == shard_of_media(b, n));
+        }
     }
 }
 

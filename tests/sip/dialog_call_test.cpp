@@ -120,7 +120,7 @@ TEST_CASE("dialog: a normal call, timed to the microsecond", "[sip][dialog]") {
     CHECK(responses(s, Method::bye, 2) == 1);
     CHECK(responses(s, Method::invite, 4) == 0);
     CHECK(requests(s, Method::invite, 0) == 0);  // counted under agent 1 only
-    CHECK(s.media_bindings.value() == 2);
+    CHECK(s.media_bindings.value() == 3);  // offer, answer, and the offer paired with the answer
     for (const auto& c : s.anomalies) CHECK(c.value() == 0);
 
     SECTION("the record retires after the linger and every gauge returns to zero") {
@@ -456,7 +456,7 @@ TEST_CASE("dialog: re-INVITEs are counted per transaction and side", "[sip][dial
     h.send(invite.with_body(kOffer), A, B, ms(0));
     h.send(tagged.resp(200).with_body(kAnswer), B, A, ms(1000));
     h.send(tagged.req("ACK", "z9hG4bK-a2", 1), A, B, ms(1001));
-    CHECK(h.stats().media_bindings.value() == 2);
+    CHECK(h.stats().media_bindings.value() == 3);  // offer, answer, offer paired back
 
     // Caller's re-INVITE (hold/unhold, new SDP), CSeq 2.
     CHECK(h.send(tagged.req("INVITE", "z9hG4bK-a3", 2).with_body(kOffer), A, B, ms(10'000)) ==
@@ -479,7 +479,7 @@ TEST_CASE("dialog: re-INVITEs are counted per transaction and side", "[sip][dial
     CHECK(d->pending_status == 0);
     CHECK(d->ack_time == ms(1001));
     CHECK(h.stats().setup.count() == 1);
-    CHECK(h.stats().media_bindings.value() == 4);  // SDP of the re-INVITE and of its 200
+    CHECK(h.stats().media_bindings.value() == 7);  // the re-INVITE's and its 200's, each paired back
 }
 
 TEST_CASE("dialog: identities: Call-ID re-used with a new From-tag, B2BUA legs", "[sip][dialog]") {

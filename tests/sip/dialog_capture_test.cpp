@@ -143,14 +143,28 @@ TEST_CASE("capture: 5 calls through Kamailio, both legs mirrored over HEP/UDP", 
     CHECK(s.pdd.bucket(0) == 5);  // all under 100 ms
     CHECK(s.duration.bucket(1) == 5);  // all in (1, 5] s
 
-    // Two INVITEs (RTP to the caller's 6004) and two 200s (to the callee's 6000) per call.
-    REQUIRE(sink.got.size() == 20);
-    CHECK(s.media_bindings.value() == 20);
+    // Per call: two INVITEs (RTP to the caller's 6004, peer not known yet), then two 200s,
+    // each answering the INVITE of its own hop: the callee's 6000 paired with 6004, and 6004
+    // paired back with 6000 (no codecs: they came with the offer).
+    REQUIRE(sink.got.size() == 30);
+    CHECK(s.media_bindings.value() == 30);
     for (std::size_t i = 0; i < sink.got.size(); ++i) {
         const auto& b = sink.got[i].binding;
         INFO("binding " << i);
-        CHECK(sink.got[i].call_id == kCalls[i / 4].call_id);
-        CHECK(b.media == ep(i % 4 < 2 ? "127.0.0.1:6004" : "127.0.0.1:6000"));
+        CHECK(sink.got[i].call_id == kCalls[i / 6].call_id);
+        const std::size_t k = i % 6;
+        if (k < 2) {
+            CHECK(b.media == ep("127.0.0.1:6004"));
+            CHECK(b.peer.port == 0);
+        } else if (k % 2 == 0) {
+            CHECK(b.media == ep("127.0.0.1:6000"));
+            CHECK(b.peer == ep("127.0.0.1:6004"));
+        } else {
+            CHECK(b.media == ep("127.0.0.1:6004"));
+            CHECK(b.peer == ep("127.0.0.1:6000"));
+            CHECK(b.codec_count == 0);
+            continue;
+        }
         REQUIRE(b.codec_count == 1);
         CHECK(b.codecs[0].payload_type == 0);
         CHECK(b.codecs[0].name_view() == "PCMU");

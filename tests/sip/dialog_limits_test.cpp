@@ -336,6 +336,6 @@ TEST_CASE("limits: shard statistics merge by addition", "[sip][dialog][limits]")
     CHECK(total.pdd.count() == 2);
     CHECK(total.setup.count() == 2);
     CHECK(total.duration.count() == 2);
-    CHECK(total.media_bindings.value() == 2 * 4);  // two INVITEs and two 200s per call
+    CHECK(total.media_bindings.value() == 2 * 6);  // two INVITEs, two 200s each paired back, per call
     CHECK(total.pdd.bounds() == kPddBuckets);
 }

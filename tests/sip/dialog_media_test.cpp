@@ -74,17 +74,26 @@ TEST_CASE("media: SDP of the offer and the answer become bindings", "[sip][dialo
     CHECK(video.media == ep("192.0.2.10:51372"));
     check_codecs(video, {{96, "H264", 90000, 1}, {97, "", 0, 1}});  // 97 has no rtpmap
 
+    CHECK(audio.peer.port == 0);  // an offer: the other end is not known yet
+
     h.send(invite.with_to_tag("tt").resp(200).with_body(kAnswer), B, A, ms(900));
-    REQUIRE(h.sink.got.size() == 3);
+    // The answer's audio, paired with the offer's; then the offer's audio learns its peer.
+    REQUIRE(h.sink.got.size() == 4);
     const MediaBinding& answer = h.sink.got[2].binding;
     CHECK(answer.media == ep("[2001:db8::5]:3456"));
+    CHECK(answer.peer == ep("192.0.2.10:49170"));
     CHECK(answer.time == ms(900));
     check_codecs(answer, {{111, "opus", 48000, 2}, {9, "G722", 8000, 1}});
-    CHECK(h.stats().media_bindings.value() == 3);
+    const MediaBinding& back = h.sink.got[3].binding;
+    CHECK(back.media == ep("192.0.2.10:49170"));
+    CHECK(back.peer == ep("[2001:db8::5]:3456"));
+    CHECK(back.codec_count == 0);  // its codecs came with the offer
+    CHECK(h.sink.got[3].call_id == "call-1@example.net");
+    CHECK(h.stats().media_bindings.value() == 4);
 
     SECTION("a retransmission does not announce again") {
         CHECK(h.send(invite, A, B, ms(500)) == Disposition::retransmission);
-        CHECK(h.sink.got.size() == 3);
+        CHECK(h.sink.got.size() == 4);
     }
     SECTION("ACK, UPDATE, PRACK and 183 carry SDP too; BYE and OPTIONS answers do not") {
         const Sip tagged = invite.with_to_tag("tt");
@@ -94,8 +103,10 @@ TEST_CASE("media: SDP of the offer and the answer become bindings", "[sip][dialo
         h.send(tagged.req("PRACK", "z9hG4bK-a4", 3).with_body(kAnswer), A, B, ms(904));
         h.send(tagged.req("BYE", "z9hG4bK-a5", 4).with_body(kOffer), A, B, ms(905));
         h.send(tagged.req("BYE", "z9hG4bK-a5", 4).resp(200).with_body(kAnswer), B, A, ms(906));
-        CHECK(h.sink.got.size() == 3 + 2 + 2 + 1 + 1);
-        CHECK(h.stats().media_bindings.value() == 9);
+        // Each SDP against the other direction's last one: its own sections, plus the audio
+        // line paired back (the video has no usable answer).
+        CHECK(h.sink.got.size() == 4 + 3 + 3 + 2 + 2);
+        CHECK(h.stats().media_bindings.value() == 14);
     }
 }
 

@@ -121,6 +121,7 @@ constexpr const char* kExpected = R"({
   }],
   "bindings": [{
     "media": "198.51.100.20:30000",
+    "peer": "192.0.2.10:49170",
     "call_id": "a84b4c76e66710@pc33.atlanta.example.com",
     "time": "2023-11-14T22:13:20.480004Z",
     "waiting": true,
@@ -138,6 +139,7 @@ constexpr const char* kExpected = R"({
   "reported_streams": [{
     "call_id": "rtpengine-7f1a@10.0.0.9",
     "ssrc": 16909060,
+    "reporter": "203.0.113.7:40000",
     "reporter_ssrc": 84281096,
     "first": "2023-11-14T22:13:25.000001Z",
     "last": "2023-11-14T22:13:30.000002Z",

@@ -143,6 +143,7 @@ inline BindingRecord sample_binding(const char* media = "198.51.100.20:30000") {
     r.media = ep(media);
     rtp::Binding& b = r.binding;
     b.call_id = "a84b4c76e66710@pc33.atlanta.example.com";
+    b.peer = ep("192.0.2.10:49170");
     b.time = Timestamp{1'700'000'000'480'004};
     b.codec_count = 8;
     b.payload_types = {0, 8, 9, 18, 101, 111, 13, 96};
@@ -164,6 +165,7 @@ inline ReportedRecord sample_reported(const std::string& call_id = "rtpengine-7f
     ReportedRecord r;
     r.key.call_id = call_id;
     r.key.ssrc = 0x01020304U;
+    r.stream.reporter = ep("203.0.113.7:40000");
     r.stream.reporter_ssrc = 0x05060708U;
     r.stream.first = Timestamp{1'700'000'005'000'001};
     r.stream.last = Timestamp{1'700'000'010'000'002};
