@@ -6,6 +6,7 @@
 //               [--reinvite P] [--reinvite-every N] [--early-media P] [--early-media-every N]
 //               [--ssrc-change P] [--ssrc-change-every N] [--capture-from-ms MS]
 //               [--rtcp] [--rtcp-xr] [--rtcp-json] [--rtcp-interval-ms MS] [--idle-timeout-s S]
+//               [--streams FILE.jsonl]
 //
 // Re-use: --stream-pairs K shares K media address pairs round robin, a pair taken again only once
 // the previous call on it ended plus --reuse-gap-ms (default 100); --media-reuse restart (sipp:
@@ -19,7 +20,8 @@
 // RTCP: --rtcp raw SR/RR + SDES from each stream's receiver (port + 1), --rtcp-xr adds an XR VoIP
 // metrics block, --rtcp-json the same reports as HEPv3 type 5 (correlation id = Call-ID) from a
 // media relay (10.8.0.1) to the collector (10.0.0.100:9060). --idle-timeout-s is the collector's
-// stream idle timeout the truth's finish reasons assume (default 30).
+// stream idle timeout the truth's finish reasons assume (default 30). --streams writes the
+// per-stream truth, one JSON object a line.
 #include "gen/call_generator.hpp"
 #include "gen/pcap_writer.hpp"
 
@@ -39,6 +41,7 @@ int main(int argc, char** argv) {
     }
     gen::CorpusOptions o;
     std::string truth_path;
+    std::string streams_path;
     for (int i = 2; i < argc; ++i) {
         const std::string k = argv[i];
         // Flags without a value.
@@ -79,6 +82,7 @@ int main(int argc, char** argv) {
         else if (k == "--interval-us") o.call_interval_us = std::strtoll(v, nullptr, 10);
         else if (k == "--seed") o.seed = std::strtoull(v, nullptr, 10);
         else if (k == "--truth") truth_path = v;
+        else if (k == "--streams") streams_path = v;
         else if (k == "--reuse-gap-ms") o.reuse_gap_us = ms();
         else if (k == "--media-reuse") {
             if (std::strcmp(v, "restart") == 0) {
@@ -138,5 +142,24 @@ int main(int argc, char** argv) {
                   n(finishes[gen::ExpectedFinish::unknown]));
     std::fputs(summary, stdout);
     if (!truth_path.empty()) std::ofstream(truth_path) << summary;
+    if (!streams_path.empty()) {
+        std::ofstream f(streams_path);
+        for (const auto& st : truth.streams) {
+            char line[1024];
+            const auto& r = st.receiver;
+            std::snprintf(line, sizeof line,
+                          "{\"call_id\": \"%s\", \"call\": %u, \"calls\": %u, \"src\": \"%s\", \"dst\": \"%s\", "
+                          "\"ssrc\": %u, \"first_us\": %lld, \"last_us\": %lld, \"sent\": %llu, \"received\": %llu, "
+                          "\"lost\": %llu, \"duplicates\": %llu, \"jitter_ms\": %.6f, \"finish\": \"%s\", "
+                          "\"receiver\": {\"reports\": %u, \"xr_reports\": %u, \"fraction_lost\": %u, "
+                          "\"cumulative_lost\": %d, \"highest_seq\": %u, \"jitter\": %u, \"rtt_us\": %u}}\n",
+                          st.call_id.c_str(), st.call_index, st.calls, st.src.to_string().c_str(),
+                          st.dst.to_string().c_str(), st.ssrc, static_cast<long long>(st.first.us),
+                          static_cast<long long>(st.last.us), n(st.sent), n(st.received), n(st.lost), n(st.duplicates),
+                          st.jitter_ms, std::string(gen::to_string(st.finish)).c_str(), r.reports, r.xr_reports,
+                          unsigned{r.fraction_lost}, r.cumulative_lost, r.highest_seq, r.jitter, r.rtt_us);
+            f << line;
+        }
+    }
     return 0;
 }

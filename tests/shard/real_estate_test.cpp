@@ -13,6 +13,9 @@
 #include "report/collector.hpp"
 #include "report/run_report.hpp"
 #include "rtp/emodel.hpp"
+#include "rtp/rtcp_json.hpp"
+#include "rtp/rtcp_packet.hpp"
+#include "rtp/rtp_packet.hpp"
 #include "shard/pipeline.hpp"
 #include "shard/shard_worker.hpp"
 
@@ -565,6 +568,12 @@ TEST_CASE("RTCP receiver views land beside the measured stream, whatever shard o
     o.call_interval_us = 6000;
     o.media_seconds = 2.5;  // a few periodic reports and the final one
 
+    SECTION("raw SR/RR with XR VoIP metrics, every call on a pair of its own") {
+        o.stream_pairs = 0;
+        o.rtcp = true;
+        o.rtcp_xr = true;
+        verify(o);
+    }
     SECTION("raw SR/RR with XR VoIP metrics") {
         o.rtcp = true;
         o.rtcp_xr = true;
@@ -588,6 +597,76 @@ TEST_CASE("RTCP receiver views land beside the measured stream, whatever shard o
         o.media_reuse = gen::MediaReuse::continue_;
         verify(o);
     }
+}
+
+TEST_CASE("the generator's RTCP, RTCP-JSON and RTP parse, one report block each", "[shard][truth][gen]") {
+    gen::CorpusOptions o = impaired();
+    o.calls = 60;
+    o.stream_pairs = 6;
+    o.media_seconds = 2.5;
+    o.reinvite.every = 3;
+    o.early_media.every = 4;
+    o.rtcp = true;
+    o.rtcp_xr = true;
+    o.rtcp_json = true;
+    std::map<std::string, std::size_t> bad;
+    std::size_t rtcp = 0;
+    std::size_t json = 0;
+    const gen::Truth truth = gen::generate(o, [&](Timestamp, const Endpoint& s, const Endpoint& d, ByteSpan p,
+                                                  const gen::PacketInfo& info) {
+        switch (info.kind) {
+        case gen::PacketKind::sip: break;
+        case gen::PacketKind::rtp:
+            if (!rtp::parse_rtp(p)) ++bad["rtp"];
+            break;
+        case gen::PacketKind::rtcp: {
+            ++rtcp;
+            if (s.port % 2 != 1 || d.port % 2 != 1) ++bad["rtcp ports"];
+            const auto compound = rtp::parse_rtcp(p);
+            if (!compound || !compound->starts_with_report()) {
+                ++bad["rtcp compound"];
+                break;
+            }
+            std::size_t blocks = 0;
+            std::size_t voip = 0;
+            for (const rtp::RtcpPacket packet : *compound) {
+                if (packet.type == rtp::RtcpType::sr) {
+                    const auto sr = rtp::parse_sender_report(packet);
+                    if (sr) blocks += sr->report_blocks.size(); else ++bad["sr"];
+                } else if (packet.type == rtp::RtcpType::rr) {
+                    const auto rr = rtp::parse_receiver_report(packet);
+                    if (rr) blocks += rr->report_blocks.size(); else ++bad["rr"];
+                } else if (packet.type == rtp::RtcpType::sdes) {
+                    const auto sdes = rtp::parse_sdes(packet);
+                    if (!sdes || sdes->size() != 1 || (*sdes->begin()).cname().empty()) ++bad["sdes"];
+                } else if (packet.type == rtp::RtcpType::xr) {
+                    const auto xr = rtp::parse_xr(packet);
+                    if (!xr) {
+                        ++bad["xr"];
+                        continue;
+                    }
+                    for (const rtp::XrBlock b : *xr) voip += b.type == rtp::XrBlockType::voip_metrics && rtp::parse_voip_metrics(b);
+                }
+            }
+            if (blocks != 1) ++bad["report blocks"];
+            if (voip != 1) ++bad["voip metrics"];
+            break;
+        }
+        case gen::PacketKind::rtcp_json: {
+            ++json;
+            if (info.correlation_id.empty()) ++bad["correlation id"];
+            const auto report = rtp::parse_rtcp_json(as_text(p));
+            if (!report || report->block_count != 1 || !report->has_ssrc) ++bad["rtcp-json"];
+            break;
+        }
+        }
+    });
+    CHECK(bad.empty());
+    for (const auto& [what, n] : bad) WARN(what << ": " << n);
+    CHECK(rtcp == truth.rtcp_packets);
+    CHECK(json == truth.rtcp_json_packets);
+    CHECK(rtcp == json);
+    CHECK(rtcp > 0);
 }
 
 TEST_CASE("everything at once: re-used pairs and Call-IDs, scenarios, RTCP, a late capture", "[shard][truth]") {
