@@ -1,5 +1,8 @@
 #include "gen/pcap_writer.hpp"
 
+#include "hep/encoder.hpp"
+#include "hep/message.hpp"
+
 #include <cstring>
 #include <stdexcept>
 
@@ -78,6 +81,34 @@ void PcapWriter::udp(Timestamp t, const Endpoint& src, const Endpoint& dst, Byte
     write(rec, sizeof rec);
     write(frame_.data(), frame_.size());
     ++frames_;
+}
+
+Endpoint PcapWriter::hep_agent() { return Endpoint{IpAddress::v4(0x0a080001U), 40000}; }
+Endpoint PcapWriter::hep_collector() { return Endpoint{IpAddress::v4(0x0a000064U), 9060}; }
+
+void PcapWriter::hep3(Timestamp t, const Endpoint& src, const Endpoint& dst, ByteSpan payload,
+                      std::uint8_t payload_type, std::string_view correlation_id, std::uint32_t capture_id) {
+    using hep::Field;
+    hep::Message m;
+    m.version = 3;
+    m.ip_family = src.address.is_v6() ? hep::family_ipv6 : hep::family_ipv4;
+    m.ip_protocol = 17;
+    m.src = src;
+    m.dst = dst;
+    m.seconds = static_cast<std::uint32_t>(t.us / 1'000'000);
+    m.micros = static_cast<std::uint32_t>(t.us % 1'000'000);
+    m.payload_type = payload_type;
+    m.capture_id = capture_id;
+    m.payload = payload;
+    m.correlation_id = as_bytes(correlation_id);
+    for (const Field f : {Field::ip_family, Field::ip_protocol, Field::src_address, Field::dst_address, Field::src_port,
+                          Field::dst_port, Field::seconds, Field::micros, Field::payload_type, Field::capture_id,
+                          Field::payload})
+        m.mark(f);
+    if (!correlation_id.empty()) m.mark(Field::correlation_id);
+    hep_.clear();
+    if (!hep::encode_v3(m, hep_)) throw std::runtime_error("HEP message cannot be encoded");
+    udp(t, hep_agent(), hep_collector(), ByteSpan(hep_.data(), hep_.size()));
 }
 
 } // namespace hepd::gen
