@@ -54,8 +54,15 @@ Timestamp SenderClocks::correct(const SenderKey& sender, Timestamp capture_time,
             stats.offset_exceeded[a].add();
         }
         auto [index, evicted] = table_.insert(h, sender, c);
-        if (evicted) stats.evictions.add();
         at = index;
+        if (evicted) {
+            stats.evictions.add();
+            if (spdlog::should_log(spdlog::level::warn))
+                if (const auto suppressed = eviction_log_.allow(receive_time))
+                    spdlog::warn("hep sender clocks: table full ({} senders), {} evicted the least recently active "
+                                 "sender ({} more since the last line); it is measured again if it comes back",
+                                 table_.capacity(), describe(sender), *suppressed);
+        }
     } else {
         table_.touch(at);
         SenderClock& c = table_[at];

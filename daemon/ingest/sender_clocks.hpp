@@ -28,6 +28,7 @@
 // thread as long as its source port is fixed. The table is capped: the least recently active
 // sender is evicted (counted) and measured again if it comes back.
 #include "core/address.hpp"
+#include "core/log.hpp"
 #include "core/lru_table.hpp"
 #include "core/packet_meta.hpp"
 #include "core/time.hpp"
@@ -106,6 +107,7 @@ private:
     SenderClockOptions options_;
     LruTable<SenderKey, SenderClock> table_;
     Timestamp next_log_{};
+    LogThrottle eviction_log_;
 };
 
 } // namespace hepd::ingest

@@ -206,6 +206,7 @@ TEST_CASE("senders are told apart by capture id and address; the table is capped
     ManualClock wall(kStart);
     SenderClocks clocks({5 * kSecond, 3});
     SenderClockStats stats;
+    CapturedLog log;
     const auto a = sender("10.0.0.1", 7);
     const auto same_id_elsewhere = sender("10.0.0.2", 7);
     const SenderKey no_id{ip("10.0.0.1"), 0, false};
@@ -238,6 +239,11 @@ TEST_CASE("senders are told apart by capture id and address; the table is capped
     CHECK(stats.evictions.value() == 2);
     CHECK(sum(stats.steps) == 0);
     CHECK(stats.offset_exceeded[0].value() == 3);  // a, no_id, same_id_elsewhere (second life)
+
+    // Each eviction logged (rate-limited: these two are 10 s apart).
+    std::size_t eviction_lines = 0;
+    for (const auto& l : log.lines()) eviction_lines += l.find("table full (3 senders)") != std::string::npos;
+    CHECK(eviction_lines == 2);
 }
 
 TEST_CASE("stats merge adds the clock counters", "[ingest][clock]") {
