@@ -97,8 +97,9 @@ void reload(const std::string& path, config::Config& current, ingest::IngestCont
     if (!(next.shards == current.shards) || !(next.tables == current.tables) || !(next.timers == current.timers))
         fixed.emplace_back("shards, tables and timers");
     if (!(next.hep.payload_types == current.hep.payload_types) ||
-        next.hep.max_decompressed_bytes != current.hep.max_decompressed_bytes)
-        fixed.emplace_back("payload types and decompression cap");
+        next.hep.max_decompressed_bytes != current.hep.max_decompressed_bytes ||
+        next.hep.clock_offset_limit != current.hep.clock_offset_limit)
+        fixed.emplace_back("payload types, decompression cap and clock offset limit");
     spdlog::info("SIGHUP: reloaded rate limits, auth key, allow list, agent names and log level from {}", path);
     if (!fixed.empty()) {
         std::string list;
@@ -222,7 +223,7 @@ int run_daemon(const config::Config& initial, const std::string& config_path) {
     spdlog::info("{} reconstruction shards", shard_count);
 
     ingest::IngestPathOptions path_options;
-    path_options.intake = app::intake_options(cfg);
+    path_options.intake = app::live_intake_options(cfg);
     std::vector<std::unique_ptr<ingest::ProducerSink>> sinks;
     std::size_t next_producer = 0;
     auto new_sink = [&](std::size_t) -> ingest::DatagramSink& {

@@ -15,6 +15,14 @@ ingest::IntakeOptions intake_options(const config::Config& cfg) {
     return o;
 }
 
+ingest::IntakeOptions live_intake_options(const config::Config& cfg) {
+    ingest::IntakeOptions o = intake_options(cfg);
+    ingest::SenderClockOptions clocks;
+    clocks.offset_limit_us = cfg.hep.clock_offset_limit.count();
+    o.sender_clocks = clocks;
+    return o;
+}
+
 shard::ShardConfig shard_config(const config::Config& cfg) {
     shard::ShardConfig s;
     s.dialogs.max_dialogs = cfg.tables.max_dialogs;

@@ -8,7 +8,10 @@
 
 namespace hepd::app {
 
+// The offline intake: capture times are the clock.
 ingest::IntakeOptions intake_options(const config::Config& cfg);
+// The daemon's intake: the same, with every sender's capture times kept on the receive clock.
+ingest::IntakeOptions live_intake_options(const config::Config& cfg);
 shard::ShardConfig shard_config(const config::Config& cfg);
 pcap::CaptureOptions capture_options(const config::Config& cfg);
 // What ingest can change on SIGHUP: rate limits, auth key, allow list, agent names.

@@ -810,6 +810,8 @@ const std::vector<Field>& schema() {
                     string_field("auth_key", HEPD_CONFIG_AT(hep.auth_key), 0, 1024),
                     cidr_list_field("allow", HEPD_CONFIG_AT(hep.allow)),
                     size_field("max_decompressed_bytes", HEPD_CONFIG_AT(hep.max_decompressed_bytes), kKiB, 64 * kMiB),
+                    duration_field("clock_offset_limit", HEPD_CONFIG_AT(hep.clock_offset_limit),
+                                   {milliseconds(100), hours(24)}),
                     payload_types_field(),
                 }),
         agents_field(),

@@ -89,6 +89,9 @@ struct HepConfig {
     std::string auth_key;      // required value of chunk 0x0e when non-empty
     std::vector<Cidr> allow;   // empty = everyone
     std::uint64_t max_decompressed_bytes = 64u << 10;
+    // Live only: a sender whose capture times are further than this from the receive time has
+    // its times shifted by its measured offset (timers must not run on a wrong clock).
+    Duration clock_offset_limit = std::chrono::seconds(5);
     std::vector<PayloadTypeConfig> payload_types;
     friend bool operator==(const HepConfig&, const HepConfig&) = default;
 };

@@ -114,7 +114,9 @@ std::vector<MetricFamily> Collector::Collect() const {
     Writer out;
     out.gauge("hepd_build_info", "Version and commit of the running hepd; always 1.");
     out.add(1, {{"version", options_.build.version}, {"commit", options_.build.commit}});
-    collect_intake(out);
+    ingest::IntakeStats intake;
+    for (const auto* s : intakes_) intake.merge(*s);
+    collect_intake(out, intake);
     collect_shards(out);
     // Some 30 kB of SIP counters: summed on the heap, once per scrape.
     auto dialogs = std::make_unique<sip::DialogStats>();
@@ -125,14 +127,12 @@ std::vector<MetricFamily> Collector::Collect() const {
     }
     collect_sip(out, *dialogs);
     collect_rtp(out, streams);
-    collect_evictions(out, *dialogs, streams);
+    collect_evictions(out, *dialogs, streams, intake);
     collect_snapshot(out);
     return out.take();
 }
 
-void Collector::collect_intake(Writer& out) const {
-    ingest::IntakeStats in;
-    for (const auto* s : intakes_) in.merge(*s);
+void Collector::collect_intake(Writer& out, const ingest::IntakeStats& in) const {
     constexpr std::array<std::string_view, 3> kVersions{"1", "2", "3"};
 
     out.counter("hepd_hep_received_packets_total",
@@ -159,8 +159,22 @@ void Collector::collect_intake(Writer& out) const {
     out.by_enum<hep::TimestampFixup>("kind", in.timestamp_fixups, 1);  // 0 is "none": nothing fixed
 
     // Every configured agent, zeros included: the set is closed and small (the configuration's).
-    out.counter("hepd_hep_packets_total", "HEP packets accepted, by payload class and capture agent.");
     const auto& names = options_.agent_names;
+    auto by_agent_label = [&](const std::array<ingest::StatCounter, kMaxAgents>& counts) {
+        std::array<std::uint64_t, kMaxAgents> by_agent{};
+        for (std::size_t a = 0; a < kMaxAgents; ++a) by_agent[agent_label(a)] += value_of(counts[a]);
+        for (std::size_t a = 0; a < names.size(); ++a) out.add(as_double(by_agent[a]), {{"agent", names[a]}});
+    };
+    out.counter("hepd_hep_clock_offset_exceeded_total",
+                "Senders whose clock was measured beyond hep.clock_offset_limit from the receive time (their "
+                "capture times are shifted by the measured offset), by capture agent.");
+    by_agent_label(in.clocks.offset_exceeded);
+    out.counter("hepd_hep_clock_steps_total",
+                "Senders' clock offsets measured again after a capture time fell beyond hep.clock_offset_limit of "
+                "the receive time (a clock step or a late delivery), by capture agent.");
+    by_agent_label(in.clocks.steps);
+
+    out.counter("hepd_hep_packets_total", "HEP packets accepted, by payload class and capture agent.");
     for (std::size_t p = 0; p < hep::payload_class_count; ++p) {
         std::array<std::uint64_t, kMaxAgents> by_agent{};
         for (std::size_t a = 0; a < kMaxAgents; ++a) by_agent[agent_label(a)] += value_of(in.by_type[p][a]);
@@ -365,13 +379,15 @@ void Collector::collect_rtp(Writer& out, const rtp::StreamStats& s) {
     out.by_enum<rtp::RtcpJsonError>("reason", s.rtcp_json_errors);
 }
 
-void Collector::collect_evictions(Writer& out, const sip::DialogStats& d, const rtp::StreamStats& s) {
+void Collector::collect_evictions(Writer& out, const sip::DialogStats& d, const rtp::StreamStats& s,
+                                  const ingest::IntakeStats& in) {
     out.counter("hepd_table_evictions_total", "Records evicted from a full table (at its cap), by table and reason.");
     out.add(as_double(value_of(d.dialog_evictions)), {{"table", "dialogs"}, {"reason", "cap"}});
     out.add(as_double(value_of(d.transaction_evictions)), {{"table", "transactions"}, {"reason", "cap"}});
     for (std::size_t t = 0; t < rtp::kStreamTableKindCount; ++t)
         out.add(as_double(value_of(s.evictions[t])),
                 {{"table", to_string(static_cast<rtp::StreamTableKind>(t))}, {"reason", "cap"}});
+    out.add(as_double(value_of(in.clocks.evictions)), {{"table", "hep_senders"}, {"reason", "cap"}});
 }
 
 void Collector::collect_snapshot(Writer& out) const {

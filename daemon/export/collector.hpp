@@ -84,11 +84,12 @@ public:
 
 private:
     class Writer;
-    void collect_intake(Writer& out) const;
+    void collect_intake(Writer& out, const ingest::IntakeStats& in) const;
     void collect_shards(Writer& out) const;
     void collect_sip(Writer& out, const sip::DialogStats& d) const;
     static void collect_rtp(Writer& out, const rtp::StreamStats& s);
-    static void collect_evictions(Writer& out, const sip::DialogStats& d, const rtp::StreamStats& s);
+    static void collect_evictions(Writer& out, const sip::DialogStats& d, const rtp::StreamStats& s,
+                                  const ingest::IntakeStats& in);
     void collect_snapshot(Writer& out) const;
     std::size_t agent_label(std::size_t agent) const noexcept {
         return agent < options_.agent_names.size() ? agent : 0;

@@ -22,6 +22,12 @@ enum class TimestampFixup : std::uint8_t {
 
 inline constexpr std::size_t timestamp_fixup_count = 7;
 
+// The fix-ups that replace the capture time by the receive time: what comes out is on the
+// receive clock, not the sender's (the live sender clocks leave such times alone).
+constexpr bool is_receive_time(TimestampFixup f) noexcept {
+    return f == TimestampFixup::missing || f == TimestampFixup::zero || f == TimestampFixup::out_of_range;
+}
+
 std::string_view to_string(TimestampFixup f) noexcept;
 
 struct NormalisedTime {

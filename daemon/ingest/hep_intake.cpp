@@ -97,6 +97,7 @@ void IntakeStats::merge(const IntakeStats& o) noexcept {
     add_all(timestamp_fixups, o.timestamp_fixups);
     add_all(by_type, o.by_type);
     add_all(dropped, o.dropped);
+    clocks.merge(o.clocks);
 }
 
 std::uint64_t IntakeStats::received() const noexcept { return sum_all(packets) + sum_all(undecodable_packets); }
@@ -115,7 +116,9 @@ std::uint64_t IntakeStats::by_class(hep::PayloadClass c) const noexcept {
 }
 
 HepIntake::HepIntake(IntakeOptions options)
-    : options_(std::move(options)), inflate_buffer_(std::max<std::size_t>(options_.max_decompressed_bytes, 1)) {}
+    : options_(std::move(options)), inflate_buffer_(std::max<std::size_t>(options_.max_decompressed_bytes, 1)) {
+    if (options_.sender_clocks) clocks_.emplace(*options_.sender_clocks);
+}
 
 void HepIntake::set_auth_key(std::string_view key) { options_.auth_key.assign(key); }
 
@@ -174,7 +177,14 @@ bool HepIntake::accept(ByteSpan bytes, Carrier carrier, Timestamp now, shard::Da
         message_.node_name, sender);
     stats_.by_type[static_cast<std::size_t>(cls)][agent].add();
 
-    out.time = when.time;
+    // Times the fix-ups replaced by `now` are on the receive clock already (a sender years off
+    // never reaches the sender clocks); the others are the sender's own clock.
+    Timestamp time = when.time;
+    if (clocks_ && !hep::is_receive_time(when.fixup))
+        time = clocks_->correct(SenderKey{sender, message_.capture_id, message_.has_capture_id()}, when.time, now,
+                                agent, options_.agents.name(agent), stats_.clocks);
+
+    out.time = time;
     out.src = message_.src;
     out.dst = message_.dst;
     out.transport = transport_of(message_.ip_protocol);

@@ -12,10 +12,12 @@
 #include "hep/timestamp.hpp"
 #include "ingest/agent_map.hpp"
 #include "ingest/counters.hpp"
+#include "ingest/sender_clocks.hpp"
 #include "shard/datagram.hpp"
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +47,8 @@ struct IntakeStats {
     // those are counted again in dropped[queue_full].
     std::array<std::array<StatCounter, kMaxAgents>, hep::payload_class_count> by_type{};
     std::array<StatCounter, kDropReasonCount> dropped{};
+    // Senders' clocks against the receive clock (live only).
+    SenderClockStats clocks;
 
     void merge(const IntakeStats& other) noexcept;
     std::uint64_t received() const noexcept;
@@ -61,13 +65,17 @@ struct IntakeOptions {
     std::string auth_key;                    // empty: not required
     std::size_t max_decompressed_bytes = 65536;
     AgentMap agents;
+    // Live: senders' capture times are brought onto the receive clock (see sender_clocks.hpp).
+    // Unset offline (`hepd pcap`), where the capture time is the clock.
+    std::optional<SenderClockOptions> sender_clocks;
 };
 
 class HepIntake {
 public:
     explicit HepIntake(IntakeOptions options);
 
-    // Decodes `bytes` (one HEP message) from `sender`, received at `now`. On success fills
+    // Decodes `bytes` (one HEP message) from `sender`, received at `now` (live: the injected wall
+    // clock; offline: the capture's frame time). On success fills
     // `out` (views into `bytes` or this intake's inflate buffer, valid until the next call),
     // counts it as handed over and returns true; on failure counts the reason and returns false.
     bool accept(ByteSpan bytes, Carrier carrier, Timestamp now, shard::Datagram& out,
@@ -87,6 +95,8 @@ public:
 
     const IntakeStats& stats() const noexcept { return stats_; }
     const AgentMap& agents() const noexcept { return options_.agents; }
+    // Live only; nullptr offline.
+    const SenderClocks* sender_clocks() const noexcept { return clocks_ ? &*clocks_ : nullptr; }
 
 private:
     void count_received(ByteSpan bytes, Carrier carrier) noexcept;
@@ -96,6 +106,7 @@ private:
     hep::Message message_;
     hep::Inflater inflater_;
     std::vector<std::uint8_t> inflate_buffer_;
+    std::optional<SenderClocks> clocks_;
 };
 
 } // namespace hepd::ingest

@@ -241,7 +241,10 @@ private:
         task_done.store(posted, std::memory_order_release);
     }
 
-    // Live mode: with no traffic the packet clock stands still; move it on by wall time.
+    // Live mode: with no traffic the packet clock stands still; move it on by wall time. This is
+    // consistent with the datagram times because live intake keeps every sender's capture times
+    // within hep.clock_offset_limit of the receive (wall) time (ingest/sender_clocks.hpp): the
+    // newest datagram time plus the time elapsed since is wall time, give or take that limit.
     void idle_tick(bool any) {
         const std::int64_t tick = pipeline_.options_.idle_tick_us;
         if (tick <= 0) return;

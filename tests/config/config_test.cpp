@@ -93,6 +93,7 @@ Config custom_config() {
     c.hep.auth_key = "s3cr:et #1";
     c.hep.allow = {cidr("10.0.0.0/8"), cidr("2001:db8::/32")};
     c.hep.max_decompressed_bytes = 2u << 20;
+    c.hep.clock_offset_limit = milliseconds(2500);
     c.hep.payload_types = {{61, "rtpengine_ng", PayloadClass::other}, {200, "custom-log", PayloadClass::log}};
     c.agents = {agent_by_capture_id("kam1", 101), agent_by_cidr("rtp", "10.1.2.0/24"),
                 agent_by_node_name("pbx", "pbx01")};
@@ -122,6 +123,7 @@ hep:
     - 10.0.0.0/8
     - 2001:db8::/32
   max_decompressed_bytes: 2MiB
+  clock_offset_limit: 2s500ms
   payload_types:
     - {code: 0x3d, name: rtpengine_ng, class: other}
     - {code: 200, name: custom-log, class: log}
@@ -171,6 +173,7 @@ hep:
   auth_key: ""
   allow: []
   max_decompressed_bytes: 64KiB
+  clock_offset_limit: 5s
   payload_types: []
 agents: []
 metrics:
@@ -391,6 +394,7 @@ TEST_CASE("every key round-trips", "[config][round_trip]") {
     CHECK(custom.hep.auth_key != d.hep.auth_key);
     CHECK(custom.hep.allow != d.hep.allow);
     CHECK(custom.hep.max_decompressed_bytes != d.hep.max_decompressed_bytes);
+    CHECK(custom.hep.clock_offset_limit != d.hep.clock_offset_limit);
     CHECK(custom.hep.payload_types != d.hep.payload_types);
     CHECK(custom.agents != d.agents);
     CHECK(custom.metrics.listen != d.metrics.listen);
@@ -441,6 +445,7 @@ hep:
   auth_key: "s3cr:et #1"
   allow: ["10.0.0.0/8", "2001:db8::/32"]
   max_decompressed_bytes: 2MiB
+  clock_offset_limit: 2500ms
   payload_types:
     - code: 61
       name: "rtpengine_ng"
@@ -517,6 +522,7 @@ TEST_CASE("key_paths lists every settable key in schema order", "[config][round_
         "hep.auth_key",
         "hep.allow",
         "hep.max_decompressed_bytes",
+        "hep.clock_offset_limit",
         "hep.payload_types",
         "agents",
         "metrics.listen",
@@ -565,6 +571,7 @@ TEST_CASE("every scalar and list key can be overridden", "[config][override]") {
         {"hep.auth_key", "s3cr:et #1"},
         {"hep.allow", "10.0.0.0/8,2001:db8::/32"},
         {"hep.max_decompressed_bytes", "2MiB"},
+        {"hep.clock_offset_limit", "2500ms"},
         {"metrics.listen", "127.0.0.1:9470"},
         {"metrics.path", "/hepd/metrics"},
         {"state.dir", "/tmp/hepd-state"},
@@ -866,6 +873,16 @@ TEST_CASE("durations in the file", "[config][errors]") {
     CHECK(load("hep: {tcp: {idle_timeout: 0}}").hep.tcp.idle_timeout == seconds(0));
     CHECK(load("state: {snapshot_interval: 0s}").state.snapshot_interval == seconds(0));
     CHECK(load("state: {snapshot_interval: 1s}").state.snapshot_interval == seconds(1));
+    CHECK(load("hep: {clock_offset_limit: 100ms}").hep.clock_offset_limit == milliseconds(100));
+    CHECK(load("hep: {clock_offset_limit: 24h}").hep.clock_offset_limit == hours(24));
+    {
+        const auto limit = load_error("log_level: info\nhep:\n  clock_offset_limit: 99ms\n");
+        CHECK(std::string(limit.what()) ==
+              "test.yaml:3:23: hep.clock_offset_limit: expected a duration in [100ms, 24h] (whole numbers with us, "
+              "ms, s, m or h, e.g. 500ms, 32s, 1h30m), got \"99ms\" (out of range)");
+        CHECK(load_error("hep: {clock_offset_limit: 0}").key_path() == "hep.clock_offset_limit");
+        CHECK(load_error("hep: {clock_offset_limit: 25h}").key_path() == "hep.clock_offset_limit");
+    }
 
     auto e = load_error("timers:\n  invite_timeout: 32\n");
     CHECK(std::string(e.what()) ==

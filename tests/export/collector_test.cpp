@@ -166,7 +166,11 @@ TEST_CASE("a collector with no sources still shows every fixed series at zero", 
     CHECK(x.find("hepd_hep_packets_total").size() == 6);  // agent "other" only
     CHECK(x.at("hepd_hep_packets_total", {{"payload_type", "qos"}, {"agent", "other"}}) == 0);
     CHECK(x.find("hepd_rtcp_reports_total").size() == 3);
-    CHECK(x.find("hepd_table_evictions_total").size() == 5);
+    CHECK(x.find("hepd_table_evictions_total").size() == 6);
+    CHECK(x.at("hepd_table_evictions_total", {{"table", "hep_senders"}, {"reason", "cap"}}) == 0);
+    CHECK(x.find("hepd_hep_clock_offset_exceeded_total").size() == 1);  // agent "other" only
+    CHECK(x.at("hepd_hep_clock_offset_exceeded_total", {{"agent", "other"}}) == 0);
+    CHECK(x.at("hepd_hep_clock_steps_total", {{"agent", "other"}}) == 0);
     CHECK(x.find("hepd_rtp_parse_errors_total").size() == 8);
     CHECK(x.find("hepd_sip_parse_errors_total").size() == 11);
     CHECK(x.find("hepd_sip_retransmissions_total").size() == 15);

@@ -65,7 +65,10 @@ std::vector<std::uint8_t> encode(const hep::Message& m) {
 void feed_intakes(Estate& e) {
     ingest::IntakeOptions options;
     options.agents = estate_agents();
-    e.intakes.push_back(std::make_unique<ingest::HepIntake>(options));
+    // The UDP thread is live (its senders' clocks are checked); the TCP one is not.
+    ingest::IntakeOptions live = options;
+    live.sender_clocks = ingest::SenderClockOptions{};
+    e.intakes.push_back(std::make_unique<ingest::HepIntake>(live));
     e.intakes.push_back(std::make_unique<ingest::HepIntake>(options));
     ingest::HepIntake& udp = *e.intakes[0];
     ingest::HepIntake& tcp = *e.intakes[1];
@@ -89,6 +92,9 @@ void feed_intakes(Estate& e) {
     ++f.fixup_zero;
     f.rtcp_json_asterisk += udp_v3(encode(hep_message(3, 5, kAsteriskCaptureId, 1'700'000'000, "{\"ssrc\":1}"))) ? 1 : 0;
     f.log_other += udp_v3(encode(hep_message(3, 100, 9, 1'700'000'000, "a log line"))) ? 1 : 0;
+    // Each of these three senders (capture ids 2001, 2002, 9) is 100 s behind the receive time:
+    // beyond the 5 s limit once each. The zero-time message is on the receive clock already.
+    f.clock_offset_exceeded = {1, 1, 1};  // other, kamailio, asterisk
 
     const std::vector<std::uint8_t> garbage{'h', 'e', 'l', 'l', 'o'};
     for (int i = 0; i < 2; ++i) {

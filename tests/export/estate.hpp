@@ -9,6 +9,7 @@
 #include "shard/pipeline.hpp"
 #include "shard/shard_worker.hpp"
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -45,6 +46,7 @@ struct IntakeFeed {
     std::uint64_t log_other = 0;
     std::uint64_t fixup_zero = 0;         // v3 with seconds == 0
     std::uint64_t fixup_missing = 0;      // v1: no time at all
+    std::array<std::uint64_t, 3> clock_offset_exceeded{};  // by agent index (live UDP intake)
 };
 
 struct Estate {

@@ -266,7 +266,7 @@ TEST_CASE("a scrape over HTTP reports the estate exactly", "[export][http]") {
         CHECK(x.sum("hepd_rtp_parse_errors_total") == 0);
         CHECK(x.at("hepd_rtcp_fraction_lost_count") == 0);
         CHECK(x.sum("hepd_table_evictions_total") == 0);
-        CHECK(x.find("hepd_table_evictions_total").size() == 5);
+        CHECK(x.find("hepd_table_evictions_total").size() == 6);
     }
 
     SECTION("two shards: per-shard figures sum to the whole, nothing dropped") {
@@ -322,6 +322,12 @@ TEST_CASE("a scrape over HTTP reports the estate exactly", "[export][http]") {
         CHECK(x.at("hepd_hep_timestamp_fixups_total", {{"kind", "missing"}}) == 1);
         CHECK(x.sum("hepd_hep_timestamp_fixups_total") == 2);
         CHECK(!x.value("hepd_hep_timestamp_fixups_total", {{"kind", "none"}}));
+        CHECK(x.at("hepd_hep_clock_offset_exceeded_total", {{"agent", "other"}}) == d(f.clock_offset_exceeded[0]));
+        CHECK(x.at("hepd_hep_clock_offset_exceeded_total", {{"agent", "kamailio"}}) == d(f.clock_offset_exceeded[1]));
+        CHECK(x.at("hepd_hep_clock_offset_exceeded_total", {{"agent", "asterisk"}}) == d(f.clock_offset_exceeded[2]));
+        CHECK(x.find("hepd_hep_clock_offset_exceeded_total").size() == 3);
+        CHECK(x.sum("hepd_hep_clock_steps_total") == 0);
+        CHECK(x.find("hepd_hep_clock_steps_total").size() == 3);
 
         CHECK(x.at("hepd_hep_packets_total", {{"payload_type", "sip"}, {"agent", "kamailio"}}) == 4);
         CHECK(x.at("hepd_hep_packets_total", {{"payload_type", "sip"}, {"agent", "other"}}) == 3);
