@@ -382,8 +382,16 @@ void StreamTable::apply_binding(const Endpoint& media, Binding binding) {
     // re-used pair or address.
     bool rebound = false;
     if (const std::uint32_t old = find_binding_index(media, peer);
-        old != kNone && bindings_.entry(old).value.binding.call_id != call_id)
+        old != kNone && bindings_.entry(old).value.binding.call_id != call_id) {
         rebound = true;
+        // Its streams are the previous call's: they end before the entry changes hands.
+        const std::uint32_t m = media_entry(media, false);
+        for (std::uint32_t i = m == kNone ? kNone : media_.entry(m).value.head; i != kNone;) {
+            const std::uint32_t next = streams_.entry(i).value.next;
+            if (streams_.entry(i).value.binding == old) end_stream(i, FinishReason::rebound);
+            i = next;
+        }
+    }
     const std::uint32_t b = store_binding(media, std::move(binding));
     if (b == kNone) return;
     const std::uint32_t m = media_entry(media, false);
