@@ -25,7 +25,7 @@ done
 # sipp's own samples (Debian package sip-tester).
 G711A_PCAP=$(dpkg -L sip-tester 2>/dev/null | grep '/g711a\.pcap$' | head -1 || true)
 DTMF_PCAP=$(dpkg -L sip-tester 2>/dev/null | grep '/dtmf_2833_1\.pcap$' | head -1 || true)
-[ -r "$G711A_PCAP" ] && [ -r "$DTMF_PCAP" ] || { echo "sipp's sample pcaps missing: skipped"; exit 77; }
+if [ ! -r "$G711A_PCAP" ] || [ ! -r "$DTMF_PCAP" ]; then echo "sipp's sample pcaps missing: skipped"; exit 77; fi
 
 WORK=$(mktemp -d /tmp/hepd-interop-media.XXXXXX)
 # As root, tcpdump drops to its own user before it creates the output file (in a private folder,
