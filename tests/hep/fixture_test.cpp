@@ -1,4 +1,4 @@
-// The Kamailio siptrace captures (../shared/fixtures), decoded message by message. Expected values
+// The Kamailio siptrace captures (tests/fixtures), decoded message by message. Expected values
 // were read with independent tools, not with this code: Wireshark 4.0 has no HEP dissector, so
 // sngrep 1.6 (`sngrep -N -E -I FILE -O out.pcap`, its own HEP parser) wrote the encapsulated SIP
 // out as plain packets, and tshark read those (`-e frame.time_epoch -e ip.src -e udp.srcport
@@ -17,11 +17,11 @@
 #include "hep/framer.hpp"
 #include "hep/timestamp.hpp"
 #include "pcap/reader.hpp"
+#include "support/fixtures.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <filesystem>
 #include <set>
 #include <string>
 #include <vector>
@@ -171,8 +171,6 @@ const Expected tcp_expected[] = {
     {1796013075, 97725, 5060, 5061, "200", "BYE", "5-19189@127.0.0.1", 301, false},
 };
 
-std::string fixture(const char* name) { return std::string(HEPD_FIXTURES_DIR) + "/" + name; }
-
 // A small local search so that these tests do not depend on the SIP parser: the Call-ID header
 // (long or compact form) of a SIP message, up to the end of its line.
 std::string call_id_of(std::string_view sip) {
@@ -232,11 +230,7 @@ void check_message(const Message& m, const Expected& e) {
 }  // namespace
 
 TEST_CASE("fixture: Kamailio siptrace HEPv3 over UDP", "[hep][fixture]") {
-    const std::string path = fixture("kamailio-siptrace-hep3-udp.pcap");
-    if (!std::filesystem::exists(path)) {
-        WARN("fixture missing: " << path);
-        return;
-    }
+    const std::string path = hepd::test::fixture_path("kamailio-siptrace-hep3-udp.pcap");
     auto opened = pcap::FileReader::open(path);
     REQUIRE(opened.ok());
     pcap::FileReader& reader = opened.value();
@@ -281,11 +275,7 @@ TEST_CASE("fixture: Kamailio siptrace HEPv3 over UDP", "[hep][fixture]") {
 }
 
 TEST_CASE("fixture: Kamailio siptrace HEPv3 over TCP, reassembled and framed", "[hep][fixture][framer]") {
-    const std::string path = fixture("kamailio-siptrace-hep3-tcp.pcap");
-    if (!std::filesystem::exists(path)) {
-        WARN("fixture missing: " << path);
-        return;
-    }
+    const std::string path = hepd::test::fixture_path("kamailio-siptrace-hep3-tcp.pcap");
     auto opened = pcap::FileReader::open(path);
     REQUIRE(opened.ok());
     pcap::FileReader& reader = opened.value();

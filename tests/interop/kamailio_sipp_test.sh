@@ -32,7 +32,7 @@ mkdir -p "$WORK/state"
 
 sed -e "s/@KAMAILIO_PORT@/$KAM_PORT/" -e "s/@HEP_PORT@/$HEP_PORT/" -e "s/@UAS_PORT@/$UAS_PORT/" \
     -e "s/@BUSY_PORT@/$BUSY_PORT/" "$HERE/kamailio.cfg.in" >"$WORK/kamailio.cfg"
-kamailio -f "$WORK/kamailio.cfg" -DD -E -P "$WORK/kamailio.pid" >"$WORK/kamailio.log" 2>&1 &
+kamailio -f "$WORK/kamailio.cfg" -A WITH_SIPTRACE -DD -E -P "$WORK/kamailio.pid" >"$WORK/kamailio.log" 2>&1 &
 PIDS+=("$!")
 
 timeout 60 sipp -sn uas -i 127.0.0.1 -p "$UAS_PORT" -nostdin >"$WORK/uas.log" 2>&1 &

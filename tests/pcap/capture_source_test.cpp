@@ -103,10 +103,6 @@ TEST_CASE("looks_like_sip: start lines only", "[pcap][classify]") {
 TEST_CASE("fixture: HEP over UDP gives 60 SIP datagrams with the HEP message's own fields",
           "[pcap][fixture]") {
     const auto name = "kamailio-siptrace-hep3-udp.pcap";
-    if (!test::fixture_exists(name)) {
-        WARN("fixture missing: " << test::fixture_path(name));
-        return;
-    }
     const Run r = run_file(test::fixture_path(name));
     CHECK(r.error == FileError::none);
     REQUIRE(r.got.size() == 60);
@@ -151,11 +147,6 @@ TEST_CASE("fixture: HEP over UDP gives 60 SIP datagrams with the HEP message's o
 TEST_CASE("fixture: HEP over TCP is reassembled and framed into the same 60 messages",
           "[pcap][fixture][tcp]") {
     const auto tcp_name = "kamailio-siptrace-hep3-tcp.pcap";
-    const auto udp_name = "kamailio-siptrace-hep3-udp.pcap";
-    if (!test::fixture_exists(tcp_name) || !test::fixture_exists(udp_name)) {
-        WARN("fixture missing");
-        return;
-    }
     const Run r = run_file(test::fixture_path(tcp_name));
     CHECK(r.error == FileError::none);
     REQUIRE(r.got.size() == 60);
@@ -193,10 +184,6 @@ TEST_CASE("fixture: HEP over TCP is reassembled and framed into the same 60 mess
 
 TEST_CASE("fixture: raw sipp calls classify as tshark counts them", "[pcap][fixture]") {
     const auto name = "sipp-10-calls-g711-via-kamailio.pcap";
-    if (!test::fixture_exists(name)) {
-        WARN("fixture missing: " << test::fixture_path(name));
-        return;
-    }
     const Run r = run_file(test::fixture_path(name));
     CHECK(r.error == FileError::none);
     // tshark -q -z io,phs: 1010 frames, all UDP; sip 130; rtp 880 (of which 200 RFC 2833
@@ -372,7 +359,6 @@ TEST_CASE("generated: pcapng sections in both byte orders with four link types",
 
 TEST_CASE("ports: HEP and SIP port lists come from the options", "[pcap][classify]") {
     const auto name = "kamailio-siptrace-hep3-udp.pcap";
-    if (!test::fixture_exists(name)) return;
     CaptureOptions o;
     o.hep_ports = {};
     o.sniff_hep = false;

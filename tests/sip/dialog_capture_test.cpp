@@ -1,4 +1,4 @@
-// The Kamailio siptrace captures (../shared/fixtures/README.md) through pcap reader -> HEP decoder
+// The Kamailio siptrace captures (tests/fixtures/README.md) through pcap reader -> HEP decoder
 // -> dialog table. Expected times were read from the HEP chunks with a throw-away script over
 // the raw capture bytes (and agree with tests/hep/fixture_test.cpp, which cross-checked them
 // with sngrep + tshark), not with this code.
@@ -82,10 +82,6 @@ const ExpectedCall kCalls[] = {
 } // namespace
 
 TEST_CASE("capture: 5 calls through Kamailio, both legs mirrored over HEP/UDP", "[sip][dialog][capture]") {
-    if (!hepd::test::fixture_exists("kamailio-siptrace-hep3-udp.pcap")) {
-        WARN("fixture missing, skipped");
-        return;
-    }
     RecordingSink sink;
     DialogTable table(DialogConfig{}, &sink);
     const Fed fed = feed_capture("kamailio-siptrace-hep3-udp.pcap", table);
@@ -178,10 +174,6 @@ TEST_CASE("capture: 5 calls through Kamailio, both legs mirrored over HEP/UDP", 
 }
 
 TEST_CASE("capture: the same calls mirrored by Kamailio's core (13 messages a call)", "[sip][dialog][capture]") {
-    if (!hepd::test::fixture_exists("kamailio-siptrace-hep3-udp-core.pcap")) {
-        WARN("fixture missing, skipped");
-        return;
-    }
     DialogTable table(DialogConfig{});
     const Fed fed = feed_capture("kamailio-siptrace-hep3-udp-core.pcap", table);
     CHECK(fed.messages == 65);

@@ -1,5 +1,7 @@
 #include "support/fixtures.hpp"
 
+#include <catch2/catch.hpp>
+
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -7,9 +9,15 @@
 
 namespace hepd::test {
 
-std::string fixture_path(const std::string& name) { return std::string(HEPD_FIXTURES_DIR) + "/" + name; }
-
-bool fixture_exists(const std::string& name) { return std::filesystem::exists(fixture_path(name)); }
+std::string fixture_path(const std::string& name) {
+    std::string path = std::string(HEPD_FIXTURES_DIR) + "/" + name;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+        FAIL("fixture " << name << " is missing: expected at " << path
+                        << " (tests/fixtures/ in the repository; see tests/fixtures/README.md)");
+    }
+    return path;
+}
 
 std::vector<std::uint8_t> read_binary_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
