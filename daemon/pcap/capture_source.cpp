@@ -145,10 +145,26 @@ void CaptureSource::process(const Frame& frame, DatagramSink sink) {
         ++stats_.decode_errors[static_cast<std::size_t>(e)];
         return;
     }
+    if (ip.tunnel != TunnelKind::none) ++stats_.tunnelled[static_cast<std::size_t>(ip.tunnel)];
     if (ip.fragment) {
         IpPacket whole;
         if (!fragments_.add(ip, whole)) return;
         ip = whole;
+        // An outer datagram reassembled: what it tunnels is only now readable.
+        e = decapsulate(ip);
+        if (e != DecodeError::none) {
+            ++stats_.decode_errors[static_cast<std::size_t>(e)];
+            return;
+        }
+        if (ip.tunnel != TunnelKind::none) ++stats_.tunnelled[static_cast<std::size_t>(ip.tunnel)];
+        if (ip.fragment) {
+            // Fragmented inside the tunnel as well. The reassembler's output buffer may be
+            // reused by the next add(): copy the piece out first (no allocation once warm).
+            inner_fragment_.assign(ip.payload.begin(), ip.payload.end());
+            ip.payload = ByteSpan(inner_fragment_);
+            if (!fragments_.add(ip, whole)) return;
+            ip = whole;
+        }
     }
     L4Packet p;
     e = decode_transport(ip, p);

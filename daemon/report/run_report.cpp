@@ -102,6 +102,8 @@ json build_report(const RunInfo& info, const RunInputs& in) {
     c["frames_by_link"] = nonzero(cap.frames_by_link, [](std::size_t i) { return pcap::link_type_slot_name(i); });
     c["decode_errors"] =
         nonzero(cap.decode_errors, [](std::size_t i) { return pcap::to_string(static_cast<pcap::DecodeError>(i)); });
+    c["tunnelled"] =
+        nonzero(cap.tunnelled, [](std::size_t i) { return pcap::to_string(static_cast<pcap::TunnelKind>(i)); });
     c["file_errors"] =
         nonzero(cap.file_errors, [](std::size_t i) { return pcap::to_string(static_cast<pcap::FileError>(i)); });
     c["fragments"] = {{"fragments", cap.fragments.fragments},
