@@ -274,7 +274,12 @@ void CaptureSource::tcp(const L4Packet& p, DatagramSink sink) {
     if (is_hep_port(p.dst.port) || is_hep_port(p.src.port)) {
         count(PacketClass::hep_tcp);
         protocol = StreamProtocol::hep;
-    } else if (is_sip_port(p.dst.port) || is_sip_port(p.src.port)) {
+    } else if (is_sip_port(p.dst.port) || is_sip_port(p.src.port) || tcp_.has_stream(p)) {
+        count(PacketClass::sip_tcp);
+        protocol = StreamProtocol::sip;
+    } else if (options_.sniff_sip && (looks_like_sip(p.payload) || looks_like_sip_websocket(p.payload))) {
+        // SIP on a port not in the list (5080, WebSocket on 8080...): a stream is opened by a
+        // segment that starts a SIP message or a SIP WebSocket handshake, and keeps its others.
         count(PacketClass::sip_tcp);
         protocol = StreamProtocol::sip;
     } else {

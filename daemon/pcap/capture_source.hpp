@@ -26,7 +26,9 @@ struct CaptureOptions {
     std::vector<std::uint16_t> hep_ports{9060};  // config pcap.hep_ports
     std::vector<std::uint16_t> sip_ports{5060};  // config pcap.sip_ports
     // UDP on other ports: a payload that starts like a SIP start line is SIP, and one that is a
-    // whole HEPv3 message ("HEP3" + its own length) is HEP.
+    // whole HEPv3 message ("HEP3" + its own length) is HEP. TCP on other ports: a segment that
+    // starts like a SIP start line, or is a WebSocket handshake for the "sip" subprotocol, opens a
+    // SIP stream in its direction.
     bool sniff_sip = true;
     bool sniff_hep = true;
     ingest::IntakeOptions intake;

@@ -113,7 +113,16 @@ json build_report(const RunInfo& info, const RunInputs& in) {
                        })}};
     c["tcp"] = {{"segments", cap.tcp.segments},           {"messages", cap.tcp.messages},
                 {"streams_opened", cap.tcp.streams_opened}, {"streams_evicted", cap.tcp.streams_evicted},
-                {"gaps_skipped", cap.tcp.gaps_skipped},     {"resync_bytes_dropped", cap.tcp.resync_bytes_dropped}};
+                {"gaps_skipped", cap.tcp.gaps_skipped},     {"resync_bytes_dropped", cap.tcp.resync_bytes_dropped},
+                {"websocket",
+                 {{"upgrades", cap.tcp.websocket_upgrades},
+                  {"frames", cap.tcp.websocket_frames},
+                  {"control_frames", cap.tcp.websocket_control_frames},
+                  {"messages", cap.tcp.websocket_messages},
+                  {"keepalives", cap.tcp.websocket_keepalives},
+                  {"errors", nonzero(cap.tcp.websocket_errors, [](std::size_t i) {
+                       return pcap::to_string(static_cast<pcap::WebSocketError>(i));
+                   })}}}};
     c["hep"] = {{"received", cap.hep.received()},
                 {"accepted", cap.hep.accepted()},
                 {"decode_errors", nonzero(cap.hep.decode_errors, [](std::size_t i) {
