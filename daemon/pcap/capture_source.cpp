@@ -20,10 +20,11 @@ bool is_digit(std::uint8_t c) noexcept {
     return c >= '0' && c <= '9';
 }
 
-// CRLF keep-alives (RFC 5626) on a SIP port are not messages.
-bool only_line_breaks(ByteSpan b) noexcept {
+// CRLF keep-alives (RFC 5626) on a SIP port are not messages, nor are the runs of spaces some
+// phones send instead (X-Lite in sngrep's aaa.pcap: five spaces).
+bool only_keepalive_bytes(ByteSpan b) noexcept {
     for (const std::uint8_t c : b)
-        if (c != '\r' && c != '\n') return false;
+        if (c != '\r' && c != '\n' && c != ' ' && c != '\t') return false;
     return true;
 }
 
@@ -218,7 +219,7 @@ void CaptureSource::udp(const L4Packet& p, DatagramSink sink) {
             hep(payload, ingest::Carrier::udp, p.time, sink);
             return;
         }
-        if (only_line_breaks(payload)) {
+        if (only_keepalive_bytes(payload)) {
             count(PacketClass::unknown_udp);
             return;
         }
