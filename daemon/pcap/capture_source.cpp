@@ -272,6 +272,7 @@ void CaptureSource::udp(const L4Packet& p, DatagramSink sink) {
 
 void CaptureSource::tcp(const L4Packet& p, DatagramSink sink) {
     StreamProtocol protocol;
+    bool sniffed = false;
     if (is_hep_port(p.dst.port) || is_hep_port(p.src.port)) {
         count(PacketClass::hep_tcp);
         protocol = StreamProtocol::hep;
@@ -283,6 +284,7 @@ void CaptureSource::tcp(const L4Packet& p, DatagramSink sink) {
         // segment that starts a SIP message or a SIP WebSocket handshake, and keeps its others.
         count(PacketClass::sip_tcp);
         protocol = StreamProtocol::sip;
+        sniffed = true;
     } else {
         count(PacketClass::other_tcp);
         return;
@@ -297,7 +299,7 @@ void CaptureSource::tcp(const L4Packet& p, DatagramSink sink) {
         whole.dst = m.dst;
         raw(whole, shard::PayloadKind::sip, m.bytes, m.time, sink);
     };
-    tcp_.segment(p, protocol, on_message);
+    tcp_.segment(p, protocol, on_message, sniffed);
 }
 
 }  // namespace hepd::pcap

@@ -91,7 +91,8 @@ TcpReassembler::Step TcpReassembler::frame_handshake(Stream& s, ByteSpan rest, b
     }
     // The client's request switches its direction at once: it may not send frames before the
     // 101 (RFC 6455 4.1), and the server's direction is another stream with its own handshake.
-    if (parse_handshake(text.substr(0, end + 2)).upgrades()) {
+    const Handshake h = parse_handshake(text.substr(0, end + 2));
+    if (h.upgrades() && (h.sip_protocol || !s.sniffed)) {
         ++stats_.websocket_upgrades;
         s.mode = Mode::websocket;
         return {end + 4, false};
@@ -307,7 +308,7 @@ void TcpReassembler::skip_gap(Stream& s, const Key& key, std::uint32_t seq, Time
     drain_pending(s, key, time, sink);
 }
 
-void TcpReassembler::segment(const L4Packet& p, StreamProtocol protocol, MessageSink sink) {
+void TcpReassembler::segment(const L4Packet& p, StreamProtocol protocol, MessageSink sink, bool sniffed) {
     ++stats_.segments;
     stats_.payload_bytes += p.payload.size();
     const bool syn = (p.tcp_flags & tcp_flag::syn) != 0;
@@ -333,6 +334,7 @@ void TcpReassembler::segment(const L4Packet& p, StreamProtocol protocol, Message
         Stream& s = table_[at];
         s.protocol = protocol;
         s.mode = initial_mode(protocol);
+        s.sniffed = sniffed;
         // A capture that starts mid-connection starts the stream at the first byte it has.
         s.next_seq = data_seq;
     } else {

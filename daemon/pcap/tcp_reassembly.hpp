@@ -77,8 +77,9 @@ public:
 
     explicit TcpReassembler(TcpOptions options = {});
 
-    // One TCP segment (decode output) whose stream carries `protocol`.
-    void segment(const L4Packet& packet, StreamProtocol protocol, MessageSink sink);
+    // One TCP segment (decode output) whose stream carries `protocol`. A stream found by sniffing
+    // (`sniffed`: not on a SIP port) upgrades to WebSocket only for the "sip" subprotocol.
+    void segment(const L4Packet& packet, StreamProtocol protocol, MessageSink sink, bool sniffed = false);
 
     // End of input: unfinished messages are counted as leftovers and every stream is dropped.
     void finish() noexcept;
@@ -115,6 +116,7 @@ private:
         Mode mode = Mode::start;
         bool ws_in_message = false;  // a fragmented WebSocket message is open
         bool ws_skip = false;        // ... and is being skipped (compressed or too large)
+        bool sniffed = false;        // not on a SIP port: a WebSocket must be for SIP
         std::uint32_t next_seq = 0;
         bool syn = false;  // syn_seq is known
         std::uint32_t syn_seq = 0;

@@ -107,7 +107,7 @@ bool looks_like_sip_websocket(ByteSpan payload) noexcept {
     if (classify_stream_start(payload) != StreamStart::http) return false;
     const std::string_view text = as_text(payload.first(std::min(payload.size(), kMaxSniffedHead)));
     const std::size_t end = text.find("\r\n\r\n");
-    if (end == std::string_view::npos) return false;
+    if (end == std::string_view::npos) return payload.size() == text.size() && parse_handshake(text).upgrades();
     const Handshake h = parse_handshake(text.substr(0, end + 2));
     return h.upgrades() && h.sip_protocol;
 }

@@ -40,8 +40,10 @@ struct Handshake {
 // Reads an HTTP header section (`head` ends at its empty line, or wherever the caller cut it).
 Handshake parse_handshake(std::string_view head) noexcept;
 
-// The first segment of an unknown TCP stream is a SIP WebSocket handshake: an upgrade request or
-// 101 response naming the "sip" subprotocol, with its whole header in `payload`.
+// The first segment of an unknown TCP stream may start a SIP WebSocket: an upgrade request or a
+// 101 response naming the "sip" subprotocol, or, when the header goes on in the next segment
+// (cookies make it long), one whose Upgrade header is already there; the stream then checks the
+// subprotocol once the header is complete.
 bool looks_like_sip_websocket(ByteSpan payload) noexcept;
 
 enum class WsFrameStatus : std::uint8_t { need_more, complete, too_large };

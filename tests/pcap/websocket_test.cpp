@@ -181,7 +181,10 @@ TEST_CASE("websocket: handshakes", "[pcap][websocket]") {
 
     CHECK(looks_like_sip_websocket(as_bytes(kRequest)));
     CHECK(looks_like_sip_websocket(as_bytes(kResponse)));
-    CHECK_FALSE(looks_like_sip_websocket(as_bytes(kRequest.substr(0, kRequest.size() - 2))));  // header not over
+    // The header goes on in the next segment: the Upgrade header seen so far is enough to follow
+    // the stream (which checks the subprotocol later); without it, it is not.
+    CHECK(looks_like_sip_websocket(as_bytes(kRequest.substr(0, kRequest.size() - 2))));
+    CHECK_FALSE(looks_like_sip_websocket(as_bytes(kRequest.substr(0, kRequest.find("Upgrade")))));
     std::string chat = kRequest;
     chat.replace(chat.find("Protocol: sip"), 13, "Protocol: xmpp");
     CHECK_FALSE(looks_like_sip_websocket(as_bytes(chat)));  // another application's WebSocket
@@ -329,6 +332,20 @@ TEST_CASE("websocket: HTTP that does not upgrade, and a handshake that never end
         feed(r, text(head), {300});
         CHECK(ws_errors(r, WebSocketError::handshake_too_large) == 1);
     }
+    SECTION("on a SIP port any WebSocket upgrade is taken; on a sniffed stream only the sip subprotocol's") {
+        std::string chat = kRequest;
+        chat.replace(chat.find("Protocol: sip"), 13, "Protocol: mqtt");
+        const Bytes stream = cat(text(chat), ws_frame(1, kRegister, true, kMask));
+        TcpReassembler listed;
+        Messages got;
+        listed.segment(segment(1, stream), StreamProtocol::sip, got);
+        CHECK(got.texts == std::vector<std::string>{kRegister});
+        TcpReassembler sniffed;
+        Messages none;
+        sniffed.segment(segment(1, stream), StreamProtocol::sip, none, true);
+        CHECK(none.texts.empty());
+        CHECK(ws_errors(sniffed, WebSocketError::not_upgraded) == 1);
+    }
     SECTION("a stream on a SIP port that starts with SIP stays SIP") {
         TcpReassembler r;
         const Messages got = feed(r, text(kOk), {2});
@@ -382,25 +399,35 @@ TEST_CASE("capture source: SIP and SIP WebSocket found on TCP ports not listed",
     const Bytes invite = text(kOk);
     seg(Bytes(invite.begin(), invite.begin() + 30), 33093, 5090, 1);
     seg(Bytes(invite.begin() + 30, invite.end()), 33093, 5090, 31);
-    // WebSocket on 8080: the handshake opens it.
+    // WebSocket on 8080: the handshake opens it, whole or cut before its end.
     const Bytes ws = cat(text(kRequest), ws_frame(1, kRegister, true, kMask));
     seg(ws, 43380, 8080, 1);
+    const std::size_t cut = kRequest.find("Sec-WebSocket-Protocol");
+    seg(Bytes(ws.begin(), ws.begin() + static_cast<std::ptrdiff_t>(cut)), 43384, 8080, 1);
+    seg(Bytes(ws.begin() + static_cast<std::ptrdiff_t>(cut), ws.end()), 43384, 8080, 1 + static_cast<std::uint32_t>(cut));
     // Other TCP stays skipped: plain HTTP, a WebSocket for another protocol, a mid-stream piece.
     seg(text("GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n"), 43381, 80, 1);
     std::string chat = kRequest;
     chat.replace(chat.find("Protocol: sip"), 13, "Protocol: mqtt");
     seg(text(chat), 43382, 8080, 1);
     seg(text("Content-Length: 0\r\n\r\n"), 43383, 5090, 1);
+    // A long header cut before its subprotocol is followed, then refused for being another
+    // application's: no message comes out of it.
+    const Bytes mqtt = cat(text(chat), ws_frame(1, kRegister, true, kMask));
+    seg(Bytes(mqtt.begin(), mqtt.begin() + static_cast<std::ptrdiff_t>(cut)), 43385, 8080, 1);
+    seg(Bytes(mqtt.begin() + static_cast<std::ptrdiff_t>(cut), mqtt.end()), 43385, 8080, 1 + static_cast<std::uint32_t>(cut));
     source.finish();
     const CaptureStats s = source.stats();
     if (options.sniff_sip) {
-        CHECK(got == std::vector<std::string>{kOk, kRegister});
-        CHECK(s.packets[static_cast<std::size_t>(PacketClass::sip_tcp)] == 3);
+        CHECK(got == std::vector<std::string>{kOk, kRegister, kRegister});
+        CHECK(s.packets[static_cast<std::size_t>(PacketClass::sip_tcp)] == 7);
         CHECK(s.packets[static_cast<std::size_t>(PacketClass::other_tcp)] == 3);
-        CHECK(s.tcp.streams_opened == 2);
+        CHECK(s.tcp.streams_opened == 4);
+        CHECK(s.tcp.websocket_upgrades == 2);
+        CHECK(s.tcp.websocket_errors[static_cast<std::size_t>(WebSocketError::not_upgraded)] == 1);
     } else {
         CHECK(got.empty());
-        CHECK(s.packets[static_cast<std::size_t>(PacketClass::other_tcp)] == 6);
+        CHECK(s.packets[static_cast<std::size_t>(PacketClass::other_tcp)] == 10);
         CHECK(s.tcp.streams_opened == 0);
     }
 }
