@@ -322,12 +322,14 @@ std::string render_text(const json& r) {
       << "  by class: " << kv_line(c["packets_by_class"]) << "\n"
       << "  link types: " << kv_line(c["frames_by_link"]) << "\n"
       << "  decode errors: " << kv_line(c["decode_errors"]) << "\n"
+      << "  out of tunnels: " << kv_line(c["tunnelled"]) << "\n"
       << "  file errors: " << kv_line(c["file_errors"]) << "\n"
       << "  HEP: received " << c["hep"]["received"] << ", accepted " << c["hep"]["accepted"] << ", errors "
       << kv_line(c["hep"]["decode_errors"]) << ", timestamp fix-ups " << kv_line(c["hep"]["timestamp_fixups"])
       << "\n  IP fragments " << c["fragments"]["fragments"] << " (reassembled " << c["fragments"]["reassembled"]
       << ", dropped " << kv_line(c["fragments"]["dropped"]) << "); TCP segments " << c["tcp"]["segments"]
-      << ", messages " << c["tcp"]["messages"] << "\n";
+      << ", messages " << c["tcp"]["messages"] << " (over WebSocket " << c["tcp"]["websocket"]["messages"]
+      << ", errors " << kv_line(c["tcp"]["websocket"]["errors"]) << ")\n";
     const auto& s = r["sip"];
     o << "\nSIP\n  requests: " << kv_line(s["requests"]) << "\n  responses: " << kv_line(s["responses"])
       << "\n  retransmissions: " << kv_line(s["retransmissions"]) << "\n  parse errors: " << kv_line(s["parse_errors"])
