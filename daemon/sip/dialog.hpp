@@ -193,8 +193,8 @@ struct Dialog {
     Timestamp cancel_time;
     Timestamp bye_time;         // first BYE
     Timestamp bye_answer_time;  // first final response to a BYE
-    Timestamp end_time;         // when the record reached its terminal state; while a failure
-                                // is pending, when that failure arrived
+    Timestamp end_time;         // when the record reached its terminal state; while a 401/407
+                                // waits for its retry, when the challenge arrived
     Timestamp last_activity;
     Timestamp deadline;         // next timer: Timer B/C, call cap, or the end of the linger
 

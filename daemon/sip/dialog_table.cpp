@@ -356,7 +356,9 @@ void DialogTable::on_invite_response(Dialog& d, std::size_t hop_index, const Mes
         // caller retries. Kept; it becomes the outcome if nothing else happens before the timer.
         d.pending_status = code;
         d.pending_q850 = q850_of(m);
-        d.end_time = now;
+        // Nothing else happens in a challenged transaction: if no retry comes, the call ended
+        // with the challenge. Other pending failures end the call when their timer runs out.
+        d.end_time = is_challenge(code) ? now : Timestamp{};
         const auto wait = is_challenge(code) ? config_.challenge_timeout : config_.invite_timeout;
         set_deadline(d, std::max(d.deadline, plus(now, wait)));
         return;
@@ -438,8 +440,8 @@ std::uint32_t DialogTable::on_deadline(std::uint32_t at) {
     if (d.state == DialogState::confirmed) {
         finish(d, DialogState::timed_out, when);
     } else if (d.pending_status != 0) {
-        // Nothing followed the pending failure: the call ended when it arrived (the linger still
-        // runs from now, so late messages keep matching).
+        // Nothing followed the pending failure. A challenge ended the call when it arrived (the
+        // linger still runs from now, so late messages keep matching).
         const Timestamp failed_at = d.end_time.us != 0 ? d.end_time : when;
         d.final_status = d.pending_status;
         if (d.q850_cause == kNoCause) d.q850_cause = d.pending_q850;
