@@ -20,10 +20,11 @@ bool is_digit(std::uint8_t c) noexcept {
     return c >= '0' && c <= '9';
 }
 
-// CRLF keep-alives (RFC 5626) on a SIP port are not messages.
-bool only_line_breaks(ByteSpan b) noexcept {
+// CRLF keep-alives (RFC 5626) on a SIP port are not messages, nor are the runs of spaces some
+// phones send instead (X-Lite in sngrep's aaa.pcap: five spaces).
+bool only_keepalive_bytes(ByteSpan b) noexcept {
     for (const std::uint8_t c : b)
-        if (c != '\r' && c != '\n') return false;
+        if (c != '\r' && c != '\n' && c != ' ' && c != '\t') return false;
     return true;
 }
 
@@ -145,10 +146,26 @@ void CaptureSource::process(const Frame& frame, DatagramSink sink) {
         ++stats_.decode_errors[static_cast<std::size_t>(e)];
         return;
     }
+    if (ip.tunnel != TunnelKind::none) ++stats_.tunnelled[static_cast<std::size_t>(ip.tunnel)];
     if (ip.fragment) {
         IpPacket whole;
         if (!fragments_.add(ip, whole)) return;
         ip = whole;
+        // An outer datagram reassembled: what it tunnels is only now readable.
+        e = decapsulate(ip);
+        if (e != DecodeError::none) {
+            ++stats_.decode_errors[static_cast<std::size_t>(e)];
+            return;
+        }
+        if (ip.tunnel != TunnelKind::none) ++stats_.tunnelled[static_cast<std::size_t>(ip.tunnel)];
+        if (ip.fragment) {
+            // Fragmented inside the tunnel as well. The reassembler's output buffer may be
+            // reused by the next add(): copy the piece out first (no allocation once warm).
+            inner_fragment_.assign(ip.payload.begin(), ip.payload.end());
+            ip.payload = ByteSpan(inner_fragment_);
+            if (!fragments_.add(ip, whole)) return;
+            ip = whole;
+        }
     }
     L4Packet p;
     e = decode_transport(ip, p);
@@ -202,7 +219,7 @@ void CaptureSource::udp(const L4Packet& p, DatagramSink sink) {
             hep(payload, ingest::Carrier::udp, p.time, sink);
             return;
         }
-        if (only_line_breaks(payload)) {
+        if (only_keepalive_bytes(payload)) {
             count(PacketClass::unknown_udp);
             return;
         }
@@ -255,12 +272,19 @@ void CaptureSource::udp(const L4Packet& p, DatagramSink sink) {
 
 void CaptureSource::tcp(const L4Packet& p, DatagramSink sink) {
     StreamProtocol protocol;
+    bool sniffed = false;
     if (is_hep_port(p.dst.port) || is_hep_port(p.src.port)) {
         count(PacketClass::hep_tcp);
         protocol = StreamProtocol::hep;
-    } else if (is_sip_port(p.dst.port) || is_sip_port(p.src.port)) {
+    } else if (is_sip_port(p.dst.port) || is_sip_port(p.src.port) || tcp_.has_stream(p)) {
         count(PacketClass::sip_tcp);
         protocol = StreamProtocol::sip;
+    } else if (options_.sniff_sip && (looks_like_sip(p.payload) || looks_like_sip_websocket(p.payload))) {
+        // SIP on a port not in the list (5080, WebSocket on 8080...): a stream is opened by a
+        // segment that starts a SIP message or a SIP WebSocket handshake, and keeps its others.
+        count(PacketClass::sip_tcp);
+        protocol = StreamProtocol::sip;
+        sniffed = true;
     } else {
         count(PacketClass::other_tcp);
         return;
@@ -275,7 +299,7 @@ void CaptureSource::tcp(const L4Packet& p, DatagramSink sink) {
         whole.dst = m.dst;
         raw(whole, shard::PayloadKind::sip, m.bytes, m.time, sink);
     };
-    tcp_.segment(p, protocol, on_message);
+    tcp_.segment(p, protocol, on_message, sniffed);
 }
 
 }  // namespace hepd::pcap

@@ -26,7 +26,9 @@ struct CaptureOptions {
     std::vector<std::uint16_t> hep_ports{9060};  // config pcap.hep_ports
     std::vector<std::uint16_t> sip_ports{5060};  // config pcap.sip_ports
     // UDP on other ports: a payload that starts like a SIP start line is SIP, and one that is a
-    // whole HEPv3 message ("HEP3" + its own length) is HEP.
+    // whole HEPv3 message ("HEP3" + its own length) is HEP. TCP on other ports: a segment that
+    // starts like a SIP start line, or is a WebSocket handshake for the "sip" subprotocol, opens a
+    // SIP stream in its direction.
     bool sniff_sip = true;
     bool sniff_hep = true;
     ingest::IntakeOptions intake;
@@ -60,6 +62,9 @@ struct CaptureStats {
     std::uint64_t bytes = 0;  // captured bytes of those frames
     std::array<std::uint64_t, kLinkTypeSlots> frames_by_link{};
     std::array<std::uint64_t, kDecodeErrorCount> decode_errors{};  // [none] and [ip_fragment] unused
+    // IP packets taken out of a tunnel, by the outermost one ([none] unused): one per frame, or
+    // per reassembled outer datagram when the tunnel itself was fragmented.
+    std::array<std::uint64_t, kTunnelKindCount> tunnelled{};
     std::array<std::uint64_t, kPacketClassCount> packets{};
     std::uint64_t datagrams = 0;  // handed to the sink
     std::array<std::uint64_t, shard::kPayloadKindCount> datagrams_by_kind{};
@@ -109,6 +114,7 @@ private:
     TcpReassembler tcp_;
     CaptureStats stats_;
     shard::Datagram datagram_;
+    std::vector<std::uint8_t> inner_fragment_;
 };
 
 // Whether a UDP payload starts like a SIP request line ("INVITE sip:… SIP/2.0") or status line

@@ -11,10 +11,16 @@ constexpr std::uint16_t kEtherIpv6 = 0x86dd;
 constexpr std::uint16_t kEtherVlan = 0x8100;
 constexpr std::uint16_t kEtherQinQ = 0x88a8;
 constexpr std::uint16_t kEtherQinQOld = 0x9100;
+constexpr std::uint16_t kEtherTransparentBridging = 0x6558;  // Ethernet in GRE
+constexpr std::uint16_t kEtherErspan2 = 0x88be;              // ERSPAN type I or II
+constexpr std::uint16_t kEtherErspan3 = 0x22eb;
 
 constexpr std::uint8_t kProtoHopByHop = 0;
+constexpr std::uint8_t kProtoIpv4 = 4;
 constexpr std::uint8_t kProtoTcp = 6;
 constexpr std::uint8_t kProtoUdp = 17;
+constexpr std::uint8_t kProtoIpv6 = 41;
+constexpr std::uint8_t kProtoGre = 47;
 constexpr std::uint8_t kProtoRouting = 43;
 constexpr std::uint8_t kProtoFragment = 44;
 constexpr std::uint8_t kProtoAuth = 51;
@@ -48,26 +54,30 @@ std::uint16_t ether_type_of_version(std::uint8_t first) noexcept {
     }
 }
 
+// Ethernet II with VLAN/QinQ tags; `truncated` is the error a short header gives (a capture's
+// own link layer and an Ethernet frame inside a tunnel fail differently).
+DecodeError strip_ethernet(ByteSpan d, NetworkLayer& n, DecodeError truncated) noexcept {
+    if (d.size() < 14) return truncated;
+    std::size_t off = 12;
+    std::uint16_t type = load_be16(d.data() + off);
+    off += 2;
+    // Keep the innermost VLAN id; bound the walk so a hostile frame cannot loop.
+    for (int depth = 0; depth < 4 && (type == kEtherVlan || type == kEtherQinQ || type == kEtherQinQOld); ++depth) {
+        if (d.size() < off + 4) return truncated;
+        n.vlan = load_be16(d.data() + off) & 0x0fff;
+        type = load_be16(d.data() + off + 2);
+        off += 4;
+    }
+    n.ether_type = type;
+    n.bytes = d.subspan(off);
+    return DecodeError::none;
+}
+
 DecodeError strip_link(const Frame& frame, NetworkLayer& n) noexcept {
     const ByteSpan d = frame.data;
     switch (frame.link_type) {
-        case LinkType::ethernet: {
-            if (d.size() < 14) return DecodeError::truncated_link;
-            std::size_t off = 12;
-            std::uint16_t type = load_be16(d.data() + off);
-            off += 2;
-            // Keep the innermost VLAN id; bound the walk so a hostile frame cannot loop.
-            for (int depth = 0;
-                 depth < 4 && (type == kEtherVlan || type == kEtherQinQ || type == kEtherQinQOld); ++depth) {
-                if (d.size() < off + 4) return DecodeError::truncated_link;
-                n.vlan = load_be16(d.data() + off) & 0x0fff;
-                type = load_be16(d.data() + off + 2);
-                off += 4;
-            }
-            n.ether_type = type;
-            n.bytes = d.subspan(off);
-            return DecodeError::none;
-        }
+        case LinkType::ethernet:
+            return strip_ethernet(d, n, DecodeError::truncated_link);
         case LinkType::linux_sll:
             if (d.size() < 16) return DecodeError::truncated_link;
             n.ether_type = load_be16(d.data() + 14);
@@ -177,7 +187,160 @@ DecodeError decode_ipv6(ByteSpan ip, IpPacket& p) noexcept {
     return DecodeError::none;
 }
 
+DecodeError decode_network(const NetworkLayer& n, IpPacket& p) noexcept {
+    if (n.ether_type == kEtherIpv4) return decode_ipv4(n.bytes, p);
+    if (n.ether_type == kEtherIpv6) return decode_ipv6(n.bytes, p);
+    return DecodeError::not_ip;
+}
+
+// What one tunnel level carries: an IP packet (ether_type) or an Ethernet frame.
+struct Inner {
+    TunnelKind kind = TunnelKind::none;
+    bool ethernet = false;
+    std::uint16_t ether_type = 0;
+    ByteSpan bytes;
+};
+
+// ERSPAN header after GRE. Type I has none (Wireshark tells it from type II by GRE's S bit);
+// type II is 8 bytes, version 1; type III is 12 bytes, version 2, plus an 8-byte platform
+// subheader when the O bit is set, and says in FT whether Ethernet (0) follows.
+DecodeError strip_erspan(ByteSpan b, std::uint16_t gre_type, bool gre_sequence, Inner& in) noexcept {
+    in.kind = TunnelKind::erspan;
+    in.ethernet = true;
+    if (gre_type == kEtherErspan2 && !gre_sequence) {
+        in.bytes = b;
+        return DecodeError::none;
+    }
+    if (b.empty()) return DecodeError::truncated_tunnel;
+    const std::uint8_t version = b[0] >> 4;
+    if (gre_type == kEtherErspan2) {
+        if (version != 1) return DecodeError::bad_tunnel_header;
+        if (b.size() < 8) return DecodeError::truncated_tunnel;
+        in.bytes = b.subspan(8);
+        return DecodeError::none;
+    }
+    if (version != 2) return DecodeError::bad_tunnel_header;
+    if (b.size() < 12) return DecodeError::truncated_tunnel;
+    const std::uint8_t frame_type = (b[10] >> 2) & 0x1fU;
+    if (frame_type != 0) return DecodeError::unsupported_tunnel;
+    std::size_t off = 12;
+    if ((b[11] & 0x01U) != 0) off += 8;
+    if (b.size() < off) return DecodeError::truncated_tunnel;
+    in.bytes = b.subspan(off);
+    return DecodeError::none;
+}
+
+// GRE (RFC 2784 with RFC 2890's key and sequence number).
+DecodeError strip_gre(ByteSpan b, Inner& in) noexcept {
+    in.kind = TunnelKind::gre;
+    if (b.size() < 4) return DecodeError::truncated_tunnel;
+    const std::uint16_t flags = load_be16(b.data());
+    const std::uint16_t type = load_be16(b.data() + 2);
+    if ((flags & 0x0007U) != 0) return DecodeError::unsupported_tunnel;  // version 1: PPTP
+    // RFC 2784: a receiver discards packets with the (RFC 1701) routing or strict-route bit.
+    if ((flags & 0x4800U) != 0) return DecodeError::bad_tunnel_header;
+    const bool sequence = (flags & 0x1000U) != 0;
+    std::size_t off = 4;
+    if ((flags & 0x8000U) != 0) off += 4;  // checksum + reserved
+    if ((flags & 0x2000U) != 0) off += 4;  // key
+    if (sequence) off += 4;
+    if (b.size() < off) return DecodeError::truncated_tunnel;
+    const ByteSpan rest = b.subspan(off);
+    switch (type) {
+        case kEtherIpv4:
+        case kEtherIpv6:
+            in.ether_type = type;
+            in.bytes = rest;
+            return DecodeError::none;
+        case kEtherTransparentBridging:
+            in.ethernet = true;
+            in.bytes = rest;
+            return DecodeError::none;
+        case kEtherErspan2:
+        case kEtherErspan3:
+            return strip_erspan(rest, type, sequence, in);
+        default:
+            return DecodeError::unsupported_tunnel;
+    }
+}
+
+// VXLAN (RFC 7348): UDP to port 4789, 8-byte header whose I flag says the VNI is valid.
+// Returns false when the UDP packet is not addressed to VXLAN (then it is plain UDP).
+bool is_vxlan(const IpPacket& p) noexcept {
+    return p.protocol == kProtoUdp && p.payload.size() >= 4 && load_be16(p.payload.data() + 2) == kVxlanPort;
+}
+
+DecodeError strip_vxlan(ByteSpan udp, Inner& in) noexcept {
+    in.kind = TunnelKind::vxlan;
+    in.ethernet = true;
+    if (udp.size() < 16) return DecodeError::truncated_tunnel;
+    if ((udp[8] & 0x08U) == 0) return DecodeError::bad_tunnel_header;
+    std::size_t end = udp.size();
+    const std::size_t udp_len = load_be16(udp.data() + 4);
+    if (udp_len >= 16 && udp_len < end) end = udp_len;
+    in.bytes = udp.subspan(16, end - 16);
+    return DecodeError::none;
+}
+
 }  // namespace
+
+std::string_view to_string(TunnelKind kind) noexcept {
+    switch (kind) {
+        case TunnelKind::none:
+            return "none";
+        case TunnelKind::ip_in_ip:
+            return "ip_in_ip";
+        case TunnelKind::gre:
+            return "gre";
+        case TunnelKind::erspan:
+            return "erspan";
+        case TunnelKind::vxlan:
+            return "vxlan";
+    }
+    return "unknown";
+}
+
+DecodeError decapsulate(IpPacket& p) noexcept {
+    while (!p.fragment) {
+        Inner in;
+        DecodeError e = DecodeError::none;
+        switch (p.protocol) {
+            case kProtoIpv4:
+            case kProtoIpv6:
+                in.kind = TunnelKind::ip_in_ip;
+                in.ether_type = p.protocol == kProtoIpv4 ? kEtherIpv4 : kEtherIpv6;
+                in.bytes = p.payload;
+                break;
+            case kProtoGre:
+                e = strip_gre(p.payload, in);
+                break;
+            case kProtoUdp:
+                if (!is_vxlan(p)) return DecodeError::none;
+                e = strip_vxlan(p.payload, in);
+                break;
+            default:
+                return DecodeError::none;
+        }
+        if (e != DecodeError::none) return e;
+        if (p.tunnel_depth >= kMaxTunnelDepth) return DecodeError::tunnel_too_deep;
+        NetworkLayer n;
+        n.vlan = p.vlan;
+        n.ether_type = in.ether_type;
+        n.bytes = in.bytes;
+        if (in.ethernet) {
+            if (const auto le = strip_ethernet(in.bytes, n, DecodeError::truncated_tunnel); le != DecodeError::none)
+                return le;
+        }
+        IpPacket inner;
+        inner.time = p.time;
+        inner.vlan = n.vlan;
+        inner.tunnel = p.tunnel == TunnelKind::none ? in.kind : p.tunnel;
+        inner.tunnel_depth = static_cast<std::uint8_t>(p.tunnel_depth + 1);
+        if (const auto ie = decode_network(n, inner); ie != DecodeError::none) return ie;
+        p = inner;
+    }
+    return DecodeError::none;
+}
 
 std::size_t link_type_slot(LinkType type) noexcept {
     switch (type) {
@@ -231,6 +394,14 @@ std::string_view to_string(DecodeError e) noexcept {
             return "unsupported_transport";
         case DecodeError::truncated_transport:
             return "truncated_transport";
+        case DecodeError::truncated_tunnel:
+            return "truncated_tunnel";
+        case DecodeError::bad_tunnel_header:
+            return "bad_tunnel_header";
+        case DecodeError::unsupported_tunnel:
+            return "unsupported_tunnel";
+        case DecodeError::tunnel_too_deep:
+            return "tunnel_too_deep";
     }
     return "unknown";
 }
@@ -241,9 +412,8 @@ DecodeError decode_ip(const Frame& frame, IpPacket& out) noexcept {
     out = IpPacket{};
     out.time = frame.time;
     out.vlan = link.vlan;
-    if (link.ether_type == kEtherIpv4) return decode_ipv4(link.bytes, out);
-    if (link.ether_type == kEtherIpv6) return decode_ipv6(link.bytes, out);
-    return DecodeError::not_ip;
+    if (const auto e = decode_network(link, out); e != DecodeError::none) return e;
+    return decapsulate(out);
 }
 
 DecodeError decode_transport(const IpPacket& ip, L4Packet& p) noexcept {

@@ -1,7 +1,8 @@
 #pragma once
 // Pure L2-L4 decoding of captured frames: link layer (Ethernet with VLAN/QinQ, Linux SLL/SLL2,
 // raw IP, BSD/OpenBSD loopback), IPv4/IPv6 (extension headers skipped, fragments reported with
-// what reassembly needs) and UDP/TCP. Bytes in, views out: no allocation, no I/O, no exceptions.
+// what reassembly needs), the tunnels mirrored traffic arrives in (IP-in-IP, GRE, ERSPAN, VXLAN)
+// and UDP/TCP. Bytes in, views out: no allocation, no I/O, no exceptions.
 #include "core/address.hpp"
 #include "core/bytes.hpp"
 #include "core/result.hpp"
@@ -42,6 +43,22 @@ struct Frame {
 
 enum class Transport : std::uint8_t { udp, tcp, other };
 
+// Encapsulations decapsulate() removes; a small closed set (a report label).
+enum class TunnelKind : std::uint8_t {
+    none,
+    ip_in_ip,  // IPv4 or IPv6 in IPv4 or IPv6 (IP protocols 4 and 41)
+    gre,       // IP or Ethernet (0x6558) in GRE (IP protocol 47)
+    erspan,    // Ethernet in ERSPAN type I, II or III, in GRE
+    vxlan,     // Ethernet in VXLAN (UDP destination port 4789)
+};
+inline constexpr std::size_t kTunnelKindCount = 5;
+std::string_view to_string(TunnelKind kind) noexcept;
+
+// Encapsulations removed from one frame at most; deeper nesting is tunnel_too_deep (a hostile
+// frame cannot make the walk long, and real mirroring nests one or two levels).
+inline constexpr int kMaxTunnelDepth = 4;
+inline constexpr std::uint16_t kVxlanPort = 4789;
+
 // The network layer of one frame. For a fragment, payload is the fragment's share of the
 // upper-layer bytes (IPv6: what follows the fragment header) and protocol is the upper-layer
 // protocol the reassembled datagram will carry.
@@ -51,6 +68,8 @@ struct IpPacket {
     IpAddress dst;
     std::uint8_t protocol = 0;
     std::uint16_t vlan = 0;  // innermost VLAN id, 0 when untagged
+    TunnelKind tunnel = TunnelKind::none;  // the outermost encapsulation removed
+    std::uint8_t tunnel_depth = 0;         // encapsulations removed
     bool fragment = false;   // a piece of a larger datagram: reassemble before L4
     bool more_fragments = false;
     std::uint32_t fragment_id = 0;      // IPv4: 16-bit identification; IPv6: 32-bit
@@ -87,12 +106,23 @@ enum class DecodeError : std::uint8_t {
     ip_fragment,  // decode_frame() only: the frame is a fragment (see decode_ip)
     unsupported_transport,
     truncated_transport,
+    truncated_tunnel,    // a GRE, ERSPAN or VXLAN header, or the Ethernet header in one, cut short
+    bad_tunnel_header,   // GRE routing/strict-route bits, VXLAN without its I flag, wrong ERSPAN version
+    unsupported_tunnel,  // GRE version 1 (PPTP), GRE carrying MPLS or keep-alives, ERSPAN of IP frames
+    tunnel_too_deep,     // more than kMaxTunnelDepth encapsulations
 };
-inline constexpr std::size_t kDecodeErrorCount = 9;
+inline constexpr std::size_t kDecodeErrorCount = 13;
 std::string_view to_string(DecodeError e) noexcept;
 
-// Link and network layers. Returns DecodeError::none and fills `out` on success.
+// Link and network layers, tunnels removed (decapsulate()). Returns DecodeError::none and fills
+// `out` on success. A fragment (of the outermost packet, or of one inside a tunnel) is returned
+// as it is: decapsulate the reassembled datagram.
 DecodeError decode_ip(const Frame& frame, IpPacket& out) noexcept;
+
+// Replaces a whole (unfragmented) packet that is a tunnel by the packet inside it, level by
+// level, until the payload is not a tunnel or is a fragment. `p.tunnel_depth` counts the levels
+// already removed, towards kMaxTunnelDepth. On error `p` may hold an intermediate level.
+DecodeError decapsulate(IpPacket& p) noexcept;
 
 // Transport layer of a complete (never fragmented, or reassembled) IP payload. IPv6 extension
 // headers still at the front of the payload (they may follow a fragment header) are skipped.

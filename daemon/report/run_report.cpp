@@ -102,6 +102,8 @@ json build_report(const RunInfo& info, const RunInputs& in) {
     c["frames_by_link"] = nonzero(cap.frames_by_link, [](std::size_t i) { return pcap::link_type_slot_name(i); });
     c["decode_errors"] =
         nonzero(cap.decode_errors, [](std::size_t i) { return pcap::to_string(static_cast<pcap::DecodeError>(i)); });
+    c["tunnelled"] =
+        nonzero(cap.tunnelled, [](std::size_t i) { return pcap::to_string(static_cast<pcap::TunnelKind>(i)); });
     c["file_errors"] =
         nonzero(cap.file_errors, [](std::size_t i) { return pcap::to_string(static_cast<pcap::FileError>(i)); });
     c["fragments"] = {{"fragments", cap.fragments.fragments},
@@ -111,7 +113,16 @@ json build_report(const RunInfo& info, const RunInputs& in) {
                        })}};
     c["tcp"] = {{"segments", cap.tcp.segments},           {"messages", cap.tcp.messages},
                 {"streams_opened", cap.tcp.streams_opened}, {"streams_evicted", cap.tcp.streams_evicted},
-                {"gaps_skipped", cap.tcp.gaps_skipped},     {"resync_bytes_dropped", cap.tcp.resync_bytes_dropped}};
+                {"gaps_skipped", cap.tcp.gaps_skipped},     {"resync_bytes_dropped", cap.tcp.resync_bytes_dropped},
+                {"websocket",
+                 {{"upgrades", cap.tcp.websocket_upgrades},
+                  {"frames", cap.tcp.websocket_frames},
+                  {"control_frames", cap.tcp.websocket_control_frames},
+                  {"messages", cap.tcp.websocket_messages},
+                  {"keepalives", cap.tcp.websocket_keepalives},
+                  {"errors", nonzero(cap.tcp.websocket_errors, [](std::size_t i) {
+                       return pcap::to_string(static_cast<pcap::WebSocketError>(i));
+                   })}}}};
     c["hep"] = {{"received", cap.hep.received()},
                 {"accepted", cap.hep.accepted()},
                 {"decode_errors", nonzero(cap.hep.decode_errors, [](std::size_t i) {
@@ -311,12 +322,14 @@ std::string render_text(const json& r) {
       << "  by class: " << kv_line(c["packets_by_class"]) << "\n"
       << "  link types: " << kv_line(c["frames_by_link"]) << "\n"
       << "  decode errors: " << kv_line(c["decode_errors"]) << "\n"
+      << "  out of tunnels: " << kv_line(c["tunnelled"]) << "\n"
       << "  file errors: " << kv_line(c["file_errors"]) << "\n"
       << "  HEP: received " << c["hep"]["received"] << ", accepted " << c["hep"]["accepted"] << ", errors "
       << kv_line(c["hep"]["decode_errors"]) << ", timestamp fix-ups " << kv_line(c["hep"]["timestamp_fixups"])
       << "\n  IP fragments " << c["fragments"]["fragments"] << " (reassembled " << c["fragments"]["reassembled"]
       << ", dropped " << kv_line(c["fragments"]["dropped"]) << "); TCP segments " << c["tcp"]["segments"]
-      << ", messages " << c["tcp"]["messages"] << "\n";
+      << ", messages " << c["tcp"]["messages"] << " (over WebSocket " << c["tcp"]["websocket"]["messages"]
+      << ", errors " << kv_line(c["tcp"]["websocket"]["errors"]) << ")\n";
     const auto& s = r["sip"];
     o << "\nSIP\n  requests: " << kv_line(s["requests"]) << "\n  responses: " << kv_line(s["responses"])
       << "\n  retransmissions: " << kv_line(s["retransmissions"]) << "\n  parse errors: " << kv_line(s["parse_errors"])

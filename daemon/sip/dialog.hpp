@@ -27,6 +27,11 @@ struct DialogConfig {
     // Ringing (101..199 seen) without a final answer: RFC 3261 Timer C, "greater than 3 minutes",
     // restarted by every provisional. Calls commonly ring longer than Timer B.
     std::chrono::microseconds ringing_timeout = std::chrono::minutes(3);
+    // A 401/407 is often answered by a person typing credentials into a softphone (sngrep's
+    // aaa.pcap: INVITEs re-sent 32 s and 51 s after the 407), so Timer B is too short a wait for
+    // the retry. The wait is on a human, like ringing, hence the same bound as Timer C. After it,
+    // the challenge is the call's outcome, dated when it arrived. Not in the configuration file.
+    std::chrono::microseconds challenge_timeout = std::chrono::minutes(3);
     std::chrono::microseconds max_call_duration = std::chrono::hours(4);
     // Finished dialogs stay this long so that late retransmissions, ACKs and the BYE's answer
     // still match (and are counted) instead of creating new records.
@@ -188,7 +193,8 @@ struct Dialog {
     Timestamp cancel_time;
     Timestamp bye_time;         // first BYE
     Timestamp bye_answer_time;  // first final response to a BYE
-    Timestamp end_time;         // when the record reached its terminal state
+    Timestamp end_time;         // when the record reached its terminal state; while a 401/407
+                                // waits for its retry, when the challenge arrived
     Timestamp last_activity;
     Timestamp deadline;         // next timer: Timer B/C, call cap, or the end of the linger
 

@@ -28,6 +28,7 @@ std::uint16_t q850_of(const Message& m) noexcept {
 // 401/407 (credentials) and 422 (session interval too small) are answered by a new INVITE with
 // a higher CSeq in the same dialog: the call is not over yet.
 bool is_retried_failure(std::uint16_t code) noexcept { return code == 401 || code == 407 || code == 422; }
+bool is_challenge(std::uint16_t code) noexcept { return code == 401 || code == 407; }
 
 bool carries_sdp(const Message& m) noexcept {
     switch (m.method) {
@@ -236,6 +237,7 @@ void DialogTable::on_request(Dialog& d, Party side, const Message& m, Timestamp 
                     d.ack_time = Timestamp{};  // the ACK of the challenge is not the call's
                     d.pending_status = 0;
                     d.pending_q850 = kNoCause;
+                    d.end_time = Timestamp{};
                     set_deadline(d, plus(now, d.state == DialogState::early ? config_.ringing_timeout
                                                                              : config_.invite_timeout));
                 }
@@ -309,6 +311,13 @@ void DialogTable::on_invite_response(Dialog& d, std::size_t hop_index, const Mes
     if (code == 100) {
         if (d.trying_time.us == 0) d.trying_time = now;
         if (d.state == DialogState::trying) set_state(d, DialogState::proceeding);
+        if (d.state == DialogState::proceeding) {
+            // RFC 3261 17.1.1.2: Timer B runs only until a provisional arrives; after a 100 the
+            // caller waits for the final answer as long as a proxy's Timer C lets it.
+            Timestamp deadline = std::max(d.deadline, plus(now, config_.ringing_timeout));
+            if (d.cancel_seen) deadline = std::min(deadline, plus(d.cancel_time, config_.invite_timeout));
+            set_deadline(d, deadline);
+        }
         return;
     }
     if (code < 300 && has_tag(m.to)) {
@@ -336,6 +345,7 @@ void DialogTable::on_invite_response(Dialog& d, std::size_t hop_index, const Mes
         d.confirmed_tag = has_tag(m.to) ? tag_id(m.to.tag) : 0;
         d.pending_status = 0;
         d.pending_q850 = kNoCause;
+        d.end_time = Timestamp{};
         set_state(d, DialogState::confirmed);
         stats_->setup.observe(seconds(interval(d.invite_time, now)));
         set_deadline(d, plus(now, config_.max_call_duration));
@@ -347,7 +357,11 @@ void DialogTable::on_invite_response(Dialog& d, std::size_t hop_index, const Mes
         // caller retries. Kept; it becomes the outcome if nothing else happens before the timer.
         d.pending_status = code;
         d.pending_q850 = q850_of(m);
-        set_deadline(d, std::max(d.deadline, plus(now, config_.invite_timeout)));
+        // Nothing else happens in a challenged transaction: if no retry comes, the call ended
+        // with the challenge. Other pending failures end the call when their timer runs out.
+        d.end_time = is_challenge(code) ? now : Timestamp{};
+        const auto wait = is_challenge(code) ? config_.challenge_timeout : config_.invite_timeout;
+        set_deadline(d, std::max(d.deadline, plus(now, wait)));
         return;
     }
     d.final_status = code;
@@ -457,9 +471,13 @@ std::uint32_t DialogTable::on_deadline(std::uint32_t at) {
     if (d.state == DialogState::confirmed) {
         finish(d, DialogState::timed_out, when);
     } else if (d.pending_status != 0) {
+        // Nothing followed the pending failure. A challenge ended the call when it arrived (the
+        // linger still runs from now, so late messages keep matching).
+        const Timestamp failed_at = d.end_time.us != 0 ? d.end_time : when;
         d.final_status = d.pending_status;
         if (d.q850_cause == kNoCause) d.q850_cause = d.pending_q850;
         finish(d, d.pending_status == 487 ? DialogState::cancelled : DialogState::failed, when);
+        d.end_time = failed_at;
     } else if (d.cancel_seen) {
         finish(d, DialogState::cancelled, when);
     } else {

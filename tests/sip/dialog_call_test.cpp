@@ -303,18 +303,17 @@ TEST_CASE("dialog: no answer times out after Timer B", "[sip][dialog]") {
     Harness h;
     const Sip invite;
     h.send(invite, A, B, ms(0));
-    h.send(invite.resp(100), B, A, ms(10));
 
     SECTION("driven by expire()") {
         h.table.expire(ms(31'000));
-        CHECK(h.dialog()->state == DialogState::proceeding);
-        CHECK(h.stats().in_state(DialogState::proceeding) == 1);
+        CHECK(h.dialog()->state == DialogState::trying);
+        CHECK(h.stats().in_state(DialogState::trying) == 1);
         h.table.expire(ms(32'000));
         CHECK(h.dialog()->state == DialogState::timed_out);
         CHECK(h.dialog()->end_time == ms(32'000));
         CHECK(h.stats().finished(DialogOutcome::timed_out) == 1);
         CHECK(h.stats().in_state(DialogState::timed_out) == 1);
-        CHECK(h.stats().in_state(DialogState::proceeding) == 0);
+        CHECK(h.stats().in_state(DialogState::trying) == 0);
         h.table.expire(ms(64'000));
         CHECK(h.table.size() == 0);
         CHECK(h.all_gauges_zero());
@@ -331,6 +330,42 @@ TEST_CASE("dialog: no answer times out after Timer B", "[sip][dialog]") {
         CHECK(h.stats().dialogs_created.value() == 2);
         CHECK(h.stats().finished(DialogOutcome::timed_out) == 1);
         CHECK(h.table.size() == 1);
+    }
+}
+
+TEST_CASE("dialog: after a 100 Trying the caller waits for Timer C, not Timer B", "[sip][dialog]") {
+    // sngrep's aaa.pcap: INVITE, 100, CANCEL 34 s later, and the INVITE's 408 at 37 s.
+    Harness h;
+    const Sip invite;
+    h.send(invite, A, B, ms(0));
+    h.send(invite.resp(100), B, A, ms(2'200));
+    h.table.expire(ms(40'000));
+    CHECK(h.dialog()->state == DialogState::proceeding);
+    CHECK(h.dialog()->deadline == ms(2'200 + 180'000));
+
+    SECTION("the late final answer is the outcome") {
+        h.send(invite.req("CANCEL", "z9hG4bK-a1", 1), A, B, ms(34'100));
+        CHECK(h.dialog()->deadline == ms(34'100 + 32'000));
+        CHECK(h.send(invite.with_to_tag("t").resp(408), B, A, ms(36'800)) == Disposition::dialog_updated);
+        CHECK(h.dialog()->state == DialogState::failed);
+        CHECK(h.dialog()->final_status == 408);
+        CHECK(h.dialog()->end_time == ms(36'800));
+        CHECK(h.stats().finished(DialogOutcome::failed) == 1);
+        CHECK(h.stats().finished(DialogOutcome::timed_out) == 0);
+    }
+    SECTION("nothing else: timed out at Timer C") {
+        h.table.expire(ms(2'200 + 179'000));
+        CHECK(h.dialog()->state == DialogState::proceeding);
+        h.table.expire(ms(2'200 + 180'000));
+        CHECK(h.dialog()->state == DialogState::timed_out);
+        CHECK(h.dialog()->end_time == ms(2'200 + 180'000));
+    }
+    SECTION("a CANCEL before the 100 still bounds the wait by Timer B after the CANCEL") {
+        Harness c;
+        c.send(invite, A, B, ms(0));
+        c.send(invite.req("CANCEL", "z9hG4bK-a1", 1), A, B, ms(1'000));
+        c.send(invite.resp(100), B, A, ms(1'100));
+        CHECK(c.dialog()->deadline == ms(1'000 + 32'000));
     }
 }
 
@@ -530,14 +565,74 @@ TEST_CASE("dialog: an authentication challenge and the retried INVITE are one ca
         CHECK(d->ack_time == ms(2041));
         CHECK(h.table.size() == 1);
     }
-    SECTION("never retried: failed with the challenge at Timer B") {
-        h.table.expire(ms(20 + 31'000));
+    SECTION("retried late (a person typing the password) and refused: the retry's answer is the outcome") {
+        const Sip retry = invite.req("INVITE", "z9hG4bK-a2", 2);
+        h.table.expire(ms(20 + 60'000));
         CHECK(h.dialog()->state == DialogState::trying);
-        h.table.expire(ms(20 + 32'000));
+        CHECK(h.send(retry, A, B, ms(20 + 61'000)) == Disposition::dialog_updated);
+        CHECK(h.dialog()->invite_cseq == 2);
+        CHECK(h.dialog()->pending_status == 0);
+        h.send(retry.resp(100), B, A, ms(20 + 61'100));
+        h.send(retry.with_to_tag("srv").resp(403), B, A, ms(20 + 61'120));
+        h.send(retry.with_to_tag("srv").req("ACK", "z9hG4bK-a2", 2), A, B, ms(20 + 61'125));
+        const Dialog* d = h.dialog();
+        CHECK(d->state == DialogState::failed);
+        CHECK(d->final_status == 403);
+        CHECK(d->end_time == ms(20 + 61'120));
+        CHECK(h.table.size() == 1);
+        CHECK(h.stats().dialogs_created.value() == 1);
+        CHECK(h.stats().finished(DialogOutcome::failed) == 1);
+        CHECK(h.stats().anomalies[static_cast<std::size_t>(DialogAnomaly::invite_after_end)].value() == 0);
+    }
+    SECTION("retried late and answered: the call completes") {
+        const Sip retry = invite.req("INVITE", "z9hG4bK-a2", 2);
+        h.send(retry, A, B, ms(20 + 90'000));
+        h.send(retry.with_to_tag("tt").resp(200), B, A, ms(20 + 92'000));
+        h.send(retry.with_to_tag("tt").req("BYE", "z9hG4bK-a4", 3), A, B, ms(20 + 100'000));
+        CHECK(h.dialog()->state == DialogState::terminated);
+        CHECK(h.dialog()->final_status == 200);
+        CHECK(h.stats().finished(DialogOutcome::completed) == 1);
+        CHECK(h.stats().finished(DialogOutcome::failed) == 0);
+    }
+    SECTION("never retried: failed with the challenge once challenge_timeout has passed, dated at the 407") {
+        h.table.expire(ms(20 + 179'000));
+        CHECK(h.dialog()->state == DialogState::trying);
+        h.table.expire(ms(20 + 180'000));
         CHECK(h.dialog()->state == DialogState::failed);
         CHECK(h.dialog()->final_status == 407);
+        CHECK(h.dialog()->end_time == ms(20));
+        CHECK(h.stats().finished(DialogOutcome::failed) == 1);
+        // It lingers from the timer, then goes: memory is held for challenge_timeout + linger at most.
+        h.table.expire(ms(20 + 180'000 + 32'000));
+        CHECK(h.table.size() == 0);
+        CHECK(h.all_gauges_zero());
+    }
+    SECTION("a retry after challenge_timeout starts a new record; the challenged one stays failed") {
+        h.table.expire(ms(20 + 180'000 + 32'000));
+        CHECK(h.send(invite.req("INVITE", "z9hG4bK-a2", 2), A, B, ms(20 + 300'000)) == Disposition::dialog_created);
+        CHECK(h.stats().dialogs_created.value() == 2);
         CHECK(h.stats().finished(DialogOutcome::failed) == 1);
     }
+}
+
+TEST_CASE("dialog: the challenge wait is configurable and 422 is retried at once", "[sip][dialog]") {
+    DialogConfig config;
+    config.challenge_timeout = std::chrono::seconds(45);
+    Harness h(config);
+    const Sip invite;
+    h.send(invite, A, B, ms(0));
+    h.send(invite.with_to_tag("auth").resp(401), B, A, ms(20));
+    CHECK(h.dialog()->deadline == ms(20 + 45'000));
+    h.table.expire(ms(20 + 45'000));
+    CHECK(h.dialog()->state == DialogState::failed);
+    CHECK(h.dialog()->final_status == 401);
+
+    Sip other = invite;
+    other.call_id = "call-2";
+    h.send(other, A, B, ms(100'000));
+    h.send(other.with_to_tag("t").resp(422), B, A, ms(100'020));
+    CHECK(h.dialog("call-2")->pending_status == 422);
+    CHECK(h.dialog("call-2")->deadline == ms(100'020 + 32'000));  // a UA re-sends after a 422 by itself
 }
 
 TEST_CASE("dialog: a failure on a downstream hop is not the caller's answer", "[sip][dialog]") {
@@ -582,6 +677,7 @@ TEST_CASE("dialog: a failure on a downstream hop is not the caller's answer", "[
     SECTION("nothing else captured: the downstream failure becomes the outcome at Timer B") {
         h.table.expire(ms(50 + 32'000));
         CHECK(h.dialog()->state == DialogState::failed);
+        CHECK(h.dialog()->end_time == ms(50 + 32'000));  // unlike a challenge: the proxy may have gone on
         CHECK(h.dialog()->final_status == 503);
         CHECK(h.dialog()->q850_cause == 34);
         CHECK(h.stats().q850_causes[34].value() == 1);
