@@ -41,6 +41,9 @@ struct MediaBinding {
     // bindings from other shards exactly where a single shard would have.
     std::uint64_t order = 0;
     std::string_view call_id;     // a view: whoever queues a binding copies the text
+    // Which dialog of that Call-ID (a hash of its From-tag, never 0): a Call-ID re-used by a
+    // later call is another call.
+    std::uint32_t dialog = 0;
     std::array<CodecInfo, kMaxBindingCodecs> codecs{};
     std::uint8_t codec_count = 0;
 };

@@ -12,7 +12,9 @@ bool ShardCollector::worse(const StreamRow& a, const StreamRow& b) noexcept {
     // Ties broken by identity so that the list never depends on arrival order (shard count).
     if (a.call_id != b.call_id) return a.call_id < b.call_id;
     if (a.src != b.src) return a.src < b.src;
-    return a.ssrc < b.ssrc;
+    if (a.dst != b.dst) return a.dst < b.dst;
+    if (a.ssrc != b.ssrc) return a.ssrc < b.ssrc;
+    return a.first < b.first;  // several streams of one (src, dst, SSRC), one per call
 }
 
 void ShardCollector::on_stream_finished(const rtp::FinishedStream& f) {
@@ -26,6 +28,7 @@ void ShardCollector::on_stream_finished(const rtp::FinishedStream& f) {
     row.src = f.key.src;
     row.dst = f.key.dst;
     row.ssrc = f.key.ssrc;
+    row.first = f.stream.first;
     if (f.binding != nullptr) row.call_id = f.binding->call_id;
     // Keep the list short: a candidate that cannot enter a full list is dropped at once.
     if (worst_.size() >= keep_ && !worse(row, worst_.back())) return;
@@ -33,7 +36,6 @@ void ShardCollector::on_stream_finished(const rtp::FinishedStream& f) {
     row.packets = f.stream.packets;
     row.expected = s.expected;
     row.lost = s.lost;
-    row.first = f.stream.first;
     row.last = f.stream.last;
     worst_.insert(std::upper_bound(worst_.begin(), worst_.end(), row, worse), std::move(row));
     if (worst_.size() > keep_) worst_.pop_back();

@@ -171,6 +171,9 @@ inline bool is_event_shaped(const RtpPacket& packet) noexcept {
 struct Binding {
     std::string call_id;
     Endpoint peer;   // media_key() of the other end of the media line; port 0 when unknown
+    std::uint32_t dialog = 0;  // which dialog of the Call-ID (MediaBinding::dialog)
+
+    bool same_call(const Binding& o) const noexcept { return dialog == o.dialog && call_id == o.call_id; }
     Timestamp time;  // of the SIP message; for a binding waiting for streams, its last activity
     std::uint8_t codec_count = 0;
     std::array<std::uint8_t, kMaxBindingCodecs> payload_types{};

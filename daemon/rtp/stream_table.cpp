@@ -316,7 +316,7 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, Binding binding)
     std::uint32_t b = find_binding_index(media, binding.peer);
     if (b != kNone) {
         BindingEntry& e = bindings_[b];
-        if (binding.codec_count == 0 && e.binding.call_id == binding.call_id) {
+        if (binding.codec_count == 0 && e.binding.same_call(binding)) {
             // The answer names the offerer's address again, without the offer's codecs.
             binding.codec_count = e.binding.codec_count;
             binding.payload_types = e.binding.payload_types;
@@ -347,7 +347,7 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, Binding binding)
     if (binding.codec_count == 0) {
         // Codecs of the same call's binding of this address (the offer), if any.
         const std::uint32_t same = media_.entry(m).value.latest;
-        if (same != kNone && bindings_.entry(same).value.binding.call_id == binding.call_id) {
+        if (same != kNone && bindings_.entry(same).value.binding.same_call(binding)) {
             const Binding& from = bindings_.entry(same).value.binding;
             binding.codec_count = from.codec_count;
             binding.payload_types = from.payload_types;
@@ -376,13 +376,15 @@ void StreamTable::insert_binding(const Endpoint& media, Binding binding) {
 void StreamTable::apply_binding(const Endpoint& media, Binding binding) {
     const bool known_peer = binding.peer.port != 0;
     const Endpoint peer = binding.peer;
-    const std::string call_id = binding.call_id;
+    Binding identity;  // the call, without the codecs (the binding moves into the table)
+    identity.call_id = binding.call_id;
+    identity.dialog = binding.dialog;
     const Timestamp time = binding.time;
     // Another call's binding of this pair being replaced, or streams of another call ended: a
     // re-used pair or address.
     bool rebound = false;
     if (const std::uint32_t old = find_binding_index(media, peer);
-        old != kNone && bindings_.entry(old).value.binding.call_id != call_id) {
+        old != kNone && !bindings_.entry(old).value.binding.same_call(identity)) {
         rebound = true;
         // Its streams are the previous call's: they end before the entry changes hands.
         const std::uint32_t m = media_entry(media, false);
@@ -408,9 +410,7 @@ void StreamTable::apply_binding(const Endpoint& media, Binding binding) {
             continue;
         }
         if (slot.binding == kNone) {
-            // Its first packets came before their SDP (capture order), or it is what is left of
-            // a call whose signalling was never seen.
-            if (slot.stream.first.us >= time.us - kLateBindingWindowUs) {
+            if (known_peer && slot.stream.last.us >= time.us - kLateBindingWindowUs) {
                 stats_.late_bindings.add();
                 log_throttled(logs_.bindings, time, spdlog::level::debug,
                               "rtp: media binding for {1} arrived after its stream's first packets "
@@ -426,7 +426,7 @@ void StreamTable::apply_binding(const Endpoint& media, Binding binding) {
         }
         const Binding& had = bindings_.entry(slot.binding).value.binding;
         const bool exact = had.peer.port != 0 && had.peer == src;
-        if (had.call_id == call_id) {
+        if (had.same_call(identity)) {
             if (known_peer || !exact) join(i, b, time);  // the answer names the pair
         } else if (known_peer || !exact) {
             end_stream(i, FinishReason::rebound);  // the pair (or the unpaired address) is re-used
@@ -440,7 +440,7 @@ void StreamTable::apply_binding(const Endpoint& media, Binding binding) {
     if (known_peer) {
         const std::uint32_t offer = find_binding_index(media, Endpoint{});
         if (offer != kNone && bindings_.entry(offer).value.streams == 0 &&
-            bindings_.entry(offer).value.binding.call_id == call_id)
+            bindings_.entry(offer).value.binding.same_call(identity))
             drop_binding(offer);
     }
 }

@@ -106,9 +106,13 @@ public:
     // Streams examined when a binding arrives (one SIP message, not one packet): enough for
     // every concurrent call to one media server port.
     static constexpr std::size_t kMaxStreamsPerBind = 4096;
-    // An unbound stream that began at most this long before a binding of its address is that
-    // call's, its first packets captured before the SDP; an older one ends (`rebound`).
-    static constexpr std::int64_t kLateBindingWindowUs = 2'000'000;
+    // An unbound stream still sending when an answer pairs its addresses (its last packet at most
+    // this long before the SDP) is that call's, its first packets captured before the answer.
+    // One that has gone quiet, or one sent to an address that a new offer names (media flows to
+    // an offerer only once it has offered), is what is left of a call whose signalling was
+    // never seen (a capture that began mid-call): it ends (`rebound`), and the new call's
+    // packets start anew.
+    static constexpr std::int64_t kLateBindingWindowUs = 250'000;
 
     explicit StreamTable(const StreamTableConfig& config = {});
     StreamTable(const StreamTable&) = delete;

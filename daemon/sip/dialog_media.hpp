@@ -37,7 +37,7 @@ std::optional<Endpoint> usable_media(const SessionDescription& sdp, std::size_t 
 // resolved through a=rtpmap or the RFC 3551 static table (an unmapped dynamic type is kept with
 // its number only). `peers[i]`, when given and non-zero, is the other end of section i (from
 // the matching offer or answer). No allocation.
-MediaEmitResult emit_media_bindings(const SessionDescription& sdp, std::string_view call_id,
+MediaEmitResult emit_media_bindings(const SessionDescription& sdp, std::string_view call_id, std::uint32_t dialog,
                                     Timestamp time, std::span<const Endpoint> peers, MediaSink& sink) noexcept;
 
 // Content-Type is application/sdp (any case, parameters allowed).

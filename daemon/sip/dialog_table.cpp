@@ -395,7 +395,8 @@ void DialogTable::emit_sdp(std::uint32_t at, const Message& m, Hop hop, Timestam
     DiscardSink discard;
     MediaSink& sink = sink_ != nullptr ? *sink_ : discard;
     const std::string_view call_id = table_.entry(at).key.call_id();
-    const MediaEmitResult r = emit_media_bindings(*sdp_, call_id, now, peers, sink);
+    const std::uint32_t dialog = tag_id(table_.entry(at).key.from_tag());
+    const MediaEmitResult r = emit_media_bindings(*sdp_, call_id, dialog, now, peers, sink);
     stats_->media_bindings.add(r.emitted);
     if (r.unusable != 0) stats_->anomalies[static_cast<std::size_t>(DialogAnomaly::sdp_unusable_address)].add(r.unusable);
     // The other side's addresses learn their peer too (their codecs came with their own SDP).
@@ -406,6 +407,7 @@ void DialogTable::emit_sdp(std::uint32_t at, const Message& m, Hop hop, Timestam
         back.peer = mine.media[i];
         back.time = now;
         back.call_id = call_id;
+        back.dialog = dialog;
         sink.on_media_binding(back);
         stats_->media_bindings.add();
     }

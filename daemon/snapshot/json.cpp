@@ -194,6 +194,7 @@ Json binding_json(const BindingRecord& r) {
     j["media"] = endpoint_json(r.media);
     j["peer"] = b.peer.port != 0 ? endpoint_json(b.peer) : Json(nullptr);
     j["call_id"] = b.call_id;
+    j["dialog"] = b.dialog;
     j["time"] = time_json(b.time);
     j["waiting"] = r.waiting;
     Json codecs = Json::array();

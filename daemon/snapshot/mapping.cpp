@@ -484,6 +484,7 @@ void to_proto(const BindingRecord& in, Binding& out) {
     }
     out.set_waiting(in.waiting);
     if (b.peer.port != 0) to_proto(b.peer, *out.mutable_peer());
+    out.set_dialog(b.dialog);
 }
 
 bool from_proto(const Binding& in, BindingRecord& out, std::string& why) {
@@ -506,6 +507,7 @@ bool from_proto(const Binding& in, BindingRecord& out, std::string& why) {
     }
     b.codec_count = static_cast<std::uint8_t>(in.codecs_size());
     if (in.has_peer()) r.endpoint("peer", in.peer(), b.peer);
+    b.dialog = in.dialog();
     out.waiting = in.waiting();
     return r.ok();
 }

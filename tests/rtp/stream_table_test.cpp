@@ -242,17 +242,20 @@ struct Outcome {
 };
 
 // A call's media: Opus (dynamic, 48 kHz) with RFC 4733 events alice -> bob, PCMA bob -> alice.
-// The binding for bob's address is applied before any packet or after `packets_before` packets.
+// The answer's bindings (each address paired with the other) are applied before any packet or
+// after `packets_before` packets, while both streams are still sending.
 Outcome run_call(int packets_before) {
     StreamTable t(small_config());
     RecordingSink sink;
     t.set_sink(&sink);
-    const MediaBinding to_bob = media_binding(bob, "call-1@example", 0,
-                                              {codec(111, "opus", 48000), codec(101, "telephone-event", 8000)});
-    const MediaBinding to_alice = media_binding(alice, "call-1@example", 0, {codec(8, "PCMA", 8000)});
     std::uint32_t state = 7;
     for (int i = 0; i < 200; ++i) {
         if (i == packets_before) {
+            MediaBinding to_bob = media_binding(bob, "call-1@example", i * 20'000LL,
+                                                {codec(111, "opus", 48000), codec(101, "telephone-event", 8000)});
+            to_bob.peer = alice;
+            MediaBinding to_alice = media_binding(alice, "call-1@example", i * 20'000LL, {codec(8, "PCMA", 8000)});
+            to_alice.peer = bob;
             t.bind(to_bob);
             t.bind(to_alice);
         }

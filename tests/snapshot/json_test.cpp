@@ -123,6 +123,7 @@ constexpr const char* kExpected = R"({
     "media": "198.51.100.20:30000",
     "peer": "192.0.2.10:49170",
     "call_id": "a84b4c76e66710@pc33.atlanta.example.com",
+    "dialog": 26379009,
     "time": "2023-11-14T22:13:20.480004Z",
     "waiting": true,
     "codecs": [

@@ -144,6 +144,7 @@ inline BindingRecord sample_binding(const char* media = "198.51.100.20:30000") {
     rtp::Binding& b = r.binding;
     b.call_id = "a84b4c76e66710@pc33.atlanta.example.com";
     b.peer = ep("192.0.2.10:49170");
+    b.dialog = 0x1928301U;
     b.time = Timestamp{1'700'000'000'480'004};
     b.codec_count = 8;
     b.payload_types = {0, 8, 9, 18, 101, 111, 13, 96};
