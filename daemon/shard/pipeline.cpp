@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <span>
 #include <string>
 
 namespace hepd::shard {
@@ -35,6 +36,7 @@ struct Pipeline::Link {
     std::size_t batch_bytes;
     std::size_t batch_bindings;
     Batch* current = nullptr;  // producer side
+    std::uint64_t first_sip = UINT64_MAX;  // producer side: of `current`, ordered mode
 };
 
 namespace {
@@ -67,8 +69,9 @@ public:
     const std::function<void(std::size_t, Worker&)>* task = nullptr;
     std::atomic<std::uint64_t> task_posted{0};
     std::atomic<std::uint64_t> task_done{0};
-    // Ordered mode: every datagram of this shard with a lower order is processed and its
-    // bindings are queued to their shards.
+    // Ordered mode: every SIP datagram of this shard with a lower order is processed and its
+    // bindings are queued to their shards (only SIP makes bindings, and a batch's SIP is done
+    // before its media, so a peer waits for this shard only when it is a batch behind).
     std::atomic<std::uint64_t> progress{0};
     Counter binding_drops;  // written by this shard's thread only
 
@@ -80,12 +83,18 @@ public:
 
     void send(const MediaBinding& binding) override {
         const std::size_t to = shard_of_media(binding.media, pipeline_.shards());
-        if (to == index_) {
-            pipeline_.workers_[index_]->bind(binding);
-            return;
-        }
         MediaBinding b = binding;
         b.order = current_order_;
+        if (to == index_) {
+            // Ordered mode runs a batch's SIP ahead of its media: this shard's own bindings
+            // wait their turn like everyone else's.
+            if (pipeline_.ordered_) {
+                waiting_[index_].push_back(HeldBinding{b, std::string(b.call_id)});
+            } else {
+                pipeline_.workers_[index_]->bind(b);
+            }
+            return;
+        }
         Link& link = *out_links[to];
         if (link.current == nullptr) link.current = acquire_waiting(link);
         if (link.current == nullptr) {
@@ -185,43 +194,66 @@ private:
         }
     }
 
-    // Ordered mode, before datagram `order`: publish how far this shard is, wait until every
-    // other shard is as far, and apply the bindings that precede it.
-    void reach(std::uint64_t order) {
-        if (order >= horizon_) {
-            flush_out();
-            progress.store(order, std::memory_order_release);
-            unsigned spins = 0;
-            while (true) {
-                horizon_ = peers_progress();
-                drain_shard_links();
-                if (horizon_ >= order) break;
-                run_task();
-                backoff(spins);
-            }
-        }
-        apply_bindings_before(order);
-    }
-
-    // Ordered mode, with nothing queued for this shard: it is as far as the input is queued.
-    void publish_idle() {
-        const std::uint64_t queued = pipeline_.published_.load(std::memory_order_acquire);
-        for (const auto& l : producer_links)
-            if (l->full.size() != 0) return;
-        flush_out();
-        if (queued > progress.load(std::memory_order_relaxed)) progress.store(queued, std::memory_order_release);
-    }
-
-    bool drain_producers() {
+    // Ordered mode. Every batch that has arrived has its SIP processed at once (SIP waits for
+    // no binding), which publishes how far this shard's bindings go; its media follow in input
+    // order, each after every binding that comes before it, from this shard or another. A media
+    // datagram that a peer's SIP still holds back stays where it is until the next call.
+    bool drain_ordered() {
         bool any = false;
         for (auto& l : producer_links) {
             Batch* b = nullptr;
             while (l->full.try_pop(b)) {
-                for (const auto& d : b->datagrams()) {
+                for (const Datagram& d : b->datagrams()) {
+                    if (d.kind != PayloadKind::sip) continue;
                     current_order_ = d.order;
-                    if (pipeline_.ordered_) reach(d.order);
                     worker().process(d, *this);
                 }
+                if (!b->datagrams().empty()) popped_end_ = b->datagrams().back().order + 1;
+                held_.push_back(HeldBatch{l.get(), b, 0});
+                any = true;
+            }
+        }
+        // With nothing more queued here, this shard is as far as the producer has queued SIP.
+        const std::uint64_t queued = pipeline_.published_.load(std::memory_order_acquire);
+        bool queue_empty = true;
+        for (const auto& l : producer_links) queue_empty = queue_empty && l->full.size() == 0;
+        flush_out();
+        const std::uint64_t reach = queue_empty ? std::max(popped_end_, queued) : popped_end_;
+        if (reach > progress.load(std::memory_order_relaxed)) progress.store(reach, std::memory_order_release);
+
+        while (!held_.empty()) {
+            HeldBatch& h = held_.front();
+            const std::span<const Datagram> ds = h.batch->datagrams();
+            for (; h.next < ds.size(); ++h.next) {
+                const Datagram& d = ds[h.next];
+                if (d.kind == PayloadKind::sip) continue;
+                if (horizon_ < d.order) {
+                    horizon_ = peers_progress();
+                    drain_shard_links();
+                    if (horizon_ < d.order) return any;
+                }
+                apply_bindings_before(d.order);
+                worker().process(d, *this);
+                any = true;
+            }
+            if (h.batch->watermark > clock_) {
+                clock_ = h.batch->watermark;
+                worker().advance(clock_);
+            }
+            h.batch->clear();
+            h.link->empty.try_push(h.batch);
+            held_.pop_front();
+        }
+        return any;
+    }
+
+    bool drain_producers() {
+        if (pipeline_.ordered_) return drain_ordered();
+        bool any = false;
+        for (auto& l : producer_links) {
+            Batch* b = nullptr;
+            while (l->full.try_pop(b)) {
+                for (const Datagram& d : b->datagrams()) worker().process(d, *this);
                 if (b->watermark > clock_) {
                     clock_ = b->watermark;
                     worker().advance(clock_);
@@ -271,15 +303,20 @@ private:
             bool any = drain_producers();
             flush_out();
             any = drain_shard_links() || any;
-            if (pipeline_.ordered_ && !any) publish_idle();
             run_task();
             idle_tick(any);
-            if (done && !any) {
+            if (done && !any && held_.empty()) {
                 // One more pass: a batch pushed just before `done` was read must be seen.
                 if (!drain_producers()) break;
                 flush_out();
             }
-            if (any) spins = 0; else backoff(spins);
+            if (any) {
+                spins = 0;
+            } else if (pipeline_.ordered_ && !held_.empty()) {
+                std::this_thread::yield();  // a peer is about to let the held media through
+            } else {
+                backoff(spins);
+            }
         }
         flush_out();
         progress.store(UINT64_MAX, std::memory_order_release);
@@ -300,12 +337,19 @@ private:
         MediaBinding binding;
         std::string call_id;  // binding.call_id points here when it is applied
     };
+    struct HeldBatch {  // ordered mode: SIP done, media from `next` on still to do
+        Link* link;
+        Batch* batch;
+        std::size_t next;
+    };
 
     Pipeline& pipeline_;
     std::size_t index_;
     std::thread thread_;
     std::uint64_t current_order_ = 0;
-    std::uint64_t horizon_ = 0;  // peers' progress as last read (ordered mode)
+    std::uint64_t horizon_ = 0;     // peers' progress as last read (ordered mode)
+    std::uint64_t popped_end_ = 0;  // order after the last datagram taken off the queues
+    std::deque<HeldBatch> held_;
     std::vector<std::deque<HeldBinding>> waiting_;  // by sending shard (ordered mode)
     Timestamp clock_{};
     std::chrono::steady_clock::time_point last_activity_{};
@@ -343,7 +387,7 @@ void Pipeline::Producer::push(const Datagram& in) {
         return;
     }
     Datagram d = in;
-    d.order = next_order_++;
+    d.order = next_order_;  // counted once queued: publish() must not claim it before
     if (d.time > watermark_) watermark_ = d.time;
     Link& link = *links_[shard_of(d, links_.size())];
     const bool lossless = pipeline_.options_.lossless;
@@ -363,10 +407,14 @@ void Pipeline::Producer::push(const Datagram& in) {
         }
         if (link.current->add(d)) {
             link.current->watermark = watermark_;
+            ++next_order_;
+            if (d.kind == PayloadKind::sip && link.first_sip == UINT64_MAX) link.first_sip = d.order;
+            if (pipeline_.ordered_ && (next_order_ & 127U) == 0) publish(false);
             return;
         }
         if (link.current->empty()) {  // larger than a whole batch: cannot ever be queued
             dropped_.add();
+            ++next_order_;
             return;
         }
         // Full: send it and start another.
@@ -382,24 +430,25 @@ void Pipeline::Producer::push(const Datagram& in) {
             continue;
         }
         link.current = nullptr;
+        link.first_sip = UINT64_MAX;
         if (pipeline_.ordered_) publish(false);
     }
 }
 
+// Publishes how far SIP is queued: every SIP datagram before it is in a batch a shard can take.
+// Media still being batched holds nobody back; SIP far behind the input (or any, when the
+// producer itself has to wait) is sent in a partly filled batch.
 void Pipeline::Producer::publish(bool send_partial) {
-    // Batches far behind the input are sent even when partly filled, so that a shard with
-    // little traffic does not hold the others back for long.
     const std::uint64_t stale = pipeline_.options_.batch_datagrams * links_.size();
     std::uint64_t queued = next_order_;
     for (Link* link : links_) {
-        Batch* b = link->current;
-        if (b == nullptr || b->size() == 0) continue;
-        const std::uint64_t first = b->datagrams().front().order;
-        if ((send_partial || first + stale < next_order_) && link->full.try_push(b)) {
+        if (link->first_sip == UINT64_MAX) continue;
+        if ((send_partial || link->first_sip + stale < next_order_) && link->full.try_push(link->current)) {
             link->current = nullptr;
+            link->first_sip = UINT64_MAX;
             continue;
         }
-        queued = std::min(queued, first);
+        queued = std::min(queued, link->first_sip);
     }
     pipeline_.published_.store(queued, std::memory_order_release);
 }
@@ -412,6 +461,7 @@ void Pipeline::Producer::flush() {
         while (true) {
             if (link->full.try_push(link->current)) {
                 link->current = nullptr;
+                link->first_sip = UINT64_MAX;
                 break;
             }
             if (!lossless) {  // keep the (now empty) batch for the next datagrams
