@@ -7,10 +7,11 @@
 // Offline (lossless, one producer) the result must not depend on the number of shards, and a
 // binding decides which call a stream belongs to from the packet on. So there every datagram
 // carries its input position (`order`), a binding the order of the SIP message it came from,
-// and a shard applies another shard's binding exactly before its first datagram that comes
-// later in the input: before processing datagram j it waits until every other shard has
-// processed (and sent the bindings of) everything before j. Shards move in step, batch by
-// batch; the one furthest behind never waits. Live, bindings apply as they arrive.
+// and a shard applies every binding (its own too) exactly before its first media datagram that
+// comes later in the input. Only SIP makes bindings and SIP needs none, so a shard processes the
+// SIP of each batch as soon as it takes it and publishes how far its SIP is done; media wait
+// only until every other shard's SIP (and the producer's queueing of SIP) has passed them. The
+// shard furthest behind never waits. Live, bindings apply as they arrive.
 #include "core/media_binding.hpp"
 #include "core/stats.hpp"
 #include "core/time.hpp"
