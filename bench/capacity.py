@@ -10,6 +10,11 @@ Method: every figure is the median of --runs timed runs after one discarded warm
 scaling series is repeated --replicates times and the LOWEST replicate (slowest median) is the
 published figure. Wall time is measured around the whole process, start-up included. The
 corpus lives in the page cache (the warm-up reads it), as for the peers.
+
+The corpus is bench/gen/hepd_corpus with its defaults (5,000 calls, one media address pair and one
+Call-ID per call); its truth (the generator's summary) is kept beside it and recorded. Every
+scaling run's report is checked: its stream count and lost packets must equal the truth's and
+the report must not depend on the shard count ("stream_check"; a mismatch is printed on stderr).
 """
 import argparse
 import json
@@ -39,10 +44,19 @@ def timed(cmd, runs, env=None):
 
 
 def corpus(build, path, args):
-    if not os.path.exists(path):
-        subprocess.run([os.path.join(build, "bench", "gen", "hepd_corpus"), path] + args, check=True,
-                       stdout=subprocess.DEVNULL)
-    return path
+    """Writes the capture unless it is there with its truth (the generator's summary, kept beside
+    it as PATH.truth.json: a capture left by an older generator without one is written again)."""
+    truth = path + ".truth.json"
+    if not (os.path.exists(path) and os.path.exists(truth)):
+        subprocess.run([os.path.join(build, "bench", "gen", "hepd_corpus"), path, "--truth", truth] + args,
+                       check=True, stdout=subprocess.DEVNULL)
+    with open(truth) as f:
+        return path, json.load(f)
+
+
+def report_key(report):
+    """The report without what may differ between runs and shard counts (timings, RSS, shards)."""
+    return json.dumps({k: v for k, v in report.items() if k not in ("run", "shards")}, sort_keys=True)
 
 
 def host():
@@ -73,27 +87,46 @@ def main():
 
     hepd = os.path.join(a.build, "daemon", "app", "hepd")
     os.makedirs(a.workdir, exist_ok=True)
-    main_corpus = corpus(a.build, os.path.join(a.workdir, "corpus-535k.pcap"), [])
-    result = {"host": host(), "corpus": {"path": main_corpus, "generator": "bench/hepd_corpus (defaults)",
-                                         "packets": 535000, "sip": 35000, "rtp": 500000, "calls": 5000}}
+    main_corpus, truth = corpus(a.build, os.path.join(a.workdir, "corpus-535k.pcap"), [])
+    packets = truth["packets"]
+    result = {"host": host(), "corpus": {"path": main_corpus, "generator": "bench/gen/hepd_corpus (defaults)",
+                                         "packets": packets, "sip": truth["sip_packets"], "rtp": truth["rtp_packets"],
+                                         "calls": truth["calls"], "streams": truth["streams"],
+                                         "rtp_lost": truth["rtp_lost"]}}
 
-    # Scaling: median of runs, `replicates` times; publish the lowest replicate.
+    # Scaling: median of runs, `replicates` times; publish the lowest replicate. Each run's report
+    # is checked against the truth (streams, lost packets) and against the other shard counts.
     scaling = {}
+    reports = {}
+    check = {"truth_streams": truth["streams"], "truth_rtp_lost": truth["rtp_lost"], "by_cores": {}}
     for cores in [int(c) for c in a.cores.split(",")]:
         reps = []
         for _ in range(a.replicates):
             med, times, out = timed([hepd, "pcap", main_corpus, "--cores", str(cores), "--json", "-"], a.runs)
-            run = json.loads(out)["run"]
+            report = json.loads(out)
+            run = report["run"]
             reps.append({"median_wall_seconds": med, "runs": times, "peak_rss_bytes": run["peak_rss_bytes"],
                          "rss_anon_bytes": run["rss_anon_bytes"]})
+            reports.setdefault(cores, set()).add(report_key(report))
+            check["by_cores"][str(cores)] = {"streams": report["streams"]["started"],
+                                             "lost_packets": report["streams"]["lost_packets"],
+                                             "dialogs": report["dialogs"]["created"]}
         worst = max(reps, key=lambda r: r["median_wall_seconds"])
         scaling[str(cores)] = {"published_wall_seconds": worst["median_wall_seconds"],
-                               "packets_per_second": 535000 / worst["median_wall_seconds"],
+                               "packets_per_second": packets / worst["median_wall_seconds"],
                                "replicates": reps}
     base = scaling[min(scaling, key=int)]["published_wall_seconds"]
     for c, s in scaling.items():
         s["speedup_vs_1"] = base / s["published_wall_seconds"]
     result["scaling"] = scaling
+    keys = set().union(*reports.values())
+    check["reports_identical_across_cores"] = len(keys) == 1
+    check["streams_match_truth"] = all(c["streams"] == truth["streams"] and c["lost_packets"] == truth["rtp_lost"]
+                                       for c in check["by_cores"].values())
+    result["stream_check"] = check
+    if not (check["reports_identical_across_cores"] and check["streams_match_truth"]):
+        print("capacity.py: the reports disagree with the truth or with each other: " + json.dumps(check),
+              file=sys.stderr)
 
     if a.peers:
         peers = {}
@@ -113,8 +146,8 @@ def main():
     if a.sweep:
         sweep = {}
         for calls in [500, 5000, 20000, 50000, 100000]:
-            path = corpus(a.build, os.path.join(a.workdir, f"sweep-{calls}.pcap"),
-                          ["--calls", str(calls), "--media-seconds", "0.2", "--interval-us", "5"])
+            path, _ = corpus(a.build, os.path.join(a.workdir, f"sweep-{calls}.pcap"),
+                             ["--calls", str(calls), "--media-seconds", "0.2", "--interval-us", "5"])
             med, times, out = timed([hepd, "pcap", path, "--cores", "1", "--json", "-"], 3)
             run = json.loads(out)["run"]
             sweep[str(calls)] = {"median_wall_seconds": med, "rss_anon_bytes": run["rss_anon_bytes"],
