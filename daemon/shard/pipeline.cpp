@@ -324,8 +324,11 @@ private:
         pipeline_.shards_drained_.fetch_add(1, std::memory_order_acq_rel);
         while (pipeline_.shards_drained_.load(std::memory_order_acquire) < pipeline_.shards()) {
             run_task();
-            if (pipeline_.ordered_) apply_bindings_before(peers_progress());
-            if (!drain_shard_links()) backoff(spins);
+            // The peers' progress before draining: every binding below it is drained then.
+            const std::uint64_t limit = pipeline_.ordered_ ? peers_progress() : 0;
+            const bool any = drain_shard_links();
+            if (pipeline_.ordered_) apply_bindings_before(limit);
+            if (!any) backoff(spins);
         }
         drain_shard_links();
         apply_bindings_before(UINT64_MAX);
@@ -468,6 +471,12 @@ void Pipeline::Producer::flush() {
                 dropped_.add(link->current->size());
                 link->current->clear();
                 break;
+            }
+            // Ordered: this shard may be waiting for the SIP in another shard's batch still
+            // here (a later link): queue what can be queued, or nobody moves again.
+            if (pipeline_.ordered_) {
+                publish(true);
+                if (link->current == nullptr) break;
             }
             backoff(spins);
         }

@@ -9,7 +9,21 @@ no unknown-dialog anomalies, nothing timed out, and B's clock offset counted (an
 Then agent C (capture id 3, timestamps twelve years behind: replaced by the receive time by the
 timestamp fix-ups) places one call, which completes too without touching the clock offset counter.
 
-Loopback only, free ports, every wait bounded; hepd is always killed at the end.
+Nothing here depends on how fast the machine is (CI runs it with `ctest -j2` and under ASan):
+- every wait polls the metrics against a deadline; nothing is checked after a fixed sleep;
+- B's intervals come from its HEP timestamps only. B's 180s leave about 2.5 s "late" for their
+  stamps, so a delivery (or a receive thread) delayed by more than the offset limit minus that
+  would count as a clock step and re-measure B's offset; the limit is 60 s, longer than this test
+  may run (ctest TIMEOUT), so no delay can cause one, while B (3600 s off) is still far beyond it;
+- C's stamp is chosen so that no fix-up can take it for a plausible time (a seconds field whose
+  byte-swapped value falls in [now - 10 y, now + 24 h] is taken for a byte-swapped clock, which
+  for "now - 12 years" happens during ~20 s out of every 256 s);
+- C's PDD comes from receive times, so it is checked against bounds the test observes itself:
+  the 180 is sent only once the INVITE has been counted, and the PDD must lie between
+  (180 sent - INVITE counted) and (180 counted - INVITE sent).
+
+Loopback only, free ports, every wait bounded (all of them together by one deadline); hepd is
+always killed at the end.
 
   clock_skew_test.py HEPD_BINARY
 """
@@ -29,6 +43,10 @@ import urllib.request
 HEPD = sys.argv[1]
 US = 1_000_000
 CALLS = 20
+OFFSET_LIMIT_S = 60  # hep.clock_offset_limit: longer than the test may run (see above)
+EX_UNAVAILABLE = 69  # hepd could not listen (a free port taken meanwhile): start again
+# Every wait together: ctest kills the test at 60 s.
+DEADLINE = time.monotonic() + 50
 failures = []
 
 
@@ -101,32 +119,28 @@ def sip(kind, call_id):
     return f"{start}\r\n{common}CSeq: {cseq}\r\nContent-Length: 0\r\n\r\n"
 
 
-class Daemon:
-    def __init__(self, work, hep_port, metrics_port, config):
-        self.log = open(os.path.join(work, "hepd.log"), "w+")
-        state = os.path.join(work, "state")
-        os.makedirs(state, exist_ok=True)
-        self.proc = subprocess.Popen([HEPD, "--config", config, "--hep-listen", f"127.0.0.1:{hep_port}",
-                                      "--metrics-listen", f"127.0.0.1:{metrics_port}", "--state-dir", state,
-                                      "--cores", "2"], stdout=self.log, stderr=subprocess.STDOUT)
-        self.metrics_port = metrics_port
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                break
-            try:
-                self.scrape()
-                return
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError("hepd did not start:\n" + self.text())
+def implausible_seconds(now_s, years_behind):
+    """A HEP seconds field about `years_behind` years before now that no timestamp fix-up can
+    take for a plausible time (hep/timestamp.cpp): outside [now - 10 y, now + 24 h] as sent,
+    byte-swapped, and as an NTP-epoch time. The low byte decides the byte-swapped value's high
+    byte: 0x01 puts it in 1970."""
+    s = ((now_s - years_behind * 365 * 86400) & ~0xFF) | 0x01
+    low, high = now_s - 10 * 31_557_600 - 86400, now_s + 2 * 86400  # a day's margin each way
+    swapped = int.from_bytes(s.to_bytes(4, "big"), "little")
+    for v in (s, swapped, s - 2_208_988_800):
+        assert not low <= v <= high, (s, v)
+    return s
 
-    def scrape(self):
-        return urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=2).read().decode()
 
-    def metric(self, name, **labels):
+class Scrape:
+    """One scrape of /metrics: every value read from it is from the same moment."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def get(self, name, **labels):
         total = 0.0
-        for line in self.scrape().splitlines():
+        for line in self.text.splitlines():
             m = re.match(r'([a-zA-Z0-9_:]+)(\{(.*)\})? ([0-9.e+-]+)$', line)
             if not m or m.group(1) != name:
                 continue
@@ -135,17 +149,74 @@ class Daemon:
                 total += float(m.group(4))
         return total
 
-    def wait_metric(self, want, name, timeout=8, **labels):
-        deadline = time.time() + timeout
-        while time.time() < deadline and self.metric(name, **labels) != want:
+
+def remaining(timeout):
+    return max(0.0, min(timeout, DEADLINE - time.monotonic()))
+
+
+class Daemon:
+    def __init__(self, work, config):
+        for attempt in range(3):
+            self.hep_port, self.metrics_port = free_hep_port(), free_port()
+            if self._start(work, config) or self.proc.returncode != EX_UNAVAILABLE:
+                break
+            self.log.close()  # a port taken between free_port() and hepd's bind: try others
+        if not self.up:
+            self.stop()  # nobody else will: the caller never gets this object
+            raise RuntimeError("hepd did not start:\n" + self.text())
+
+    def _start(self, work, config):
+        self.log = open(os.path.join(work, "hepd.log"), "w+")
+        state = os.path.join(work, "state")
+        os.makedirs(state, exist_ok=True)
+        self.proc = subprocess.Popen([HEPD, "--config", config, "--hep-listen", f"127.0.0.1:{self.hep_port}",
+                                      "--metrics-listen", f"127.0.0.1:{self.metrics_port}", "--state-dir", state,
+                                      "--cores", "2"], stdout=self.log, stderr=subprocess.STDOUT)
+        self.up = False
+        deadline = time.monotonic() + remaining(20)
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            if self.try_scrape() is not None:
+                self.up = True
+                return True
             time.sleep(0.1)
-        return self.metric(name, **labels)
+        return False
+
+    def try_scrape(self):
+        try:
+            return Scrape(urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics",
+                                                 timeout=5).read().decode())
+        except OSError:  # refused, reset or slow under load: the caller polls again
+            return None
+
+    def scrape(self):
+        s = self.wait(lambda s: s.text != "", timeout=10)
+        if s.text == "":
+            raise RuntimeError("hepd does not answer scrapes")
+        return s
+
+    def wait(self, ready, timeout=10):
+        """Scrapes until ready(scrape) holds or the time is up; returns the last scrape (an
+        empty one, all zeros, if none answered)."""
+        deadline = time.monotonic() + remaining(timeout)
+        last = Scrape("")
+        while True:
+            s = self.try_scrape()
+            if s is not None:
+                last = s
+                if ready(s):
+                    return s
+            if time.monotonic() >= deadline or self.proc.poll() is not None:
+                return last
+            time.sleep(0.05)
+
+    def wait_metric(self, want, name, timeout=10, **labels):
+        return self.wait(lambda s: s.get(name, **labels) >= want, timeout).get(name, **labels)
 
     def stop(self):
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(timeout=10)
+                self.proc.wait(timeout=max(remaining(20), 5))
             except subprocess.TimeoutExpired:
                 pass
         if self.proc.poll() is None:
@@ -190,38 +261,58 @@ def sleep_until(t_us):
         time.sleep(delay)
 
 
+def checks_hold(checks):
+    return all(got == want for _, got, want in checks)
+
+
+def report(checks):
+    for what, got, want in checks:
+        check(what, got, want)
+
+
+def options_seen(s):
+    return s.get("hepd_sip_requests_total", method="OPTIONS", agent="agent-a")
+
+
 def main():
     work = tempfile.mkdtemp(prefix="hepd-clock-skew.")
     config = os.path.join(work, "hepd.yaml")
     with open(config, "w") as f:
-        f.write("hep:\n  clock_offset_limit: 5s\n"
+        f.write(f"hep:\n  clock_offset_limit: {OFFSET_LIMIT_S}s\n"
                 "agents:\n"
                 "  - {name: agent-a, capture_id: 1}\n"
                 "  - {name: agent-b, capture_id: 2}\n"
                 "  - {name: agent-c, capture_id: 3}\n")
-    hep_port, metrics_port = free_hep_port(), free_port()
     d = None
     a = None
     b = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    to = ("127.0.0.1", hep_port)
     try:
-        d = Daemon(work, hep_port, metrics_port, config)
-        a = AgentA(hep_port)
+        d = Daemon(work, config)
+        to = ("127.0.0.1", d.hep_port)
+        a = AgentA(d.hep_port)
         a.start()
-        time.sleep(1.2)  # A's clock drives the shards first, as in the field report
+        # A's clock drives the shards first, as in the field report.
+        check("A's pings reach the shards", d.wait_metric(2, "hepd_sip_requests_total", method="OPTIONS",
+                                                          agent="agent-a") >= 2, True)
 
         # B: one hour behind. Intervals in B's own clock (whole microseconds): ringing 1.5 s and
         # answer 3.5 s after the INVITE, ACK 0.1 s later, BYE 7 s after the INVITE (duration
-        # 3.5 s). Each message leaves at about the real time its stamp says, so B's clock keeps
-        # its offset (a real sender's capture times track its own clock).
+        # 3.5 s). The 180s, 200s and ACKs all leave about 4 s after the INVITEs (so intervals
+        # taken from arrival times would be wrong), the BYEs about 7 s after.
         pdd, setup, ack, bye = 1_500_000, 3_500_000, 3_600_000, 7_000_000
         real0 = now_us()
         b0 = real0 - 3600 * US
         invites = [b0 + i * 10_000 for i in range(CALLS)]
         for i, t in enumerate(invites):
             b.sendto(hep3(sip("INVITE", f"b-call-{i}"), t, 2), to)
+        s = d.wait(lambda s: s.get("hepd_sip_requests_total", method="INVITE", agent="agent-b") >= CALLS)
+        check("B: INVITEs seen", s.get("hepd_sip_requests_total", method="INVITE", agent="agent-b"), CALLS)
+        # B's calls stay unanswered while A's packets (and the idle ticks) move the shard clocks
+        # on: a shard on A's clock without B's offset would expire them (invite timeout) now.
+        pings = options_seen(s)
         sleep_until(real0 + 4 * US)
+        check("A's pings meanwhile", options_seen(d.wait(lambda s: options_seen(s) >= pings + 2)) >= pings + 2, True)
         for i, t in enumerate(invites):
             for kind, after in (("180", pdd), ("200", setup), ("ACK", ack)):
                 b.sendto(hep3(sip(kind, f"b-call-{i}"), t + after, 2), to)
@@ -231,48 +322,87 @@ def main():
             b.sendto(hep3(sip("BYE", f"b-call-{i}"), t + bye, 2), to)
             b.sendto(hep3(sip("200BYE", f"b-call-{i}"), t + bye + 20_000, 2), to)
 
-        check("B: 20 calls completed", d.wait_metric(CALLS, "hepd_dialogs_finished_total", outcome="completed"), CALLS)
-        check("nothing timed out", d.metric("hepd_dialogs_finished_total", outcome="timed_out"), 0)
-        check("no other outcome", d.metric("hepd_dialogs_finished_total"), CALLS)
-        for reason in ("response_unknown_dialog", "ack_unknown_dialog", "bye_unknown_dialog", "clock_skew"):
-            check(f"anomaly {reason}", d.metric("hepd_sip_anomalies_total", reason=reason), 0)
-        check("PDD count", d.metric("hepd_dialog_pdd_seconds_count"), CALLS)
-        check("PDD sum (B's 1.5 s)", d.metric("hepd_dialog_pdd_seconds_sum"), CALLS * pdd / US)
-        check("PDD bucket le=1", d.metric("hepd_dialog_pdd_seconds_bucket", le="1"), 0)
-        check("PDD bucket le=2", d.metric("hepd_dialog_pdd_seconds_bucket", le="2"), CALLS)
-        check("setup sum (B's 3.5 s)", d.metric("hepd_dialog_setup_seconds_sum"), CALLS * setup / US)
-        check("setup bucket le=3", d.metric("hepd_dialog_setup_seconds_bucket", le="3"), 0)
-        check("setup bucket le=5", d.metric("hepd_dialog_setup_seconds_bucket", le="5"), CALLS)
-        check("duration sum (B's 3.5 s)", d.metric("hepd_dialog_duration_seconds_sum"), CALLS * (bye - setup) / US)
-        check("duration count", d.metric("hepd_dialog_duration_seconds_count"), CALLS)
-        check("B's responses counted as B's",
-              d.metric("hepd_sip_responses_total", method="INVITE", status_class="2xx", agent="agent-b"), CALLS)
-        check("clock offset exceeded: B once",
-              d.metric("hepd_hep_clock_offset_exceeded_total", agent="agent-b"), 1)
-        check("clock offset exceeded: not A", d.metric("hepd_hep_clock_offset_exceeded_total", agent="agent-a"), 0)
-        check("no clock steps", d.metric("hepd_hep_clock_steps_total"), 0)
-        check("A's pings answered, none timed out",
-              d.metric("hepd_sip_transactions_total", method="OPTIONS", outcome="timed_out"), 0)
-        check("A's pings seen", d.metric("hepd_sip_requests_total", method="OPTIONS", agent="agent-a") >= 10, True)
+        # Everything from one scrape, taken once the last of it is in (the shards update their
+        # counters one after another, so wait for all of them, not for one).
+        a_sent = a.sent
+
+        def b_checks(s):
+            checks = [
+                ("B: 20 calls completed", s.get("hepd_dialogs_finished_total", outcome="completed"), CALLS),
+                ("nothing timed out", s.get("hepd_dialogs_finished_total", outcome="timed_out"), 0),
+                ("no other outcome", s.get("hepd_dialogs_finished_total"), CALLS),
+            ]
+            for reason in ("response_unknown_dialog", "ack_unknown_dialog", "bye_unknown_dialog", "clock_skew"):
+                checks.append((f"anomaly {reason}", s.get("hepd_sip_anomalies_total", reason=reason), 0))
+            checks += [
+                ("PDD count", s.get("hepd_dialog_pdd_seconds_count"), CALLS),
+                ("PDD sum (B's 1.5 s)", s.get("hepd_dialog_pdd_seconds_sum"), CALLS * pdd / US),
+                ("PDD bucket le=1", s.get("hepd_dialog_pdd_seconds_bucket", le="1"), 0),
+                ("PDD bucket le=2", s.get("hepd_dialog_pdd_seconds_bucket", le="2"), CALLS),
+                ("setup sum (B's 3.5 s)", s.get("hepd_dialog_setup_seconds_sum"), CALLS * setup / US),
+                ("setup bucket le=3", s.get("hepd_dialog_setup_seconds_bucket", le="3"), 0),
+                ("setup bucket le=5", s.get("hepd_dialog_setup_seconds_bucket", le="5"), CALLS),
+                ("duration sum (B's 3.5 s)", s.get("hepd_dialog_duration_seconds_sum"), CALLS * (bye - setup) / US),
+                ("duration count", s.get("hepd_dialog_duration_seconds_count"), CALLS),
+                ("B's responses counted as B's",
+                 s.get("hepd_sip_responses_total", method="INVITE", status_class="2xx", agent="agent-b"), CALLS),
+                ("clock offset exceeded: B once", s.get("hepd_hep_clock_offset_exceeded_total", agent="agent-b"), 1),
+                ("clock offset exceeded: not A", s.get("hepd_hep_clock_offset_exceeded_total", agent="agent-a"), 0),
+                ("no clock steps", s.get("hepd_hep_clock_steps_total"), 0),
+                ("A's pings answered, none timed out",
+                 s.get("hepd_sip_transactions_total", method="OPTIONS", outcome="timed_out"), 0),
+                ("A's pings seen, all of them so far", options_seen(s) >= a_sent, True),
+            ]
+            return checks
+
+        report(b_checks(d.wait(lambda s: checks_hold(b_checks(s)))))
         b_lines = [l for l in d.text().splitlines() if "hep sender 127.0.0.1 capture id 2 " in l]
         check("B's offset logged once", len(b_lines), 1)
         check("the log names the offset", bool(b_lines) and "3600." in b_lines[0] and "behind" in b_lines[0], True)
 
         # C: twelve years behind, outside [now - 10 y, now + 24 h]: every time is replaced by the
         # receive time (a fix-up), so C is on the receive clock and its call completes as well.
-        fixups_before = d.metric("hepd_hep_timestamp_fixups_total", kind="out_of_range")
-        c_skew = 12 * 365 * 24 * 3600 * US
-        for kind, pause in (("INVITE", 0.3), ("180", 0.3), ("200", 0.1), ("ACK", 0.5), ("BYE", 0.05), ("200BYE", 0)):
-            c.sendto(hep3(sip(kind, "c-call"), now_us() - c_skew, 3), to)
-            time.sleep(pause)
-        check("C: call completed", d.wait_metric(CALLS + 1, "hepd_dialogs_finished_total", outcome="completed"),
-              CALLS + 1)
-        check("C: times replaced by the receive time",
-              d.metric("hepd_hep_timestamp_fixups_total", kind="out_of_range") - fixups_before, 6)
-        check("C: not a clock offset", d.metric("hepd_hep_clock_offset_exceeded_total", agent="agent-c"), 0)
-        check("still nothing timed out", d.metric("hepd_dialogs_finished_total", outcome="timed_out"), 0)
-        check("C: its PDD from receive times (about 0.3 s)",
-              0.2 < d.metric("hepd_dialog_pdd_seconds_sum") - CALLS * pdd / US < 2.0, True)
+        s = d.scrape()
+        fixups_before = s.get("hepd_hep_timestamp_fixups_total", kind="out_of_range")
+        pdd_before = s.get("hepd_dialog_pdd_seconds_sum")
+        c_stamp = implausible_seconds(now_us() // US, 12) * US
+
+        def c_send(kind):
+            c.sendto(hep3(sip(kind, "c-call"), c_stamp, 3), to)
+
+        invite_sent = time.time()
+        c_send("INVITE")
+        check("C: INVITE seen",
+              d.wait_metric(1, "hepd_sip_requests_total", method="INVITE", agent="agent-c"), 1)
+        invite_seen = time.time()
+        time.sleep(0.3)
+        ringing_sent = time.time()
+        c_send("180")
+        check("C: 180 seen", d.wait_metric(1, "hepd_sip_responses_total", method="INVITE", status_class="1xx",
+                                           agent="agent-c"), 1)
+        ringing_seen = time.time()
+        for kind in ("200", "ACK", "BYE", "200BYE"):
+            c_send(kind)
+
+        def c_checks(s):
+            return [
+                ("C: call completed", s.get("hepd_dialogs_finished_total", outcome="completed"), CALLS + 1),
+                ("C: PDD counted", s.get("hepd_dialog_pdd_seconds_count"), CALLS + 1),
+                ("C: times replaced by the receive time",
+                 s.get("hepd_hep_timestamp_fixups_total", kind="out_of_range") - fixups_before, 6),
+                ("C: not a clock offset", s.get("hepd_hep_clock_offset_exceeded_total", agent="agent-c"), 0),
+                ("still no clock steps", s.get("hepd_hep_clock_steps_total"), 0),
+                ("still nothing timed out", s.get("hepd_dialogs_finished_total", outcome="timed_out"), 0),
+            ]
+
+        s = d.wait(lambda s: checks_hold(c_checks(s)))
+        report(c_checks(s))
+        # Receive times: the INVITE's at most when it was seen counted, at least when it was sent;
+        # the 180's likewise. 2 ms for the rounding of the times to microseconds and of the sum.
+        c_pdd = s.get("hepd_dialog_pdd_seconds_sum") - pdd_before
+        low, high = ringing_sent - invite_seen - 0.002, ringing_seen - invite_sent + 0.002
+        print(f"C's PDD {c_pdd:.6f} s, bounds [{low:.6f}, {high:.6f}]", flush=True)
+        check("C: its PDD from receive times (at least the 0.3 s between)", low <= c_pdd <= high, True)
 
         a.stop()
         a = None
