@@ -1,0 +1,156 @@
+#pragma once
+// Generated calls through real shards: the generator's packets into a lossless pipeline of 1 or
+// more ShardWorkers, and everything the run leaves behind, keyed so that runs with different
+// shard counts compare. Shared by the ground-truth tests of this folder.
+#include "gen/call_generator.hpp"
+#include "pcap/capture_source.hpp"
+#include "report/collector.hpp"
+#include "report/run_report.hpp"
+#include "shard/pipeline.hpp"
+#include "shard/shard_worker.hpp"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace hepd::test {
+
+using StreamId = std::tuple<Endpoint, Endpoint, std::uint32_t, std::int64_t>;  // src, dst, SSRC, first packet
+using DialogId = std::pair<std::string, std::string>;                          // Call-ID, From-tag
+using ReportedId = std::pair<std::string, std::uint32_t>;                      // Call-ID, SSRC
+
+struct StreamRecord {
+    rtp::Stream stream;
+    rtp::StreamSummary summary;
+    std::string call_id;
+    std::string reason;
+
+    // The summary is derived from the stream and its binding: comparing it adds nothing.
+    friend bool operator==(const StreamRecord& a, const StreamRecord& b) {
+        return a.stream == b.stream && a.call_id == b.call_id && a.reason == b.reason;
+    }
+};
+
+// Everything a run leaves behind, keyed so that runs with different shard counts compare.
+struct Outcome {
+    std::map<DialogId, sip::Dialog> dialogs;
+    std::map<StreamId, StreamRecord> streams;
+    std::uint64_t stream_records = 0;  // finished streams reported (a repeated key would hide one)
+    // Receiver views from RTCP-JSON that today's table keeps apart from the measured streams.
+    std::map<ReportedId, std::vector<rtp::ReportedStream>> reported;
+    std::uint64_t queue_drops = 0;
+    nlohmann::json report;
+};
+
+class Recorder final : public rtp::StreamSink, public sip::DialogSink {
+public:
+    void on_stream_finished(const rtp::FinishedStream& f) override {
+        const StreamId id{f.key.src, f.key.dst, f.key.ssrc, f.stream.first.us};
+        streams[id] = StreamRecord{f.stream, f.summary, f.binding ? f.binding->call_id : std::string(),
+                                   std::string(rtp::to_string(f.reason))};
+        ++records;
+        collector.on_stream_finished(f);
+    }
+    void on_reported_stream_finished(const rtp::ReportedKey& key, const rtp::ReportedStream& stream,
+                                     rtp::FinishReason) override {
+        reported[{key.call_id, key.ssrc}].push_back(stream);
+    }
+    void on_dialog_removed(std::string_view call_id, std::string_view from_tag, const sip::Dialog& d,
+                           bool evicted) override {
+        dialogs[{std::string(call_id), std::string(from_tag)}] = d;
+        collector.on_dialog_removed(call_id, from_tag, d, evicted);
+    }
+    std::map<DialogId, sip::Dialog> dialogs;
+    std::map<StreamId, StreamRecord> streams;
+    std::map<ReportedId, std::vector<rtp::ReportedStream>> reported;
+    std::uint64_t records = 0;
+    report::ShardCollector collector;
+};
+
+inline shard::PayloadKind kind_of(gen::PacketKind k) {
+    switch (k) {
+    case gen::PacketKind::sip: return shard::PayloadKind::sip;
+    case gen::PacketKind::rtp: return shard::PayloadKind::rtp;
+    case gen::PacketKind::rtcp: return shard::PayloadKind::rtcp;
+    case gen::PacketKind::rtcp_json: return shard::PayloadKind::rtcp_json;
+    }
+    return shard::PayloadKind::other;
+}
+
+// The collector configuration a corpus assumes (its stream idle timeout).
+inline shard::ShardConfig config_for(const gen::CorpusOptions& o) {
+    shard::ShardConfig config;
+    config.streams.stream_idle_timeout_us = o.stream_idle_timeout_us;
+    return config;
+}
+
+inline Outcome run(const gen::CorpusOptions& options, std::size_t shards, gen::Truth* truth_out = nullptr) {
+    const shard::ShardConfig config = config_for(options);
+    std::vector<std::unique_ptr<Recorder>> recorders;
+    std::vector<shard::ShardWorker*> workers;
+    std::vector<std::unique_ptr<shard::Worker>> owned;
+    for (std::size_t i = 0; i < shards; ++i) {
+        recorders.push_back(std::make_unique<Recorder>());
+        auto w = std::make_unique<shard::ShardWorker>(config, recorders.back().get());
+        w->dialogs().set_sink(recorders.back().get());
+        workers.push_back(w.get());
+        owned.push_back(std::move(w));
+    }
+    shard::PipelineOptions po;
+    po.shards = shards;
+    po.lossless = true;
+    po.queue_batches = 8;
+    po.batch_datagrams = 64;
+    shard::Pipeline pipeline(po, std::move(owned));
+    pipeline.start();
+    Timestamp last{};
+    auto truth = gen::generate(options, [&](Timestamp t, const Endpoint& s, const Endpoint& d, ByteSpan p,
+                                            const gen::PacketInfo& info) {
+        shard::Datagram dg;
+        dg.time = t;
+        dg.src = s;
+        dg.dst = d;
+        dg.kind = kind_of(info.kind);
+        if (info.kind == gen::PacketKind::rtcp_json) dg.hep_payload_type = 5;
+        dg.correlation_id = info.correlation_id;
+        dg.payload = p;
+        pipeline.producer(0).push(dg);
+        last = t;
+    });
+    pipeline.producer(0).flush();
+    pipeline.finish(last);
+
+    Outcome out;
+    sip::DialogStats ds;
+    rtp::StreamStats ss;
+    report::RunInputs inputs;
+    pcap::CaptureStats capture;
+    for (std::size_t i = 0; i < shards; ++i) {
+        auto& r = *recorders[i];
+        workers[i]->dialogs().for_each([&](std::string_view c, std::string_view f, const sip::Dialog& d) {
+            r.dialogs[{std::string(c), std::string(f)}] = d;
+        });
+        r.collector.collect_remaining(workers[i]->dialogs());
+        out.dialogs.insert(r.dialogs.begin(), r.dialogs.end());
+        out.streams.insert(r.streams.begin(), r.streams.end());
+        out.stream_records += r.records;
+        for (auto& [k, v] : r.reported) out.reported[k].insert(out.reported[k].end(), v.begin(), v.end());
+        ds.merge(workers[i]->dialogs().stats());
+        ss.merge(workers[i]->streams().stats());
+        inputs.collectors.push_back(&r.collector);
+    }
+    inputs.capture = &capture;
+    inputs.dialogs = &ds;
+    inputs.streams = &ss;
+    report::RunInfo info;
+    out.report = report::build_report(info, inputs);
+    out.report.erase("shards");
+    out.report.erase("run");
+    out.queue_drops = pipeline.queue_full_drops();
+    if (truth_out != nullptr) *truth_out = std::move(truth);
+    return out;
+}
+
+} // namespace hepd::test
