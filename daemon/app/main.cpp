@@ -7,7 +7,7 @@
 #include "core/log.hpp"
 #include "core/version.hpp"
 #include "hep/payload_type.hpp"
-#include "ingest/hep_intake.hpp"
+#include "intake/hep_intake.hpp"
 #include "ingest/ingest_control.hpp"
 #include "ingest/ingest_path.hpp"
 #include "ingest/listeners.hpp"
@@ -62,16 +62,15 @@ config::Config load_config(const app::CommandLine& cl) {
     return cfg;
 }
 
-void log_summary(const ingest::IntakeStats& s, std::string_view when) {
-    using hep::PayloadClass;
+void log_summary(const intake::IntakeStats& s, std::string_view when) {
     std::uint64_t decode_errors = 0;
     for (const auto& n : s.decode_errors) decode_errors += n.value();
     spdlog::info("{}: {} HEP packets received, {} accepted (sip {}, rtcp {}, rtcp_json {}, qos {}, log {}, other {}), "
                  "{} decode errors, {} dropped by the rate limit, {} dropped for auth, {} not allowed",
                  when, s.received(), s.accepted(), s.by_class(PayloadClass::sip), s.by_class(PayloadClass::rtcp),
                  s.by_class(PayloadClass::rtcp_json), s.by_class(PayloadClass::qos), s.by_class(PayloadClass::log),
-                 s.by_class(PayloadClass::other), decode_errors, s.drops(ingest::DropReason::rate_limit),
-                 s.drops(ingest::DropReason::auth), s.drops(ingest::DropReason::not_allowed));
+                 s.by_class(PayloadClass::other), decode_errors, s.drops(intake::DropReason::rate_limit),
+                 s.drops(intake::DropReason::auth), s.drops(intake::DropReason::not_allowed));
 }
 
 // SIGHUP: re-read the file and apply what can change live; say what could not.
@@ -292,7 +291,7 @@ int run_daemon(const config::Config& initial, const std::string& config_path) {
     for (auto& r : udp) r->start();
 
     auto merged = [&] {
-        ingest::IntakeStats total;
+        intake::IntakeStats total;
         total.merge(tcp_path.stats());
         for (const auto& r : udp) total.merge(r->merged_stats());
         return total;

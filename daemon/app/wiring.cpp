@@ -4,20 +4,17 @@
 
 namespace hepd::app {
 
-ingest::IntakeOptions intake_options(const config::Config& cfg) {
-    ingest::IntakeOptions o;
-    for (const auto& pt : cfg.hep.payload_types) {
-        const auto cls = hep::parse_payload_class(config::to_string(pt.payload_class));
-        o.payload_types.set(pt.code, pt.name, cls.value_or(hep::PayloadClass::other));
-    }
+intake::IntakeOptions intake_options(const config::Config& cfg) {
+    intake::IntakeOptions o;
+    for (const auto& pt : cfg.hep.payload_types) o.payload_types.set(pt.code, pt.name, pt.payload_class);
     o.auth_key = cfg.hep.auth_key;
     o.max_decompressed_bytes = cfg.hep.max_decompressed_bytes;
     return o;
 }
 
-ingest::IntakeOptions live_intake_options(const config::Config& cfg) {
-    ingest::IntakeOptions o = intake_options(cfg);
-    ingest::SenderClockOptions clocks;
+intake::IntakeOptions live_intake_options(const config::Config& cfg) {
+    intake::IntakeOptions o = intake_options(cfg);
+    intake::SenderClockOptions clocks;
     clocks.offset_limit_us = cfg.hep.clock_offset_limit.count();
     o.sender_clocks = clocks;
     return o;
@@ -56,29 +53,25 @@ ingest::IngestPolicy ingest_policy(const config::Config& cfg) {
     p.limits.per_agent_rate = cfg.hep.rate_limit.per_agent_rate;
     p.limits.per_agent_burst = cfg.hep.rate_limit.per_agent_burst;
     p.auth_key = cfg.hep.auth_key;
-    std::vector<ingest::Prefix> allow;
-    for (const auto& c : cfg.hep.allow)
-        if (auto prefix = ingest::Prefix::make(c.network(), c.prefix_len())) allow.push_back(*prefix);
-    p.allow = ingest::AllowList(std::move(allow));
-    std::vector<ingest::AgentRule> rules;
+    p.allow = ingest::AllowList(cfg.hep.allow);
+    std::vector<intake::AgentRule> rules;
     for (const auto& a : cfg.agents) {
         switch (a.selector) {
         case config::AgentConfig::Selector::capture_id:
-            rules.push_back(ingest::AgentRule::by_capture_id(a.name, a.capture_id));
+            rules.push_back(intake::AgentRule::by_capture_id(a.name, a.capture_id));
             break;
         case config::AgentConfig::Selector::node_name:
-            rules.push_back(ingest::AgentRule::by_node_name(a.name, a.node_name));
+            rules.push_back(intake::AgentRule::by_node_name(a.name, a.node_name));
             break;
         case config::AgentConfig::Selector::cidr:
-            if (auto prefix = ingest::Prefix::make(a.cidr.network(), a.cidr.prefix_len()))
-                rules.push_back(ingest::AgentRule::by_source(a.name, *prefix));
+            rules.push_back(intake::AgentRule::by_source(a.name, a.cidr));
             break;
         }
     }
-    p.agents = ingest::AgentMap(std::move(rules));
+    p.agents = intake::AgentMap(std::move(rules));
     if (p.agents.ignored_rules() > 0)
         spdlog::warn("{} agent entries ignored: at most {} agent names are labelled", p.agents.ignored_rules(),
-                     ingest::AgentMap::kMaxNames);
+                     intake::AgentMap::kMaxNames);
     return p;
 }
 

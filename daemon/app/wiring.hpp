@@ -1,7 +1,7 @@
 #pragma once
 // Configuration → the options each module takes (modules do not depend on the config module).
 #include "config/config.hpp"
-#include "ingest/hep_intake.hpp"
+#include "intake/hep_intake.hpp"
 #include "ingest/ingest_control.hpp"
 #include "pcap/capture_source.hpp"
 #include "shard/shard_worker.hpp"
@@ -9,9 +9,9 @@
 namespace hepd::app {
 
 // The offline intake: capture times are the clock.
-ingest::IntakeOptions intake_options(const config::Config& cfg);
+intake::IntakeOptions intake_options(const config::Config& cfg);
 // The daemon's intake: the same, with every sender's capture times kept on the receive clock.
-ingest::IntakeOptions live_intake_options(const config::Config& cfg);
+intake::IntakeOptions live_intake_options(const config::Config& cfg);
 shard::ShardConfig shard_config(const config::Config& cfg);
 pcap::CaptureOptions capture_options(const config::Config& cfg);
 // What ingest can change on SIGHUP: rate limits, auth key, allow list, agent names.

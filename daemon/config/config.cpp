@@ -36,7 +36,6 @@ ConfigError::ConfigError(std::string source, int line, int column, std::string k
 namespace {
 
 constexpr std::string_view kLogLevelNames[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
-constexpr std::string_view kPayloadClassNames[] = {"sip", "rtcp", "rtcp_json", "qos", "log", "other"};
 
 } // namespace
 
@@ -48,17 +47,6 @@ std::string_view to_string(LogLevel level) noexcept {
 std::optional<LogLevel> parse_log_level(std::string_view text) noexcept {
     for (std::size_t i = 0; i < std::size(kLogLevelNames); ++i)
         if (kLogLevelNames[i] == text) return static_cast<LogLevel>(i);
-    return std::nullopt;
-}
-
-std::string_view to_string(PayloadClass c) noexcept {
-    const auto i = static_cast<std::size_t>(c);
-    return i < std::size(kPayloadClassNames) ? kPayloadClassNames[i] : "unknown";
-}
-
-std::optional<PayloadClass> parse_payload_class(std::string_view text) noexcept {
-    for (std::size_t i = 0; i < std::size(kPayloadClassNames); ++i)
-        if (kPayloadClassNames[i] == text) return static_cast<PayloadClass>(i);
     return std::nullopt;
 }
 
@@ -627,7 +615,7 @@ Field payload_types_field() {
                 } else if (key == "name") {
                     type.name = read_name(ctx, value);
                 } else {
-                    constexpr std::string_view kExpected = "one of sip, rtcp, rtcp_json, qos, log, other";
+                    constexpr std::string_view kExpected = "one of sip, rtp, rtcp, rtcp_json, qos, log, other";
                     const auto cls = parse_payload_class(scalar_or_fail(ctx, value, kExpected));
                     if (!cls) fail_expected(ctx, value, kExpected);
                     type.payload_class = *cls;

@@ -2,7 +2,8 @@
 // The daemon's configuration: YAML in, typed and validated structs out, with every default
 // embedded here (config/hepd.yaml documents the same values and a test keeps them equal).
 // Start-up code: errors are thrown as ConfigError and the process exits with kExitConfig.
-#include "config/cidr.hpp"
+#include "core/cidr.hpp"
+#include "core/payload_class.hpp"
 #include "core/address.hpp"
 
 #include <chrono>
@@ -43,10 +44,6 @@ enum class LogLevel : std::uint8_t { trace, debug, info, warn, error, critical, 
 std::string_view to_string(LogLevel level) noexcept;  // the spdlog level name
 std::optional<LogLevel> parse_log_level(std::string_view text) noexcept;
 
-// What a HEP payload type is treated as (also the `payload_type` metric label).
-enum class PayloadClass : std::uint8_t { sip, rtcp, rtcp_json, qos, log, other };
-std::string_view to_string(PayloadClass c) noexcept;
-std::optional<PayloadClass> parse_payload_class(std::string_view text) noexcept;
 
 struct UdpConfig {
     bool enabled = true;

@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace hepd {
@@ -91,6 +92,16 @@ std::optional<Endpoint> parse_endpoint(std::string_view text) noexcept {
     auto addr = IpAddress::parse(host);
     if (!addr) return std::nullopt;
     return Endpoint{*addr, static_cast<std::uint16_t>(port)};
+}
+
+IpAddress IpAddress::unmapped() const noexcept {
+    static constexpr std::array<std::uint8_t, 12> kMappedPrefix{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (!is_v6() || !std::equal(kMappedPrefix.begin(), kMappedPrefix.end(), bytes_.begin())) return *this;
+    return v4(std::span<const std::uint8_t, 4>(bytes_.data() + 12, 4));
+}
+
+std::uint64_t hash_address(const IpAddress& a) noexcept {
+    return hash_bytes(a.bytes().data(), a.bytes().size()) ^ static_cast<std::uint64_t>(a.family());
 }
 
 std::uint64_t hash_endpoint(const Endpoint& e) noexcept {

@@ -28,6 +28,9 @@ public:
     // v4 addresses occupy the first 4 bytes; the rest is zero.
     const std::array<std::uint8_t, 16>& bytes() const noexcept { return bytes_; }
     std::uint32_t v4_host_order() const noexcept;
+    // The IPv4 address an IPv4-mapped IPv6 address (::ffff:a.b.c.d) stands for, which is how a
+    // dual-stack socket shows v4 peers; any other address unchanged.
+    IpAddress unmapped() const noexcept;
     std::string to_string() const;
 
     friend bool operator==(const IpAddress&, const IpAddress&) = default;
@@ -50,6 +53,8 @@ struct Endpoint {
 // Parses "host:port" / "[v6]:port"; the host must be a literal address.
 std::optional<Endpoint> parse_endpoint(std::string_view text) noexcept;
 
+// Portable (the same on every host and run): shard dispatch and table keys use them.
+std::uint64_t hash_address(const IpAddress& a) noexcept;
 std::uint64_t hash_endpoint(const Endpoint& e) noexcept;
 
 } // namespace hepd

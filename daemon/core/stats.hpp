@@ -49,6 +49,20 @@ private:
     std::atomic<std::int64_t> value_{0};
 };
 
+// A Counter that also reads as a number. Code written against plain uint64 statistics (run
+// reports, tests comparing `stats.packets[0][2] == 60`) keeps compiling; new code should call
+// value(). It cannot be incremented implicitly: writers call add().
+class StatCounter : public Counter {
+public:
+    // Implicit on purpose (see above); read-only, so no arithmetic can bypass add().
+    operator std::uint64_t() const noexcept { return value(); }  // NOLINT(google-explicit-constructor)
+};
+
+// One spelling for every kind of statistic, for exporters and reports written against either.
+inline std::uint64_t value_of(std::uint64_t v) noexcept { return v; }
+inline std::uint64_t value_of(const Counter& c) noexcept { return c.value(); }
+inline std::int64_t value_of(const Gauge& g) noexcept { return g.value(); }
+
 // Prometheus-style histogram with fixed upper bounds (ascending, +Inf implied). Sums are kept
 // in the observation's unit as a double: exact enough for means, and what Prometheus exports.
 template <std::size_t N>

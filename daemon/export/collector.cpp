@@ -7,9 +7,9 @@
 #include "hep/framer.hpp"
 #include "hep/payload_type.hpp"
 #include "hep/timestamp.hpp"
-#include "ingest/agent_map.hpp"
-#include "ingest/hep_intake.hpp"
-#include "ingest/listeners.hpp"
+#include "intake/agent_map.hpp"
+#include "intake/intake_stats.hpp"
+#include "ingest/tcp_stats.hpp"
 #include "rtp/stream_stats.hpp"
 #include "shard/pipeline.hpp"
 #include "shard/shard_worker.hpp"
@@ -83,7 +83,7 @@ private:
 
 BuildInfo this_build() { return BuildInfo{kVersion, kGitCommit}; }
 
-std::vector<std::string> agent_names(const ingest::AgentMap& agents) {
+std::vector<std::string> agent_names(const intake::AgentMap& agents) {
     std::vector<std::string> names;
     names.reserve(agents.size());
     for (std::size_t i = 0; i < agents.size(); ++i) names.emplace_back(agents.name(i));
@@ -104,7 +104,7 @@ Collector::Collector(CollectorOptions options) : options_(std::move(options)) {
 }
 
 void Collector::add_shard(const shard::ShardWorker& worker) { shards_.push_back(&worker); }
-void Collector::add_intake(const ingest::IntakeStats& stats) { intakes_.push_back(&stats); }
+void Collector::add_intake(const intake::IntakeStats& stats) { intakes_.push_back(&stats); }
 void Collector::add_tcp(const ingest::TcpStats& stats) { tcp_.push_back(&stats); }
 void Collector::set_pipeline(const shard::Pipeline& pipeline) { pipeline_ = &pipeline; }
 void Collector::set_kernel_drops(std::function<std::uint64_t()> read) { kernel_drops_ = std::move(read); }
@@ -114,7 +114,7 @@ std::vector<MetricFamily> Collector::Collect() const {
     Writer out;
     out.gauge("hepd_build_info", "Version and commit of the running hepd; always 1.");
     out.add(1, {{"version", options_.build.version}, {"commit", options_.build.commit}});
-    ingest::IntakeStats intake;
+    intake::IntakeStats intake;
     for (const auto* s : intakes_) intake.merge(*s);
     collect_intake(out, intake);
     collect_shards(out);
@@ -132,27 +132,27 @@ std::vector<MetricFamily> Collector::Collect() const {
     return out.take();
 }
 
-void Collector::collect_intake(Writer& out, const ingest::IntakeStats& in) const {
+void Collector::collect_intake(Writer& out, const intake::IntakeStats& in) const {
     constexpr std::array<std::string_view, 3> kVersions{"1", "2", "3"};
 
     out.counter("hepd_hep_received_packets_total",
                 "HEP packets received, by carrier and HEP version (unknown: not HEP at all).");
-    for (std::size_t c = 0; c < ingest::kCarrierCount; ++c) {
-        const auto transport = to_string(static_cast<ingest::Carrier>(c));
+    for (std::size_t c = 0; c < intake::kCarrierCount; ++c) {
+        const auto transport = to_string(static_cast<intake::Carrier>(c));
         for (std::size_t v = 0; v < kVersions.size(); ++v)
             out.add(as_double(value_of(in.packets[c][v])), {{"transport", transport}, {"version", kVersions[v]}});
         out.add(as_double(value_of(in.undecodable_packets[c])), {{"transport", transport}, {"version", "unknown"}});
     }
     out.counter("hepd_hep_received_bytes_total", "Bytes of the HEP packets received, by carrier and HEP version.");
-    for (std::size_t c = 0; c < ingest::kCarrierCount; ++c) {
-        const auto transport = to_string(static_cast<ingest::Carrier>(c));
+    for (std::size_t c = 0; c < intake::kCarrierCount; ++c) {
+        const auto transport = to_string(static_cast<intake::Carrier>(c));
         for (std::size_t v = 0; v < kVersions.size(); ++v)
             out.add(as_double(value_of(in.bytes[c][v])), {{"transport", transport}, {"version", kVersions[v]}});
     }
 
     // queue_full: accepted, then dropped by a full shard queue (the intake is told per batch).
     out.counter("hepd_hep_dropped_packets_total", "HEP packets dropped, by reason.");
-    out.by_enum<ingest::DropReason>("reason", in.dropped);
+    out.by_enum<intake::DropReason>("reason", in.dropped);
     out.counter("hepd_hep_decode_errors_total", "HEP packets that did not decode, by decoder error.");
     out.by_enum<hep::DecodeError>("reason", in.decode_errors);
     out.counter("hepd_hep_timestamp_fixups_total", "HEP capture times corrected or replaced, by kind of fix-up.");
@@ -160,7 +160,7 @@ void Collector::collect_intake(Writer& out, const ingest::IntakeStats& in) const
 
     // Every configured agent, zeros included: the set is closed and small (the configuration's).
     const auto& names = options_.agent_names;
-    auto by_agent_label = [&](const std::array<ingest::StatCounter, kMaxAgents>& counts) {
+    auto by_agent_label = [&](const std::array<StatCounter, kMaxAgents>& counts) {
         std::array<std::uint64_t, kMaxAgents> by_agent{};
         for (std::size_t a = 0; a < kMaxAgents; ++a) by_agent[agent_label(a)] += value_of(counts[a]);
         for (std::size_t a = 0; a < names.size(); ++a) out.add(as_double(by_agent[a]), {{"agent", names[a]}});
@@ -175,10 +175,10 @@ void Collector::collect_intake(Writer& out, const ingest::IntakeStats& in) const
     by_agent_label(in.clocks.steps);
 
     out.counter("hepd_hep_packets_total", "HEP packets accepted, by payload class and capture agent.");
-    for (std::size_t p = 0; p < hep::payload_class_count; ++p) {
+    for (std::size_t p = 0; p < kPayloadClassCount; ++p) {
         std::array<std::uint64_t, kMaxAgents> by_agent{};
         for (std::size_t a = 0; a < kMaxAgents; ++a) by_agent[agent_label(a)] += value_of(in.by_type[p][a]);
-        const auto payload_type = to_string(static_cast<hep::PayloadClass>(p));
+        const auto payload_type = to_string(static_cast<PayloadClass>(p));
         for (std::size_t a = 0; a < names.size(); ++a)
             out.add(as_double(by_agent[a]), {{"payload_type", payload_type}, {"agent", names[a]}});
     }
@@ -227,7 +227,7 @@ void Collector::collect_shards(Writer& out) const {
         const auto& datagrams = shards_[s]->stats().datagrams;
         for (std::size_t k = 0; k < datagrams.size(); ++k)
             out.add(as_double(value_of(datagrams[k])),
-                    {{"shard", shard}, {"kind", to_string(static_cast<shard::PayloadKind>(k))}});
+                    {{"shard", shard}, {"kind", to_string(static_cast<PayloadClass>(k))}});
     }
     std::uint64_t sent = 0;
     std::uint64_t received = 0;
@@ -380,7 +380,7 @@ void Collector::collect_rtp(Writer& out, const rtp::StreamStats& s) {
 }
 
 void Collector::collect_evictions(Writer& out, const sip::DialogStats& d, const rtp::StreamStats& s,
-                                  const ingest::IntakeStats& in) {
+                                  const intake::IntakeStats& in) {
     out.counter("hepd_table_evictions_total", "Records evicted from a full table (at its cap), by table and reason.");
     out.add(as_double(value_of(d.dialog_evictions)), {{"table", "dialogs"}, {"reason", "cap"}});
     out.add(as_double(value_of(d.transaction_evictions)), {{"table", "transactions"}, {"reason", "cap"}});

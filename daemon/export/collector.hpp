@@ -19,9 +19,12 @@ class Pipeline;
 class ShardWorker;
 } // namespace hepd::shard
 
-namespace hepd::ingest {
+namespace hepd::intake {
 class AgentMap;
 struct IntakeStats;
+} // namespace hepd::intake
+
+namespace hepd::ingest {
 struct TcpStats;
 } // namespace hepd::ingest
 
@@ -51,7 +54,7 @@ struct SnapshotFigures {
 };
 
 // "other" then every name of the map, by agent index: CollectorOptions::agent_names.
-std::vector<std::string> agent_names(const ingest::AgentMap& agents);
+std::vector<std::string> agent_names(const intake::AgentMap& agents);
 
 struct CollectorOptions {
     // Value of the `agent` label by agent index (Datagram::agent): index 0 is "other", then the
@@ -69,7 +72,7 @@ public:
     // Each shard once, in shard order (the `shard` label is the registration index).
     void add_shard(const shard::ShardWorker& worker);
     // One per receive thread (HepIntake::stats()).
-    void add_intake(const ingest::IntakeStats& stats);
+    void add_intake(const intake::IntakeStats& stats);
     // One per TCP listener (TcpListener::stats()).
     void add_tcp(const ingest::TcpStats& stats);
     // Queue depths and queue drops; absent in the offline mode.
@@ -84,12 +87,12 @@ public:
 
 private:
     class Writer;
-    void collect_intake(Writer& out, const ingest::IntakeStats& in) const;
+    void collect_intake(Writer& out, const intake::IntakeStats& in) const;
     void collect_shards(Writer& out) const;
     void collect_sip(Writer& out, const sip::DialogStats& d) const;
     static void collect_rtp(Writer& out, const rtp::StreamStats& s);
     static void collect_evictions(Writer& out, const sip::DialogStats& d, const rtp::StreamStats& s,
-                                  const ingest::IntakeStats& in);
+                                  const intake::IntakeStats& in);
     void collect_snapshot(Writer& out) const;
     std::size_t agent_label(std::size_t agent) const noexcept {
         return agent < options_.agent_names.size() ? agent : 0;
@@ -97,7 +100,7 @@ private:
 
     CollectorOptions options_;
     std::vector<const shard::ShardWorker*> shards_;
-    std::vector<const ingest::IntakeStats*> intakes_;
+    std::vector<const intake::IntakeStats*> intakes_;
     std::vector<const ingest::TcpStats*> tcp_;
     const shard::Pipeline* pipeline_ = nullptr;
     std::function<std::uint64_t()> kernel_drops_;

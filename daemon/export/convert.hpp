@@ -2,7 +2,6 @@
 // From the core single-writer statistics to prometheus-cpp's ClientMetric values. Reads only:
 // these run on a scrape thread while shards and receive threads keep writing.
 #include "core/stats.hpp"
-#include "ingest/counters.hpp"
 
 #include <prometheus/client_metric.h>
 
@@ -10,12 +9,6 @@
 #include <cstdint>
 
 namespace hepd::metrics {
-
-// Some sources are plain integers, others core Counter/Gauge types (ingest's StatCounter is a
-// Counter that also reads as an integer): value_of() reads them all alike, so a source can change
-// representation without touching the collector. One definition (ingest's), so that argument-
-// dependent lookup never sees two equally good candidates.
-using ingest::value_of;
 
 template <class T>
 double as_double(T v) noexcept {

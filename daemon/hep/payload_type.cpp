@@ -2,29 +2,10 @@
 
 namespace hepd::hep {
 
-std::string_view to_string(PayloadClass c) noexcept {
-    switch (c) {
-    case PayloadClass::sip: return "sip";
-    case PayloadClass::rtcp: return "rtcp";
-    case PayloadClass::rtcp_json: return "rtcp_json";
-    case PayloadClass::qos: return "qos";
-    case PayloadClass::log: return "log";
-    case PayloadClass::other: return "other";
-    }
-    return "other";
-}
-
-std::optional<PayloadClass> parse_payload_class(std::string_view text) noexcept {
-    for (const auto c : {PayloadClass::sip, PayloadClass::rtcp, PayloadClass::rtcp_json, PayloadClass::qos,
-                         PayloadClass::log, PayloadClass::other})
-        if (to_string(c) == text) return c;
-    return std::nullopt;
-}
-
 PayloadTypeTable::PayloadTypeTable() noexcept {
     // Codes as the senders use them (HEP.md "Payload types"), not always the spec's numbering.
     set(payload_type::sip, "sip", PayloadClass::sip);
-    set(payload_type::rtp, "rtp", PayloadClass::other);
+    set(payload_type::rtp, "rtp", PayloadClass::rtp);
     set(payload_type::rtcp_json, "rtcp_json", PayloadClass::rtcp_json);  // Asterisk, rtpengine
     set(payload_type::iax, "iax", PayloadClass::other);                  // Asterisk res_hep
     set(payload_type::qos_report, "qos_report", PayloadClass::qos);

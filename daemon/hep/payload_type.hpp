@@ -1,20 +1,14 @@
 #pragma once
 // HEP chunk 0x0b payload types as senders use them (which is not always what the spec numbers),
 // in one table that configuration can extend or override.
+#include "core/payload_class.hpp"
+
 #include <array>
 #include <cstdint>
 #include <optional>
 #include <string_view>
 
 namespace hepd::hep {
-
-// The metric class: label payload_type of hepd_hep_packets_total.
-enum class PayloadClass : std::uint8_t { sip, rtcp, rtcp_json, qos, log, other };
-
-inline constexpr std::size_t payload_class_count = 6;
-
-std::string_view to_string(PayloadClass c) noexcept;
-std::optional<PayloadClass> parse_payload_class(std::string_view text) noexcept;
 
 namespace payload_type {
 inline constexpr std::uint8_t sip = 1;

@@ -4,7 +4,7 @@
 // publishes a new immutable policy and bumps an epoch that each thread compares (one atomic
 // load) at the start of its next batch, copying the policy only when it changed.
 #include "core/time.hpp"
-#include "ingest/agent_map.hpp"
+#include "intake/agent_map.hpp"
 #include "ingest/allow_list.hpp"
 #include "ingest/token_bucket.hpp"
 
@@ -28,7 +28,7 @@ struct IngestPolicy {
     RateLimits limits;
     std::string auth_key;  // empty: not required
     AllowList allow;       // empty: everyone
-    AgentMap agents;
+    intake::AgentMap agents;
 };
 
 class IngestControl {

@@ -28,7 +28,7 @@ bool IngestPath::allows(const IpAddress& peer) {
     return policy_->allow.allows(peer);
 }
 
-void IngestPath::process(std::span<const Packet> batch, Carrier carrier) {
+void IngestPath::process(std::span<const Packet> batch, intake::Carrier carrier) {
     if (batch.empty()) return;
     const Timestamp steady_now = control_.steady_clock().now();
     const Timestamp wall_now = wall_.now();
@@ -56,12 +56,12 @@ void IngestPath::process(std::span<const Packet> batch, Carrier carrier) {
     for (std::size_t i = 0; i < batch.size(); ++i) {
         const Packet& p = batch[i];
         switch (verdicts_[i]) {
-        case Verdict::not_allowed: intake_.count_drop(DropReason::not_allowed, p.bytes, carrier); continue;
-        case Verdict::rate_limit: intake_.count_drop(DropReason::rate_limit, p.bytes, carrier); continue;
+        case Verdict::not_allowed: intake_.count_drop(intake::DropReason::not_allowed, p.bytes, carrier); continue;
+        case Verdict::rate_limit: intake_.count_drop(intake::DropReason::rate_limit, p.bytes, carrier); continue;
         case Verdict::pass: break;
         }
         if (granted == 0) {
-            intake_.count_drop(DropReason::rate_limit, p.bytes, carrier);
+            intake_.count_drop(intake::DropReason::rate_limit, p.bytes, carrier);
             continue;
         }
         --granted;

@@ -8,7 +8,7 @@
 #include "core/address.hpp"
 #include "core/bytes.hpp"
 #include "core/time.hpp"
-#include "ingest/hep_intake.hpp"
+#include "intake/hep_intake.hpp"
 #include "ingest/ingest_control.hpp"
 #include "ingest/source_limiter.hpp"
 #include "shard/datagram.hpp"
@@ -42,7 +42,7 @@ public:
 struct IngestPathOptions {
     // Payload types and the decompression cap. Its auth_key and agents are not used: they come
     // from the IngestControl's policy, which SIGHUP can change.
-    IntakeOptions intake;
+    intake::IntakeOptions intake;
     std::size_t max_sources = SourceLimiter::kDefaultCapacity;  // per-sender bucket table cap
 };
 
@@ -53,12 +53,12 @@ public:
 
     // Admits, decodes and hands over one batch, then flushes the sink and counts what the sink
     // dropped since the last batch. Reads the clocks once and adopts a new policy first.
-    void process(std::span<const Packet> batch, Carrier carrier);
+    void process(std::span<const Packet> batch, intake::Carrier carrier);
 
     // Whether `peer` passes the allow list now (TCP asks when a connection is accepted).
     bool allows(const IpAddress& peer);
 
-    const IntakeStats& stats() const noexcept { return intake_.stats(); }
+    const intake::IntakeStats& stats() const noexcept { return intake_.stats(); }
     const SourceLimiterStats& source_stats() const noexcept { return sources_.stats(); }
     // The policy epoch this path last adopted.
     std::uint64_t epoch() const noexcept { return epoch_; }
@@ -71,7 +71,7 @@ private:
     IngestControl& control_;
     DatagramSink& sink_;
     const Clock& wall_;
-    HepIntake intake_;
+    intake::HepIntake intake_;
     SourceLimiter sources_;
     std::shared_ptr<const IngestPolicy> policy_;
     std::uint64_t epoch_ = 0;

@@ -10,19 +10,6 @@ namespace hepd::ingest {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
-std::string_view to_string(TcpCloseReason r) noexcept {
-    switch (r) {
-    case TcpCloseReason::peer_closed: return "peer_closed";
-    case TcpCloseReason::bad_frame: return "bad_frame";
-    case TcpCloseReason::idle_timeout: return "idle_timeout";
-    case TcpCloseReason::too_many: return "too_many";
-    case TcpCloseReason::not_allowed: return "not_allowed";
-    case TcpCloseReason::error: return "error";
-    case TcpCloseReason::shutdown: return "shutdown";
-    }
-    return "unknown";
-}
-
 class TcpListener::Session : public std::enable_shared_from_this<Session> {
 public:
     Session(tcp::socket socket, const Endpoint& peer, const hep::StreamFramer& framer,
@@ -101,7 +88,7 @@ private:
         // The messages before a framing error are whole and are kept.
         if (!frames_.empty()) {
             try {
-                path_.process(frames_, Carrier::tcp);
+                path_.process(frames_, intake::Carrier::tcp);
             } catch (const std::exception& e) {
                 spdlog::error("hep tcp {}: {} messages lost: {}", peer_.to_string(), frames_.size(), e.what());
             }

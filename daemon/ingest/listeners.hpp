@@ -5,15 +5,14 @@
 #include "core/address.hpp"
 #include "core/bytes.hpp"
 #include "hep/framer.hpp"
-#include "ingest/counters.hpp"
-#include "ingest/hep_intake.hpp"
+#include "intake/hep_intake.hpp"
 #include "ingest/ingest_path.hpp"
 #include "ingest/net_address.hpp"
+#include "ingest/tcp_stats.hpp"
 #include "ingest/udp_receiver.hpp"
 
 #include <boost/asio.hpp>
 
-#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -21,26 +20,6 @@
 #include <vector>
 
 namespace hepd::ingest {
-
-enum class TcpCloseReason : std::uint8_t {
-    peer_closed,   // the sender closed or reset the connection
-    bad_frame,     // the stream lost HEP framing (see TcpStats::frame_errors)
-    idle_timeout,  // nothing received for idle_timeout
-    too_many,      // refused at accept: max_connections reached
-    not_allowed,   // refused at accept: the peer is not on the allow list
-    error,         // another socket error
-    shutdown,      // the listener was closed
-};
-inline constexpr std::size_t kTcpCloseReasonCount = 7;
-std::string_view to_string(TcpCloseReason r) noexcept;
-
-struct TcpStats {
-    Gauge open_connections;                                       // hepd_tcp_connections
-    StatCounter accepted_connections;                             // sessions started
-    std::array<StatCounter, kTcpCloseReasonCount> closed{};       // hepd_tcp_connections_closed_total
-    std::array<StatCounter, hep::framer_error_count> frame_errors{};
-    StatCounter accept_errors;                                    // accept() failed (e.g. out of descriptors)
-};
 
 struct TcpOptions {
     Endpoint listen;

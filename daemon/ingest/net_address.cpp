@@ -13,11 +13,9 @@ Endpoint to_endpoint(const asio::ip::address& address, std::uint16_t port) {
     e.port = port;
     if (address.is_v4()) {
         e.address = IpAddress::v4(address.to_v4().to_uint());
-    } else if (address.to_v6().is_v4_mapped()) {
-        e.address = IpAddress::v4(asio::ip::make_address_v4(asio::ip::v4_mapped, address.to_v6()).to_uint());
     } else {
         const auto b = address.to_v6().to_bytes();
-        e.address = IpAddress::v6(std::span<const std::uint8_t, 16>(b.data(), 16));
+        e.address = IpAddress::v6(std::span<const std::uint8_t, 16>(b.data(), 16)).unmapped();
     }
     return e;
 }
@@ -45,12 +43,7 @@ Endpoint from_sockaddr(const sockaddr_storage& address) noexcept {
         std::memcpy(&in6, &address, sizeof in6);
         std::uint8_t b[16];
         std::memcpy(b, &in6.sin6_addr, 16);
-        static constexpr std::uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-        if (std::memcmp(b, kMapped, 12) == 0) {
-            e.address = IpAddress::v4(std::span<const std::uint8_t, 4>(b + 12, 4));
-        } else {
-            e.address = IpAddress::v6(std::span<const std::uint8_t, 16>(b));
-        }
+        e.address = IpAddress::v6(std::span<const std::uint8_t, 16>(b)).unmapped();
         e.port = ntohs(in6.sin6_port);
     }
     return e;

@@ -1,16 +1,6 @@
 #include "ingest/source_limiter.hpp"
 
-#include "core/hash.hpp"
-
 namespace hepd::ingest {
-
-namespace {
-
-std::uint64_t hash_address(const IpAddress& a) noexcept {
-    return hash_bytes(a.bytes().data(), a.bytes().size()) ^ static_cast<std::uint64_t>(a.family());
-}
-
-} // namespace
 
 SourceLimiter::SourceLimiter(std::size_t capacity) : table_(capacity) {}
 

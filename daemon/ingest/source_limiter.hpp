@@ -6,8 +6,8 @@
 // with SO_REUSEPORT a sender's packets reach one thread as long as its source port is fixed.
 #include "core/address.hpp"
 #include "core/lru_table.hpp"
+#include "core/stats.hpp"
 #include "core/time.hpp"
-#include "ingest/counters.hpp"
 #include "ingest/token_bucket.hpp"
 
 #include <cstddef>

@@ -253,7 +253,7 @@ private:
             const auto packets = socket_.receive();
             if (packets.empty()) return;
             try {
-                path_.process(packets, Carrier::udp);
+                path_.process(packets, intake::Carrier::udp);
             } catch (const std::exception& e) {
                 // Only the sink can throw (allocation failure); the batch is lost, the thread lives.
                 if (auto suppressed = failure_log_.allow(steady_.now()))
@@ -311,8 +311,8 @@ const UdpSocketStats& UdpReceiver::socket_stats(std::size_t thread) const noexce
     return threads_[thread]->socket().stats();
 }
 
-IntakeStats UdpReceiver::merged_stats() const {
-    IntakeStats total;
+intake::IntakeStats UdpReceiver::merged_stats() const {
+    intake::IntakeStats total;
     for (const auto& t : threads_) total.merge(t->path().stats());
     return total;
 }

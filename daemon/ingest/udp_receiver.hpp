@@ -5,7 +5,7 @@
 // the socket with non-blocking recvmmsg calls of up to batch_size datagrams, processing and
 // flushing after each call. Kernel drops (socket buffer overflow) are read from SO_RXQ_OVFL.
 #include "core/address.hpp"
-#include "ingest/counters.hpp"
+#include "core/stats.hpp"
 #include "ingest/ingest_path.hpp"
 
 #include <boost/asio.hpp>
@@ -96,7 +96,7 @@ public:
     // Readable from any thread at any time (counters).
     const IngestPath& path(std::size_t thread) const noexcept;
     const UdpSocketStats& socket_stats(std::size_t thread) const noexcept;
-    IntakeStats merged_stats() const;
+    intake::IntakeStats merged_stats() const;
     std::uint64_t kernel_drops() const noexcept;
     bool counts_kernel_drops() const noexcept;
     std::size_t receive_buffer_bytes() const;

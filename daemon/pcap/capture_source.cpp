@@ -180,7 +180,7 @@ void CaptureSource::process(const Frame& frame, DatagramSink sink) {
     }
 }
 
-void CaptureSource::raw(const L4Packet& p, shard::PayloadKind kind, ByteSpan payload, Timestamp time,
+void CaptureSource::raw(const L4Packet& p, PayloadClass kind, ByteSpan payload, Timestamp time,
                         DatagramSink sink) {
     shard::Datagram& d = datagram_;
     d.time = time;
@@ -198,7 +198,7 @@ void CaptureSource::raw(const L4Packet& p, shard::PayloadKind kind, ByteSpan pay
     sink(d);
 }
 
-void CaptureSource::hep(ByteSpan bytes, ingest::Carrier carrier, Timestamp time, DatagramSink sink) {
+void CaptureSource::hep(ByteSpan bytes, intake::Carrier carrier, Timestamp time, DatagramSink sink) {
     if (!intake_.accept(bytes, carrier, time, datagram_)) return;
     ++stats_.datagrams;
     ++stats_.datagrams_by_kind[static_cast<std::size_t>(datagram_.kind)];
@@ -209,14 +209,14 @@ void CaptureSource::udp(const L4Packet& p, DatagramSink sink) {
     const ByteSpan payload = p.payload;
     if (is_hep_port(p.dst.port) || is_hep_port(p.src.port)) {
         count(PacketClass::hep_udp);
-        hep(payload, ingest::Carrier::udp, p.time, sink);
+        hep(payload, intake::Carrier::udp, p.time, sink);
         return;
     }
     if (is_sip_port(p.dst.port) || is_sip_port(p.src.port)) {
         // Senders mirror HEP from their SIP socket: the magic and length settle it.
         if (options_.sniff_hep && is_hep3(payload)) {
             count(PacketClass::hep_udp);
-            hep(payload, ingest::Carrier::udp, p.time, sink);
+            hep(payload, intake::Carrier::udp, p.time, sink);
             return;
         }
         if (only_keepalive_bytes(payload)) {
@@ -224,18 +224,18 @@ void CaptureSource::udp(const L4Packet& p, DatagramSink sink) {
             return;
         }
         count(PacketClass::sip_udp);
-        raw(p, shard::PayloadKind::sip, payload, p.time, sink);
+        raw(p, PayloadClass::sip, payload, p.time, sink);
         return;
     }
     const rtp::PacketKind kind = rtp::classify(payload);
     switch (kind) {
         case rtp::PacketKind::rtp:
             count(PacketClass::rtp);
-            raw(p, shard::PayloadKind::rtp, payload, p.time, sink);
+            raw(p, PayloadClass::rtp, payload, p.time, sink);
             return;
         case rtp::PacketKind::rtcp:
             count(PacketClass::rtcp);
-            raw(p, shard::PayloadKind::rtcp, payload, p.time, sink);
+            raw(p, PayloadClass::rtcp, payload, p.time, sink);
             return;
         default:
             break;
@@ -243,12 +243,12 @@ void CaptureSource::udp(const L4Packet& p, DatagramSink sink) {
     // Only now the text checks: media (the bulk) never gets here.
     if (options_.sniff_sip && looks_like_sip(payload)) {
         count(PacketClass::sip_udp);
-        raw(p, shard::PayloadKind::sip, payload, p.time, sink);
+        raw(p, PayloadClass::sip, payload, p.time, sink);
         return;
     }
     if (options_.sniff_hep && is_hep3(payload)) {
         count(PacketClass::hep_udp);
-        hep(payload, ingest::Carrier::udp, p.time, sink);
+        hep(payload, intake::Carrier::udp, p.time, sink);
         return;
     }
     switch (kind) {
@@ -291,13 +291,13 @@ void CaptureSource::tcp(const L4Packet& p, DatagramSink sink) {
     }
     auto on_message = [&](const TcpMessage& m) {
         if (m.protocol == StreamProtocol::hep) {
-            hep(m.bytes, ingest::Carrier::tcp, m.time, sink);
+            hep(m.bytes, intake::Carrier::tcp, m.time, sink);
             return;
         }
         L4Packet whole = p;
         whole.src = m.src;
         whole.dst = m.dst;
-        raw(whole, shard::PayloadKind::sip, m.bytes, m.time, sink);
+        raw(whole, PayloadClass::sip, m.bytes, m.time, sink);
     };
     tcp_.segment(p, protocol, on_message, sniffed);
 }

@@ -1,11 +1,11 @@
 #pragma once
 // The offline input: capture files in, shard::Datagrams out, in file order, exactly as the live
-// path would produce them. HEP found in a capture goes through ingest::HepIntake (so offline HEP
+// path would produce them. HEP found in a capture goes through intake::HepIntake (so offline HEP
 // decodes like live HEP); raw SIP and media are classified here. IP fragments and TCP streams are
 // reassembled. Every frame ends in exactly one counter:
 //   frames == sum(decode_errors) + fragments.fragments - fragments.reassembled + sum(packets)
 #include "core/time.hpp"
-#include "ingest/hep_intake.hpp"
+#include "intake/hep_intake.hpp"
 #include "pcap/decode.hpp"
 #include "pcap/function_ref.hpp"
 #include "pcap/ip_reassembly.hpp"
@@ -31,7 +31,7 @@ struct CaptureOptions {
     // SIP stream in its direction.
     bool sniff_sip = true;
     bool sniff_hep = true;
-    ingest::IntakeOptions intake;
+    intake::IntakeOptions intake;
     ReassemblyOptions fragments;
     TcpOptions tcp;  // tcp.max_streams: config pcap.max_tcp_streams
     std::size_t max_inflated_bytes = FileReader::kDefaultMaxInflatedBytes;
@@ -67,10 +67,10 @@ struct CaptureStats {
     std::array<std::uint64_t, kTunnelKindCount> tunnelled{};
     std::array<std::uint64_t, kPacketClassCount> packets{};
     std::uint64_t datagrams = 0;  // handed to the sink
-    std::array<std::uint64_t, shard::kPayloadKindCount> datagrams_by_kind{};
+    std::array<std::uint64_t, kPayloadClassCount> datagrams_by_kind{};
     ReassemblyStats fragments;
     TcpStats tcp;
-    ingest::IntakeStats hep;  // HEP messages found in the capture (UDP and TCP)
+    intake::IntakeStats hep;  // HEP messages found in the capture (UDP and TCP)
 
     std::uint64_t decode_errors_total() const noexcept;
     std::uint64_t packets_total() const noexcept;
@@ -97,8 +97,8 @@ public:
 private:
     void udp(const L4Packet& p, DatagramSink sink);
     void tcp(const L4Packet& p, DatagramSink sink);
-    void hep(ByteSpan bytes, ingest::Carrier carrier, Timestamp time, DatagramSink sink);
-    void raw(const L4Packet& p, shard::PayloadKind kind, ByteSpan payload, Timestamp time, DatagramSink sink);
+    void hep(ByteSpan bytes, intake::Carrier carrier, Timestamp time, DatagramSink sink);
+    void raw(const L4Packet& p, PayloadClass kind, ByteSpan payload, Timestamp time, DatagramSink sink);
     void count(PacketClass c) noexcept { ++stats_.packets[static_cast<std::size_t>(c)]; }
     bool is_hep_port(std::uint16_t port) const noexcept { return test(hep_ports_, port); }
     bool is_sip_port(std::uint16_t port) const noexcept { return test(sip_ports_, port); }
@@ -109,7 +109,7 @@ private:
     CaptureOptions options_;
     std::array<std::uint64_t, 1024> hep_ports_{};
     std::array<std::uint64_t, 1024> sip_ports_{};
-    ingest::HepIntake intake_;
+    intake::HepIntake intake_;
     Reassembler fragments_;
     TcpReassembler tcp_;
     CaptureStats stats_;

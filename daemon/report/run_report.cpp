@@ -95,7 +95,7 @@ json build_report(const RunInfo& info, const RunInputs& in) {
     c["bytes"] = cap.bytes;
     c["datagrams"] = cap.datagrams;
     c["datagrams_by_kind"] = nonzero(cap.datagrams_by_kind, [](std::size_t i) {
-        return shard::to_string(static_cast<shard::PayloadKind>(i));
+        return hepd::to_string(static_cast<PayloadClass>(i));
     });
     c["packets_by_class"] =
         nonzero(cap.packets, [](std::size_t i) { return pcap::to_string(static_cast<pcap::PacketClass>(i)); });

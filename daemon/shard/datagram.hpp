@@ -3,28 +3,13 @@
 // knows which one fed it.
 #include "core/address.hpp"
 #include "core/bytes.hpp"
+#include "core/payload_class.hpp"
 #include "core/time.hpp"
 
 #include <cstdint>
 #include <string_view>
 
 namespace hepd::shard {
-
-enum class PayloadKind : std::uint8_t { sip, rtp, rtcp, rtcp_json, qos, log, other };
-inline constexpr int kPayloadKindCount = 7;
-
-constexpr std::string_view to_string(PayloadKind k) noexcept {
-    switch (k) {
-    case PayloadKind::sip: return "sip";
-    case PayloadKind::rtp: return "rtp";
-    case PayloadKind::rtcp: return "rtcp";
-    case PayloadKind::rtcp_json: return "rtcp_json";
-    case PayloadKind::qos: return "qos";
-    case PayloadKind::log: return "log";
-    case PayloadKind::other: return "other";
-    }
-    return "other";
-}
 
 enum class Transport : std::uint8_t { udp, tcp, tls, sctp, other };
 
@@ -33,7 +18,7 @@ struct Datagram {
     Endpoint src;
     Endpoint dst;
     Transport transport = Transport::udp;  // of the captured packet, not of the HEP carrier
-    PayloadKind kind = PayloadKind::other;
+    PayloadClass kind = PayloadClass::other;
     std::uint8_t hep_payload_type = 0;     // chunk 0x0b, 0 when not from HEP
     std::uint16_t agent = 0;               // index of the configured capture agent, 0 = other
     std::uint32_t capture_id = 0;

@@ -48,17 +48,17 @@ std::uint64_t media_hash(const Endpoint& media) noexcept { return hash_endpoint(
 
 std::uint64_t dispatch_hash(const Datagram& d) noexcept {
     switch (d.kind) {
-    case PayloadKind::sip: {
+    case PayloadClass::sip: {
         const auto id = find_call_id(as_text(d.payload));
         return id.empty() ? hash_endpoint(d.src) : call_key(id);
     }
-    case PayloadKind::rtp: return media_hash(d.dst);
+    case PayloadClass::rtp: return media_hash(d.dst);
     // Reports land beside the stream they describe, whatever their correlation id says.
-    case PayloadKind::rtcp:
-    case PayloadKind::rtcp_json: return media_hash(d.src);
-    case PayloadKind::qos:
-    case PayloadKind::log:
-    case PayloadKind::other:
+    case PayloadClass::rtcp:
+    case PayloadClass::rtcp_json: return media_hash(d.src);
+    case PayloadClass::qos:
+    case PayloadClass::log:
+    case PayloadClass::other:
         if (!d.correlation_id.empty()) return call_key(d.correlation_id);
         return hash_endpoint(d.src);
     }

@@ -204,7 +204,7 @@ private:
             Batch* b = nullptr;
             while (l->full.try_pop(b)) {
                 for (const Datagram& d : b->datagrams()) {
-                    if (d.kind != PayloadKind::sip) continue;
+                    if (d.kind != PayloadClass::sip) continue;
                     current_order_ = d.order;
                     worker().process(d, *this);
                 }
@@ -226,7 +226,7 @@ private:
             const std::span<const Datagram> ds = h.batch->datagrams();
             for (; h.next < ds.size(); ++h.next) {
                 const Datagram& d = ds[h.next];
-                if (d.kind == PayloadKind::sip) continue;
+                if (d.kind == PayloadClass::sip) continue;
                 if (horizon_ < d.order) {
                     horizon_ = peers_progress();
                     drain_shard_links();
@@ -411,7 +411,7 @@ void Pipeline::Producer::push(const Datagram& in) {
         if (link.current->add(d)) {
             link.current->watermark = watermark_;
             ++next_order_;
-            if (d.kind == PayloadKind::sip && link.first_sip == UINT64_MAX) link.first_sip = d.order;
+            if (d.kind == PayloadClass::sip && link.first_sip == UINT64_MAX) link.first_sip = d.order;
             if (pipeline_.ordered_ && (next_order_ & 127U) == 0) publish(false);
             return;
         }

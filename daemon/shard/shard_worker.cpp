@@ -11,17 +11,17 @@ void ShardWorker::process(const Datagram& d, BindingSink& out) {
     stats_.datagrams[static_cast<std::size_t>(d.kind)].add();
     const PacketMeta meta{d.time, d.src, d.dst, d.agent};
     switch (d.kind) {
-    case PayloadKind::sip:
+    case PayloadClass::sip:
         out_ = &out;
         dialogs_.process(as_text(d.payload), meta);
         out_ = nullptr;
         break;
-    case PayloadKind::rtp: streams_.on_rtp(meta, d.payload); break;
-    case PayloadKind::rtcp: streams_.on_rtcp(meta, d.payload); break;
-    case PayloadKind::rtcp_json: streams_.on_rtcp_json(meta, d.correlation_id, d.payload); break;
-    case PayloadKind::qos:
-    case PayloadKind::log:
-    case PayloadKind::other: break;  // counted above; nothing to reconstruct (yet)
+    case PayloadClass::rtp: streams_.on_rtp(meta, d.payload); break;
+    case PayloadClass::rtcp: streams_.on_rtcp(meta, d.payload); break;
+    case PayloadClass::rtcp_json: streams_.on_rtcp_json(meta, d.correlation_id, d.payload); break;
+    case PayloadClass::qos:
+    case PayloadClass::log:
+    case PayloadClass::other: break;  // counted above; nothing to reconstruct (yet)
     }
 }
 

@@ -21,7 +21,7 @@ struct ShardConfig {
 };
 
 struct ShardStats {
-    std::array<Counter, kPayloadKindCount> datagrams{};  // by PayloadKind
+    std::array<Counter, kPayloadClassCount> datagrams{};  // by PayloadClass
     Counter bindings_sent;
     Counter bindings_received;
 };

@@ -15,7 +15,10 @@
 
 using namespace hepd::config;
 using hepd::Endpoint;
+using hepd::Cidr;
 using hepd::IpAddress;
+using hepd::PayloadClass;
+using hepd::parse_payload_class;
 using std::chrono::hours;
 using std::chrono::milliseconds;
 using std::chrono::minutes;
@@ -328,7 +331,8 @@ TEST_CASE("enum names", "[config][defaults]") {
     CHECK(to_string(PayloadClass::rtcp_json) == "rtcp_json");
     CHECK(to_string(PayloadClass::other) == "other");
     CHECK(parse_payload_class("qos") == PayloadClass::qos);
-    CHECK_FALSE(parse_payload_class("rtp").has_value());
+    CHECK(parse_payload_class("rtp") == PayloadClass::rtp);
+    CHECK_FALSE(parse_payload_class("rtcp_xr").has_value());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1056,8 +1060,8 @@ TEST_CASE("payload types", "[config][errors]") {
     auto e = load_error("hep:\n  payload_types:\n    - {code: 256, name: x, class: sip}\n");
     CHECK(std::string(e.what()) ==
           "test.yaml:3:14: hep.payload_types[0].code: expected an integer in [0, 255], got \"256\"");
-    e = load_error("hep:\n  payload_types:\n    - {code: 5, name: x, class: rtp}\n");
-    CHECK(e.detail() == "expected one of sip, rtcp, rtcp_json, qos, log, other, got \"rtp\"");
+    e = load_error("hep:\n  payload_types:\n    - {code: 5, name: x, class: rtcp_xr}\n");
+    CHECK(e.detail() == "expected one of sip, rtp, rtcp, rtcp_json, qos, log, other, got \"rtcp_xr\"");
     e = load_error("hep:\n  payload_types:\n    - {code: 5, name: x}\n");
     CHECK(std::string(e.what()) == "test.yaml:3:7: hep.payload_types[0]: missing required key class");
     e = load_error("hep:\n  payload_types:\n    - {code: 5, name: x, class: sip}\n    - {code: 0x05, name: y, class: log}\n");

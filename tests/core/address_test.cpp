@@ -71,3 +71,16 @@ TEST_CASE("hash spreads sequential Call-IDs evenly over shards", "[core][hash]")
         CHECK(c < 10500);
     }
 }
+
+TEST_CASE("an IPv4-mapped IPv6 address unmaps to the IPv4 address it carries", "[core][address]") {
+    CHECK(IpAddress::parse("::ffff:10.1.2.3")->unmapped() == *IpAddress::parse("10.1.2.3"));
+    CHECK(IpAddress::parse("::ffff:10.1.2.3")->unmapped().is_v4());
+    for (const char* unchanged : {"10.1.2.3", "::1", "::10.1.2.3", "2001:db8::ffff:10.1.2.3", "::fffe:10.1.2.3"}) {
+        INFO(unchanged);
+        CHECK(IpAddress::parse(unchanged)->unmapped() == *IpAddress::parse(unchanged));
+    }
+    CHECK(IpAddress{}.unmapped().empty());
+    // Same address, same hash; v4 and its mapped form are different keys until unmapped.
+    CHECK(hash_address(*IpAddress::parse("10.1.2.3")) == hash_address(IpAddress::parse("::ffff:10.1.2.3")->unmapped()));
+    CHECK(hash_address(*IpAddress::parse("10.1.2.3")) != hash_address(*IpAddress::parse("::ffff:10.1.2.3")));
+}

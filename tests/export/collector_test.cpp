@@ -6,7 +6,7 @@
 
 #include "export/collector.hpp"
 #include "export/convert.hpp"
-#include "ingest/agent_map.hpp"
+#include "intake/agent_map.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -37,7 +37,7 @@ gen::Truth feed(shard::ShardWorker& worker, const gen::CorpusOptions& options) {
         dg.src = s;
         dg.dst = d;
         const bool sip = s.port == 5060 || d.port == 5060;
-        dg.kind = sip ? shard::PayloadKind::sip : shard::PayloadKind::rtp;
+        dg.kind = sip ? PayloadClass::sip : PayloadClass::rtp;
         dg.agent = sip ? 1 : 0;
         dg.payload = p;
         worker.process(dg, sink);
@@ -55,7 +55,7 @@ void send_sip(shard::ShardWorker& worker, std::string_view text, std::uint16_t a
     d.time = Timestamp{at_us};
     d.src = Endpoint{IpAddress::v4(0x0a000001U), 5060};
     d.dst = Endpoint{IpAddress::v4(0x0a000002U), 5060};
-    d.kind = shard::PayloadKind::sip;
+    d.kind = PayloadClass::sip;
     d.agent = agent;
     d.payload = as_bytes(text);
     worker.process(d, discard);
@@ -104,18 +104,18 @@ TEST_CASE("histograms: core buckets become cumulative Prometheus buckets", "[exp
 }
 
 TEST_CASE("value_of reads plain integers and core statistics alike", "[export][convert]") {
-    CHECK(metrics::value_of(std::uint64_t{5}) == 5);
+    CHECK(value_of(std::uint64_t{5}) == 5);
     Counter c;
     c.add(3);
-    CHECK(metrics::value_of(c) == 3);
-    ingest::StatCounter s;
+    CHECK(value_of(c) == 3);
+    StatCounter s;
     s.add(4);
-    CHECK(metrics::value_of(s) == 4);
+    CHECK(value_of(s) == 4);
     Gauge g;
     g.add(-2);
-    CHECK(metrics::value_of(g) == -2);
-    const std::array<ingest::StatCounter, 2> a{};
-    CHECK(metrics::value_of(a[1]) == 0);
+    CHECK(value_of(g) == -2);
+    const std::array<StatCounter, 2> a{};
+    CHECK(value_of(a[1]) == 0);
 }
 
 TEST_CASE("agent names: other first, unique, bounded", "[export][agents]") {
@@ -136,7 +136,7 @@ TEST_CASE("agent names: other first, unique, bounded", "[export][agents]") {
     many.push_back("a32");
     CHECK_THROWS_AS(make(many), std::invalid_argument);
 
-    CHECK(metrics::agent_names(ingest::AgentMap{}) == V{"other"});
+    CHECK(metrics::agent_names(intake::AgentMap{}) == V{"other"});
     CHECK(test::estate_agent_names() == V{"other", "kamailio", "asterisk"});
 }
 
@@ -163,7 +163,7 @@ TEST_CASE("a collector with no sources still shows every fixed series at zero", 
     CHECK(x.find("hepd_dialogs_finished_total").size() == 5);
     CHECK(x.find("hepd_hep_dropped_packets_total").size() == 5);
     CHECK(x.find("hepd_hep_timestamp_fixups_total").size() == 6);
-    CHECK(x.find("hepd_hep_packets_total").size() == 6);  // agent "other" only
+    CHECK(x.find("hepd_hep_packets_total").size() == kPayloadClassCount);  // agent "other" only
     CHECK(x.at("hepd_hep_packets_total", {{"payload_type", "qos"}, {"agent", "other"}}) == 0);
     CHECK(x.find("hepd_rtcp_reports_total").size() == 3);
     CHECK(x.find("hepd_table_evictions_total").size() == 6);

@@ -2,7 +2,7 @@
 
 #include "hep/encoder.hpp"
 #include "hep/message.hpp"
-#include "ingest/agent_map.hpp"
+#include "intake/agent_map.hpp"
 
 #include <stdexcept>
 #include <string_view>
@@ -12,9 +12,9 @@ namespace hepd::test {
 
 namespace {
 
-ingest::AgentMap estate_agents() {
-    return ingest::AgentMap({ingest::AgentRule::by_capture_id("kamailio", kKamailioCaptureId),
-                             ingest::AgentRule::by_capture_id("asterisk", kAsteriskCaptureId)});
+intake::AgentMap estate_agents() {
+    return intake::AgentMap({intake::AgentRule::by_capture_id("kamailio", kKamailioCaptureId),
+                             intake::AgentRule::by_capture_id("asterisk", kAsteriskCaptureId)});
 }
 
 // TcpStats fields may be plain integers or core counters: bump them either way.
@@ -63,26 +63,26 @@ std::vector<std::uint8_t> encode(const hep::Message& m) {
 }
 
 void feed_intakes(Estate& e) {
-    ingest::IntakeOptions options;
+    intake::IntakeOptions options;
     options.agents = estate_agents();
     // The UDP thread is live (its senders' clocks are checked); the TCP one is not.
-    ingest::IntakeOptions live = options;
-    live.sender_clocks = ingest::SenderClockOptions{};
-    e.intakes.push_back(std::make_unique<ingest::HepIntake>(live));
-    e.intakes.push_back(std::make_unique<ingest::HepIntake>(options));
-    ingest::HepIntake& udp = *e.intakes[0];
-    ingest::HepIntake& tcp = *e.intakes[1];
+    intake::IntakeOptions live = options;
+    live.sender_clocks = intake::SenderClockOptions{};
+    e.intakes.push_back(std::make_unique<intake::HepIntake>(live));
+    e.intakes.push_back(std::make_unique<intake::HepIntake>(options));
+    intake::HepIntake& udp = *e.intakes[0];
+    intake::HepIntake& tcp = *e.intakes[1];
     IntakeFeed& f = e.feed;
     const Timestamp now = Timestamp::from_parts(1'700'000'100, 0);
     shard::Datagram out;
 
-    auto accept = [&](ingest::HepIntake& intake, ingest::Carrier carrier, const std::vector<std::uint8_t>& bytes) {
+    auto accept = [&](intake::HepIntake& intake, intake::Carrier carrier, const std::vector<std::uint8_t>& bytes) {
         return intake.accept(ByteSpan(bytes.data(), bytes.size()), carrier, now, out, IpAddress::v4(0x0a090001U));
     };
     auto udp_v3 = [&](const std::vector<std::uint8_t>& bytes) {
         ++f.udp_v3_packets;
         f.udp_v3_bytes += bytes.size();
-        return accept(udp, ingest::Carrier::udp, bytes);
+        return accept(udp, intake::Carrier::udp, bytes);
     };
 
     const auto sip_from_kamailio = encode(hep_message(3, 1, kKamailioCaptureId, 1'700'000'000, kOptionsPing));
@@ -98,7 +98,7 @@ void feed_intakes(Estate& e) {
 
     const std::vector<std::uint8_t> garbage{'h', 'e', 'l', 'l', 'o'};
     for (int i = 0; i < 2; ++i) {
-        accept(udp, ingest::Carrier::udp, garbage);
+        accept(udp, intake::Carrier::udp, garbage);
         ++f.udp_not_hep;
     }
     udp_v3({'H', 'E', 'P', '3', 0});
@@ -106,8 +106,8 @@ void feed_intakes(Estate& e) {
     // Refused before decoding, yet received: counted by version like any other.
     ++f.udp_v3_packets;
     f.udp_v3_bytes += sip_from_kamailio.size();
-    udp.count_drop(ingest::DropReason::rate_limit, ByteSpan(sip_from_kamailio.data(), sip_from_kamailio.size()),
-                   ingest::Carrier::udp);
+    udp.count_drop(intake::DropReason::rate_limit, ByteSpan(sip_from_kamailio.data(), sip_from_kamailio.size()),
+                   intake::Carrier::udp);
     ++f.udp_rate_limited;
     udp.count_queue_full(4);
     f.queue_full = 4;
@@ -116,12 +116,12 @@ void feed_intakes(Estate& e) {
         const auto v2 = encode(hep_message(2, 1, 9, 1'700'000'000, kOptionsPing));
         ++f.tcp_v2_packets;
         f.tcp_v2_bytes += v2.size();
-        f.sip_other += accept(tcp, ingest::Carrier::tcp, v2) ? 1 : 0;
+        f.sip_other += accept(tcp, intake::Carrier::tcp, v2) ? 1 : 0;
     }
     const auto v1 = encode(hep_message(1, 1, 0, 0, kOptionsPing));
     ++f.tcp_v1_packets;
     f.tcp_v1_bytes += v1.size();
-    f.sip_other += accept(tcp, ingest::Carrier::tcp, v1) ? 1 : 0;
+    f.sip_other += accept(tcp, intake::Carrier::tcp, v1) ? 1 : 0;
     ++f.fixup_missing;
 }
 
@@ -160,7 +160,7 @@ Estate::Estate(const gen::CorpusOptions& corpus, std::size_t shards) {
         d.src = src;
         d.dst = dst;
         const bool sip = src.port == 5060 || dst.port == 5060;
-        d.kind = sip ? shard::PayloadKind::sip : shard::PayloadKind::rtp;
+        d.kind = sip ? PayloadClass::sip : PayloadClass::rtp;
         d.agent = sip ? agent_of(src) : 0;
         d.payload = payload;
         pipeline->producer(0).push(d);

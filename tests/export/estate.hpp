@@ -4,7 +4,7 @@
 // messages, TCP listener statistics, kernel drops and snapshot figures.
 #include "export/collector.hpp"
 #include "gen/call_generator.hpp"
-#include "ingest/hep_intake.hpp"
+#include "intake/hep_intake.hpp"
 #include "ingest/listeners.hpp"
 #include "shard/pipeline.hpp"
 #include "shard/shard_worker.hpp"
@@ -60,7 +60,7 @@ struct Estate {
     IntakeFeed feed;
     std::vector<shard::ShardWorker*> workers;  // owned by the pipeline
     std::unique_ptr<shard::Pipeline> pipeline;
-    std::vector<std::unique_ptr<ingest::HepIntake>> intakes;
+    std::vector<std::unique_ptr<intake::HepIntake>> intakes;
     ingest::TcpStats tcp;
     metrics::SnapshotFigures snapshot{0.25, 2, 1'700'000'123.5};
     std::shared_ptr<metrics::Collector> collector;

@@ -334,7 +334,7 @@ TEST_CASE("a scrape over HTTP reports the estate exactly", "[export][http]") {
         CHECK(x.at("hepd_hep_packets_total", {{"payload_type", "rtcp_json"}, {"agent", "asterisk"}}) == 1);
         CHECK(x.at("hepd_hep_packets_total", {{"payload_type", "log"}, {"agent", "other"}}) == 1);
         CHECK(x.sum("hepd_hep_packets_total") == 9);
-        CHECK(x.find("hepd_hep_packets_total").size() == 6 * 3);  // every class x every named agent
+        CHECK(x.find("hepd_hep_packets_total").size() == kPayloadClassCount * 3);  // every class x every named agent
 
         CHECK(x.at("hepd_tcp_connections") == 3);
         CHECK(x.at("hepd_tcp_connections_accepted_total") == 9);
@@ -502,7 +502,7 @@ TEST_CASE("scrapes during live traffic: counters never go backwards", "[export][
             dg.time = t;
             dg.src = s;
             dg.dst = d;
-            dg.kind = (s.port == 5060 || d.port == 5060) ? shard::PayloadKind::sip : shard::PayloadKind::rtp;
+            dg.kind = (s.port == 5060 || d.port == 5060) ? PayloadClass::sip : PayloadClass::rtp;
             dg.payload = p;
             pipeline.producer(0).push(dg);
             last = t;

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+using namespace hepd;
 using namespace hepd::hep;
 
 TEST_CASE("built-in payload types follow what senders send", "[hep][payload_type]") {
@@ -13,7 +14,7 @@ TEST_CASE("built-in payload types follow what senders send", "[hep][payload_type
     };
     const Row rows[] = {
         {1, "sip", PayloadClass::sip},
-        {4, "rtp", PayloadClass::other},
+        {4, "rtp", PayloadClass::rtp},
         {5, "rtcp_json", PayloadClass::rtcp_json},
         {0x10, "iax", PayloadClass::other},
         {32, "qos_report", PayloadClass::qos},
@@ -78,9 +79,10 @@ TEST_CASE("configuration adds and overrides payload types", "[hep][payload_type]
 
 TEST_CASE("payload classes round-trip through their names", "[hep][payload_type]") {
     const std::pair<PayloadClass, std::string_view> all[] = {
-        {PayloadClass::sip, "sip"}, {PayloadClass::rtcp, "rtcp"}, {PayloadClass::rtcp_json, "rtcp_json"},
-        {PayloadClass::qos, "qos"}, {PayloadClass::log, "log"},   {PayloadClass::other, "other"}};
-    STATIC_REQUIRE(std::size(all) == payload_class_count);
+        {PayloadClass::sip, "sip"}, {PayloadClass::rtp, "rtp"},   {PayloadClass::rtcp, "rtcp"},
+        {PayloadClass::rtcp_json, "rtcp_json"}, {PayloadClass::qos, "qos"}, {PayloadClass::log, "log"},
+        {PayloadClass::other, "other"}};
+    STATIC_REQUIRE(std::size(all) == kPayloadClassCount);
     for (const auto& [cls, name] : all) {
         CHECK(to_string(cls) == name);
         CHECK(parse_payload_class(name) == cls);

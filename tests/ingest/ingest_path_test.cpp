@@ -26,7 +26,7 @@ void append(std::vector<Packet>& batch, const std::vector<std::uint8_t>& bytes, 
     for (int i = 0; i < n; ++i) batch.push_back(Packet{bytes, from});
 }
 
-void check_invariant(const IntakeStats& s) {
+void check_invariant(const intake::IntakeStats& s) {
     INFO("received " << s.received() << " accepted " << s.accepted() << " dropped " << s.dropped_total());
     CHECK(s.received() == s.accepted() + s.dropped_total());
 }
@@ -58,14 +58,14 @@ TEST_CASE("global rate limit at a fixed offered load: within 5 %, drops = offere
     for (int step = 0; step < 1000; ++step) {
         steady.advance_us(10'000);
         wall.advance_us(10'000);
-        path.process(batch, Carrier::udp);
+        path.process(batch, intake::Carrier::udp);
     }
     const auto& s = path.stats();
     const std::uint64_t offered = 50'000;
     CHECK(s.received() == offered);
     CHECK(s.accepted() == 10'090);
     CHECK(sink.got.size() == 10'090);
-    CHECK(s.drops(DropReason::rate_limit) == offered - 10'090);
+    CHECK(s.drops(intake::DropReason::rate_limit) == offered - 10'090);
     const double achieved = static_cast<double>(s.accepted()) / 10.0;
     CHECK(achieved == Approx(1000.0).epsilon(0.05));
     CHECK(sink.flushes == 1000);  // once per batch
@@ -84,18 +84,18 @@ TEST_CASE("per-sender limit isolates a noisy sender", "[ingest][rate]") {
 
     auto run = [&](IngestPolicy policy) {
         IngestPolicy named = std::move(policy);
-        named.agents = AgentMap({AgentRule::by_source("quiet", *Prefix::parse("10.0.0.1")),
-                                 AgentRule::by_source("noisy", *Prefix::parse("10.0.0.9"))});
+        named.agents = intake::AgentMap({intake::AgentRule::by_source("quiet", *Cidr::parse("10.0.0.1")),
+                                 intake::AgentRule::by_source("noisy", *Cidr::parse("10.0.0.9"))});
         IngestControl control(std::move(named), steady);
         CollectingSink sink;
         IngestPath path(control, sink, wall);
         // 10 s in steps of 100 ms: the quiet sender offers 50/s, the noisy one 1,000/s.
         for (int step = 0; step < 100; ++step) {
             steady.advance_us(100'000);
-            path.process(batch, Carrier::udp);
+            path.process(batch, intake::Carrier::udp);
         }
         check_invariant(path.stats());
-        const auto sip = static_cast<std::size_t>(hep::PayloadClass::sip);
+        const auto sip = static_cast<std::size_t>(PayloadClass::sip);
         return std::pair<std::uint64_t, std::uint64_t>{path.stats().by_type[sip][1], path.stats().by_type[sip][2]};
     };
 
@@ -127,9 +127,9 @@ TEST_CASE("per-sender table is capped and evicts the least recently active sende
     std::vector<Packet> batch;
     // Four senders, three packets each, clock frozen: each new bucket holds 2 tokens.
     for (std::uint32_t host = 1; host <= 4; ++host) append(batch, bytes, Endpoint{IpAddress::v4(0x0a000000U + host), 1}, 3);
-    path.process(batch, Carrier::udp);
+    path.process(batch, intake::Carrier::udp);
     CHECK(path.stats().accepted() == 8);
-    CHECK(path.stats().drops(DropReason::rate_limit) == 4);
+    CHECK(path.stats().drops(intake::DropReason::rate_limit) == 4);
     CHECK(path.source_stats().evictions == 1);  // sender 1 made room for sender 4
     CHECK(path.source_stats().tracked_sources.value() == 3);
 
@@ -138,9 +138,9 @@ TEST_CASE("per-sender table is capped and evicts the least recently active sende
     batch.clear();
     append(batch, bytes, Endpoint{ip("10.0.0.1"), 1}, 1);
     append(batch, bytes, Endpoint{ip("10.0.0.4"), 1}, 1);
-    path.process(batch, Carrier::udp);
+    path.process(batch, intake::Carrier::udp);
     CHECK(path.stats().accepted() == 9);
-    CHECK(path.stats().drops(DropReason::rate_limit) == 5);
+    CHECK(path.stats().drops(intake::DropReason::rate_limit) == 5);
     CHECK(path.source_stats().evictions == 2);
     check_invariant(path.stats());
 }
@@ -149,7 +149,7 @@ TEST_CASE("allow list refuses other senders before decoding", "[ingest][allow]")
     ManualClock steady(Timestamp{0});
     ManualClock wall(kWall);
     IngestPolicy policy;
-    policy.allow = AllowList({*Prefix::parse("10.0.0.0/8")});
+    policy.allow = AllowList({*Cidr::parse("10.0.0.0/8")});
     IngestControl control(std::move(policy), steady);
     CollectingSink sink;
     IngestPath path(control, sink, wall);
@@ -159,11 +159,11 @@ TEST_CASE("allow list refuses other senders before decoding", "[ingest][allow]")
     append(batch, bytes, Endpoint{ip("10.1.1.1"), 9}, 3);
     append(batch, bytes, Endpoint{ip("192.0.2.1"), 9}, 2);
     append(batch, garbage, Endpoint{ip("192.0.2.1"), 9}, 1);  // refused before it could fail decoding
-    path.process(batch, Carrier::udp);
+    path.process(batch, intake::Carrier::udp);
     const auto& s = path.stats();
     CHECK(s.accepted() == 3);
-    CHECK(s.drops(DropReason::not_allowed) == 3);
-    CHECK(s.drops(DropReason::decode_error) == 0);
+    CHECK(s.drops(intake::DropReason::not_allowed) == 3);
+    CHECK(s.drops(intake::DropReason::decode_error) == 0);
     CHECK(s.undecodable_packets[0] == 1);
     CHECK(path.allows(ip("10.200.0.1")));
     CHECK_FALSE(path.allows(ip("192.0.2.1")));
@@ -175,7 +175,7 @@ TEST_CASE("live reconfiguration reaches the path at its next batch", "[ingest][r
     ManualClock wall(kWall);
     IngestPolicy first;
     first.auth_key = "one";
-    first.allow = AllowList({*Prefix::parse("10.0.0.0/8")});
+    first.allow = AllowList({*Cidr::parse("10.0.0.0/8")});
     IngestControl control(std::move(first), steady);
     CollectingSink sink;
     IngestPath path(control, sink, wall);
@@ -189,29 +189,29 @@ TEST_CASE("live reconfiguration reaches the path at its next batch", "[ingest][r
     append(batch, bytes, Endpoint{ip("10.0.0.1"), 9}, 2);
     append(batch, bytes, Endpoint{ip("172.16.0.1"), 9}, 2);
 
-    path.process(batch, Carrier::udp);
-    CHECK(path.stats().drops(DropReason::auth) == 2);
-    CHECK(path.stats().drops(DropReason::not_allowed) == 2);
+    path.process(batch, intake::Carrier::udp);
+    CHECK(path.stats().drops(intake::DropReason::auth) == 2);
+    CHECK(path.stats().drops(intake::DropReason::not_allowed) == 2);
     CHECK(path.stats().accepted() == 0);
 
     IngestPolicy second;
     second.auth_key = "two";
     second.limits = RateLimits{0, 0, 1, 1};  // one packet per sender, clock frozen
-    second.agents = AgentMap({AgentRule::by_capture_id("kamailio", 2001)});
+    second.agents = intake::AgentMap({intake::AgentRule::by_capture_id("kamailio", 2001)});
     control.update(std::move(second));
     CHECK(control.epoch() != epoch);
-    path.process(batch, Carrier::udp);
+    path.process(batch, intake::Carrier::udp);
     CHECK(path.epoch() == control.epoch());
     CHECK(path.stats().accepted() == 2);  // one per sender
-    CHECK(path.stats().drops(DropReason::rate_limit) == 2);
+    CHECK(path.stats().drops(intake::DropReason::rate_limit) == 2);
     REQUIRE(sink.got.size() == 2);
     CHECK(sink.got[0].agent == 1);
 
     // Limits off again: the per-sender table is emptied.
     control.update(IngestPolicy{});
-    path.process(batch, Carrier::udp);
+    path.process(batch, intake::Carrier::udp);
     CHECK(path.source_stats().tracked_sources.value() == 0);
-    CHECK(path.stats().drops(DropReason::auth) == 2);  // no key required any more
+    CHECK(path.stats().drops(intake::DropReason::auth) == 2);  // no key required any more
     CHECK(path.stats().accepted() == 6);
     check_invariant(path.stats());
 }
@@ -221,7 +221,7 @@ TEST_CASE("received = accepted + drops per path and merged, with every kind of r
     ManualClock wall(kWall);
     IngestPolicy policy = limits(0, 0, 1, 4);
     policy.auth_key = "k";
-    policy.allow = AllowList({*Prefix::parse("10.0.0.0/8")});
+    policy.allow = AllowList({*Cidr::parse("10.0.0.0/8")});
     IngestControl control(std::move(policy), steady);
     CollectingSink sink_a(3);  // every third hand-over lost to a "full queue"
     CollectingSink sink_b;
@@ -243,30 +243,30 @@ TEST_CASE("received = accepted + drops per path and merged, with every kind of r
     append(batch, good, Endpoint{ip("192.0.2.1"), 1}, 2);
     append(batch, good, Endpoint{ip("10.0.0.1"), 1}, 3);  // host 1 again: its bucket (4) runs out
     for (int round = 0; round < 2; ++round) {
-        a.process(batch, Carrier::udp);
-        b.process(batch, Carrier::tcp);
+        a.process(batch, intake::Carrier::udp);
+        b.process(batch, intake::Carrier::tcp);
     }
     // Per round and path: 24 packets, so 48 in all. Every sender has 4 tokens for both rounds
     // (clock frozen): host 1 offers 12 (4 pass), hosts 2..5 offer 6 each (4 pass each).
     for (const IngestPath* p : {&a, &b}) {
         const auto& s = p->stats();
         CHECK(s.received() == 48);
-        CHECK(s.drops(DropReason::not_allowed) == 4);
-        CHECK(s.drops(DropReason::auth) == 4);
-        CHECK(s.drops(DropReason::decode_error) == 4);
+        CHECK(s.drops(intake::DropReason::not_allowed) == 4);
+        CHECK(s.drops(intake::DropReason::auth) == 4);
+        CHECK(s.drops(intake::DropReason::decode_error) == 4);
         // Keyed packets from allowed hosts: 2 x (15 + 3) = 36 against 5 x 4 = 20 tokens. The
         // unkeyed and truncated senders (10.1.0.x) offer 4 each against their own 4 tokens.
-        CHECK(s.drops(DropReason::rate_limit) == 16);
+        CHECK(s.drops(intake::DropReason::rate_limit) == 16);
         check_invariant(s);
     }
     CHECK(b.stats().accepted() == 20);
-    CHECK(b.stats().drops(DropReason::queue_full) == 0);
+    CHECK(b.stats().drops(intake::DropReason::queue_full) == 0);
     // a: 20 handed over, every third lost (pushes 3, 6, ..., 18).
-    CHECK(a.stats().drops(DropReason::queue_full) == 6);
+    CHECK(a.stats().drops(intake::DropReason::queue_full) == 6);
     CHECK(a.stats().accepted() == 14);
     CHECK(sink_a.got.size() == 14);
 
-    IntakeStats merged;
+    intake::IntakeStats merged;
     merged.merge(a.stats());
     merged.merge(b.stats());
     CHECK(merged.received() == 96);
@@ -284,10 +284,10 @@ TEST_CASE("the global limit is shared by every path", "[ingest][rate]") {
     const auto bytes = sip_bytes();
     std::vector<Packet> batch;
     append(batch, bytes, Endpoint{ip("10.0.0.1"), 1}, 100);
-    a.process(batch, Carrier::udp);
-    b.process(batch, Carrier::udp);
+    a.process(batch, intake::Carrier::udp);
+    b.process(batch, intake::Carrier::udp);
     CHECK(a.stats().accepted() == 100);
     CHECK(b.stats().accepted() == 50);
     CHECK(a.stats().accepted() + b.stats().accepted() == 150);
-    CHECK(b.stats().drops(DropReason::rate_limit) == 50);
+    CHECK(b.stats().drops(intake::DropReason::rate_limit) == 50);
 }

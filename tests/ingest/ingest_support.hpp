@@ -17,7 +17,7 @@ struct Captured {
     Timestamp time;
     Endpoint src;
     Endpoint dst;
-    shard::PayloadKind kind = shard::PayloadKind::other;
+    PayloadClass kind = PayloadClass::other;
     std::uint16_t agent = 0;
     std::uint32_t capture_id = 0;
     std::string correlation_id;

@@ -164,7 +164,7 @@ TEST_CASE("TCP: several frames per read, and a partial frame completed by the ne
 TEST_CASE("TCP: OpenSIPS-style HEPv3 (vendor and extra-correlation chunks), several per segment",
           "[ingest][net][tcp]") {
     IngestPolicy policy;
-    policy.agents = AgentMap({AgentRule::by_capture_id("opensips", 42)});
+    policy.agents = intake::AgentMap({intake::AgentRule::by_capture_id("opensips", 42)});
     TcpRig rig(std::move(policy));
     auto client = rig.connect();
     const auto a = opensips_message("abc@192.0.2.10", kInvite);
@@ -179,7 +179,7 @@ TEST_CASE("TCP: OpenSIPS-style HEPv3 (vendor and extra-correlation chunks), seve
     CHECK(d.src == (Endpoint{ip("192.0.2.10"), 5060}));
     CHECK(d.dst == (Endpoint{ip("192.0.2.20"), 5061}));
     CHECK(d.time == Timestamp::from_parts(1'700'000'000, 1000));
-    CHECK(d.kind == shard::PayloadKind::sip);
+    CHECK(d.kind == PayloadClass::sip);
     CHECK(d.capture_id == 42);
     CHECK(d.agent == 1);
     CHECK(d.correlation_id == "def@192.0.2.10");
@@ -256,7 +256,7 @@ TEST_CASE("TCP: admission applies per connection and per frame", "[ingest][net][
     const auto one = test::encode(test::sip_message(test::kOptions));
     SECTION("a peer outside the allow list is refused at accept") {
         IngestPolicy policy;
-        policy.allow = AllowList({*Prefix::parse("10.0.0.0/8")});
+        policy.allow = AllowList({*Cidr::parse("10.0.0.0/8")});
         TcpRig rig(std::move(policy));
         auto client = rig.connect();
         REQUIRE(run_until(rig.io, [&] { return rig.closed(TcpCloseReason::not_allowed) == 1; }));
@@ -276,7 +276,7 @@ TEST_CASE("TCP: admission applies per connection and per frame", "[ingest][net][
         asio::write(client, asio::buffer(concat(frames)));
         REQUIRE(run_until(rig.io, [&] { return rig.path.stats().received() == 20; }));
         CHECK(rig.path.stats().accepted() == 5);
-        CHECK(rig.path.stats().drops(DropReason::rate_limit) == 15);
+        CHECK(rig.path.stats().drops(intake::DropReason::rate_limit) == 15);
         CHECK(rig.open() == 1);  // refusing frames does not close the stream
     }
 }

@@ -20,7 +20,7 @@ class CountingWorker final : public shard::Worker {
 public:
     void process(const shard::Datagram& d, shard::BindingSink&) override {
         ++processed;
-        if (d.kind == shard::PayloadKind::sip && d.agent == 1) ++from_agent;
+        if (d.kind == PayloadClass::sip && d.agent == 1) ++from_agent;
     }
     void bind(const MediaBinding&) override {}
     void advance(Timestamp) override {}
@@ -62,7 +62,7 @@ TEST_CASE("two receive paths feed two shards; full queues are counted as queue_f
     ManualClock steady(Timestamp{0});
     ManualClock wall(Timestamp::from_parts(1'700'000'100, 0));
     IngestPolicy policy;
-    policy.agents = AgentMap({AgentRule::by_capture_id("kamailio", 2001)});
+    policy.agents = intake::AgentMap({intake::AgentRule::by_capture_id("kamailio", 2001)});
     IngestControl control(std::move(policy), steady);
     ProducerSink sink0(pipeline.producer(0));
     ProducerSink sink1(pipeline.producer(1));
@@ -74,16 +74,16 @@ TEST_CASE("two receive paths feed two shards; full queues are counted as queue_f
     std::vector<Packet> batch;
     for (const auto& m : messages) batch.push_back(Packet{m, Endpoint{IpAddress::v4(0x0a000001U), 9}});
     for (std::size_t i = 0; i < batch.size(); i += 25) {
-        path0.process(std::span<const Packet>(batch).subspan(i, 25), Carrier::udp);
-        path1.process(std::span<const Packet>(batch).subspan(i, 25), Carrier::tcp);
+        path0.process(std::span<const Packet>(batch).subspan(i, 25), intake::Carrier::udp);
+        path1.process(std::span<const Packet>(batch).subspan(i, 25), intake::Carrier::tcp);
     }
     const auto& s0 = path0.stats();
     const auto& s1 = path1.stats();
     CHECK(s0.received() == 200);
     CHECK(s1.received() == 200);
-    CHECK(s0.drops(DropReason::queue_full) > 0);
-    CHECK(s0.drops(DropReason::queue_full) == pipeline.producer(0).dropped());
-    CHECK(s1.drops(DropReason::queue_full) == pipeline.producer(1).dropped());
+    CHECK(s0.drops(intake::DropReason::queue_full) > 0);
+    CHECK(s0.drops(intake::DropReason::queue_full) == pipeline.producer(0).dropped());
+    CHECK(s1.drops(intake::DropReason::queue_full) == pipeline.producer(1).dropped());
     CHECK(s0.received() == s0.accepted() + s0.dropped_total());
     CHECK(s1.received() == s1.accepted() + s1.dropped_total());
 

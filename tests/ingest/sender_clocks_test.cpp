@@ -1,7 +1,7 @@
 // Senders' clocks against the receive clock, driven by a ManualClock: every offset, shift and
 // count below is worked out by hand.
 #include "ingest/ingest_path.hpp"
-#include "ingest/sender_clocks.hpp"
+#include "intake/sender_clocks.hpp"
 
 #include "hep_message.hpp"
 #include "ingest_support.hpp"
@@ -16,6 +16,7 @@
 #include <vector>
 
 using namespace hepd;
+using namespace hepd::intake;
 using namespace hepd::ingest;
 using hepd::test::CollectingSink;
 using hepd::test::ip;

@@ -42,7 +42,7 @@ public:
     UdpReceiver& receiver() { return *receiver_; }
     IngestControl& control() { return control_; }
     Endpoint at() const { return receiver_->local_endpoint(); }
-    IntakeStats merged() const { return receiver_->merged_stats(); }
+    intake::IntakeStats merged() const { return receiver_->merged_stats(); }
     bool wait_received(std::uint64_t n) {
         return test::wait_until([&] { return receiver_->merged_stats().received() >= n; });
     }
@@ -195,7 +195,7 @@ TEST_CASE("two receive threads on SO_REUSEPORT sockets share a port (IPv4 and IP
 TEST_CASE("admission over real sockets", "[ingest][net][udp]") {
     asio::io_context io;
     const auto bytes = test::encode(test::sip_message(test::kOptions));
-    const auto sip = static_cast<std::size_t>(hep::PayloadClass::sip);
+    const auto sip = static_cast<std::size_t>(PayloadClass::sip);
 
     SECTION("global limit with a frozen clock: exactly the burst passes, over both threads") {
         IngestPolicy policy;
@@ -208,14 +208,14 @@ TEST_CASE("admission over real sockets", "[ingest][net][udp]") {
         rig.stop();
         const auto m = rig.merged();
         CHECK(m.accepted() == 100);
-        CHECK(m.drops(DropReason::rate_limit) == 220);
+        CHECK(m.drops(intake::DropReason::rate_limit) == 220);
         rig.check_invariants();
     }
     SECTION("per-sender limit: a noisy sender does not crowd out a quiet one") {
         IngestPolicy policy;
         policy.limits = RateLimits{0, 0, 1, 50};
-        policy.agents = AgentMap({AgentRule::by_source("quiet", *Prefix::parse("127.0.0.1")),
-                                  AgentRule::by_source("noisy", *Prefix::parse("127.0.0.2"))});
+        policy.agents = intake::AgentMap({intake::AgentRule::by_source("quiet", *Cidr::parse("127.0.0.1")),
+                                  intake::AgentRule::by_source("noisy", *Cidr::parse("127.0.0.2"))});
         UdpRig rig(std::move(policy), ip("127.0.0.1"), 2);
         UdpSender quiet(io, ip("127.0.0.1"), rig.at());
         UdpSender noisy(io, ip("127.0.0.2"), rig.at());
@@ -228,26 +228,26 @@ TEST_CASE("admission over real sockets", "[ingest][net][udp]") {
         const auto m = rig.merged();
         CHECK(m.by_type[sip][1] == 20);
         CHECK(m.by_type[sip][2] == 50);
-        CHECK(m.drops(DropReason::rate_limit) == 450);
+        CHECK(m.drops(intake::DropReason::rate_limit) == 450);
         rig.check_invariants();
     }
     SECTION("allow list refuses a sender outside it, and a reload lets it in") {
         IngestPolicy policy;
-        policy.allow = AllowList({*Prefix::parse("127.0.0.1/32")});
+        policy.allow = AllowList({*Cidr::parse("127.0.0.1/32")});
         UdpRig rig(std::move(policy), ip("127.0.0.1"), 1);
         UdpSender inside(io, ip("127.0.0.1"), rig.at());
         UdpSender outside(io, ip("127.0.0.2"), rig.at());
         for (int i = 0; i < 30; ++i) outside.send(bytes);
         for (int i = 0; i < 10; ++i) inside.send(bytes);
         REQUIRE(rig.wait_received(40));
-        CHECK(rig.merged().drops(DropReason::not_allowed) == 30);
+        CHECK(rig.merged().drops(intake::DropReason::not_allowed) == 30);
         CHECK(rig.merged().accepted() == 10);
 
         rig.control().update(IngestPolicy{});  // SIGHUP: allow everyone
         for (int i = 0; i < 10; ++i) outside.send(bytes);
         REQUIRE(rig.wait_received(50));
         rig.stop();
-        CHECK(rig.merged().drops(DropReason::not_allowed) == 30);
+        CHECK(rig.merged().drops(intake::DropReason::not_allowed) == 30);
         CHECK(rig.merged().accepted() == 20);
         rig.check_invariants();
     }
@@ -269,7 +269,7 @@ TEST_CASE("admission over real sockets", "[ingest][net][udp]") {
         REQUIRE(rig.wait_received(20));
         const auto& sinks = rig.stop();
         CHECK(rig.merged().accepted() == 10);
-        CHECK(rig.merged().drops(DropReason::auth) == 10);
+        CHECK(rig.merged().drops(intake::DropReason::auth) == 10);
         CHECK(sinks[0]->got.size() == 10);
         rig.check_invariants();
     }

@@ -27,7 +27,7 @@ struct Got {
     std::string src;
     std::string dst;
     shard::Transport transport = shard::Transport::other;
-    shard::PayloadKind kind = shard::PayloadKind::other;
+    PayloadClass kind = PayloadClass::other;
     std::uint8_t hep_payload_type = 0;
     std::uint32_t capture_id = 0;
     std::string correlation_id;
@@ -75,7 +75,7 @@ void check_accounting(const CaptureStats& s) {
 std::uint64_t packets(const CaptureStats& s, PacketClass c) {
     return s.packets[static_cast<std::size_t>(c)];
 }
-std::uint64_t kind_count(const CaptureStats& s, shard::PayloadKind k) {
+std::uint64_t kind_count(const CaptureStats& s, PayloadClass k) {
     return s.datagrams_by_kind[static_cast<std::size_t>(k)];
 }
 
@@ -110,7 +110,7 @@ TEST_CASE("fixture: HEP over UDP gives 60 SIP datagrams with the HEP message's o
     std::vector<std::size_t> with_correlation;
     for (std::size_t i = 0; i < r.got.size(); ++i) {
         const Got& g = r.got[i];
-        CHECK(g.kind == shard::PayloadKind::sip);
+        CHECK(g.kind == PayloadClass::sip);
         CHECK(g.hep_payload_type == 1);
         CHECK(g.capture_id == 2001);
         CHECK(g.transport == shard::Transport::udp);
@@ -137,7 +137,7 @@ TEST_CASE("fixture: HEP over UDP gives 60 SIP datagrams with the HEP message's o
     CHECK(s.frames_by_link[link_type_slot(LinkType::ethernet)] == 60);
     CHECK(packets(s, PacketClass::hep_udp) == 60);
     CHECK(s.datagrams == 60);
-    CHECK(kind_count(s, shard::PayloadKind::sip) == 60);
+    CHECK(kind_count(s, PayloadClass::sip) == 60);
     CHECK(s.hep.packets[0][2] == 60);  // udp, version 3
     CHECK(s.hep.accepted() == 60);
     CHECK(s.files == 1);
@@ -154,7 +154,7 @@ TEST_CASE("fixture: HEP over TCP is reassembled and framed into the same 60 mess
     std::vector<std::size_t> with_correlation;
     for (std::size_t i = 0; i < r.got.size(); ++i) {
         const Got& g = r.got[i];
-        CHECK(g.kind == shard::PayloadKind::sip);
+        CHECK(g.kind == PayloadClass::sip);
         CHECK(g.capture_id == 2001);
         ids.insert(call_id(g.payload));
         if (!g.correlation_id.empty()) with_correlation.push_back(i + 1);
@@ -195,13 +195,13 @@ TEST_CASE("fixture: raw sipp calls classify as tshark counts them", "[pcap][fixt
     CHECK(packets(s, PacketClass::sip_udp) == 130);
     CHECK(packets(s, PacketClass::rtp) == 880);
     CHECK(packets(s, PacketClass::rtcp) == 0);
-    CHECK(kind_count(s, shard::PayloadKind::sip) == 130);
-    CHECK(kind_count(s, shard::PayloadKind::rtp) == 880);
+    CHECK(kind_count(s, PayloadClass::sip) == 130);
+    CHECK(kind_count(s, PayloadClass::rtp) == 880);
     CHECK(s.decode_errors_total() == 0);
     std::set<std::string> ids;
     for (const Got& g : r.got) {
         CHECK(g.transport == shard::Transport::udp);
-        if (g.kind == shard::PayloadKind::sip) ids.insert(call_id(g.payload));
+        if (g.kind == PayloadClass::sip) ids.insert(call_id(g.payload));
     }
     CHECK(ids.size() == 10);
     check_accounting(s);
@@ -217,7 +217,7 @@ TEST_CASE("generated: fragmented INVITEs over IPv4, in order and out of order", 
         CHECK(r.got[0].time == Timestamp{kT0 + 2000});
         CHECK(r.got[0].src == "10.1.0.1:5060");
         CHECK(r.got[0].dst == "10.1.0.2:5060");
-        CHECK(r.got[0].kind == shard::PayloadKind::sip);
+        CHECK(r.got[0].kind == PayloadClass::sip);
         CHECK(r.got[0].payload.size() == 3253);
         CHECK(first_line(r.got[0].payload) == "INVITE sip:bob@example.com SIP/2.0");
         CHECK(call_id(r.got[0].payload) == "frag-1@hepd");
@@ -226,7 +226,7 @@ TEST_CASE("generated: fragmented INVITEs over IPv4, in order and out of order", 
         CHECK(r.got[1].time == Timestamp{kT0 + 3000});
         CHECK(first_line(r.got[1].payload) == "SIP/2.0 100 Trying");
         CHECK(r.got[1].payload.size() == 203);
-        CHECK(r.got[2].kind == shard::PayloadKind::rtp);
+        CHECK(r.got[2].kind == PayloadClass::rtp);
         CHECK(r.got[2].src == "10.1.0.9:40000");
         CHECK(r.got[2].payload.size() == 172);
         // Frames 6-9: last, first, first again, middle: complete at frame 9 (3755 bytes).
@@ -256,7 +256,7 @@ TEST_CASE("generated: IPv6 fragments behind a hop-by-hop header, last piece firs
     CHECK(g.time == Timestamp{kT0 + 5'001'000});
     CHECK(g.src == "[2001:db8::1]:5060");
     CHECK(g.dst == "[2001:db8::2]:5060");
-    CHECK(g.kind == shard::PayloadKind::sip);
+    CHECK(g.kind == PayloadClass::sip);
     CHECK(g.payload.size() == 2052);
     CHECK(first_line(g.payload) == "MESSAGE sip:bob@example.com SIP/2.0");
     CHECK(g.payload.substr(g.payload.size() - 4) == "xxxx");
@@ -294,7 +294,7 @@ TEST_CASE("generated: SIP over TCP with packing, splitting, reordering, retransm
     CHECK(first_line(r.got[4].payload) == "BYE sip:bob@example.com SIP/2.0");
     CHECK(r.got[4].payload.size() == 211);
     CHECK(r.got[4].src == "10.2.0.1:40001");
-    for (const Got& g : r.got) CHECK(g.kind == shard::PayloadKind::sip);
+    for (const Got& g : r.got) CHECK(g.kind == PayloadClass::sip);
 
     const TcpStats& s = r.stats.tcp;
     CHECK(s.segments == 13);
@@ -316,16 +316,16 @@ TEST_CASE("generated: pcapng with two interfaces, a simple packet and blocks to 
         CHECK(r.error == FileError::none);
         REQUIRE(r.got.size() == 4);
         CHECK(r.got[0].time == Timestamp{kT0 + 1});
-        CHECK(r.got[0].kind == shard::PayloadKind::sip);
+        CHECK(r.got[0].kind == PayloadClass::sip);
         CHECK(r.got[0].src == "10.3.0.1:5060");
         CHECK(r.got[0].payload.size() == 210);
         // Interface 1: raw IP, nanoseconds, if_tsoffset 100 s.
         CHECK(r.got[1].time == Timestamp{kT0 + 100'123'456});
-        CHECK(r.got[1].kind == shard::PayloadKind::rtp);
+        CHECK(r.got[1].kind == PayloadClass::rtp);
         CHECK(r.got[1].dst == "10.3.0.4:40002");
         // Simple packet block: interface 0, the previous frame's time.
         CHECK(r.got[2].time == Timestamp{kT0 + 100'123'456});
-        CHECK(r.got[2].kind == shard::PayloadKind::rtcp);
+        CHECK(r.got[2].kind == PayloadClass::rtcp);
         CHECK(r.got[2].payload.size() == 28);
         CHECK(r.got[3].time == Timestamp{kT0 + 2'000'000});
         CHECK(r.stats.frames_by_link[link_type_slot(LinkType::ethernet)] == 3);
@@ -343,10 +343,10 @@ TEST_CASE("generated: pcapng sections in both byte orders with four link types",
     CHECK(r.got[0].payload.size() == 212);
     CHECK(r.got[1].src == "[2001:db8::a]:5060");
     CHECK(r.got[1].dst == "[2001:db8::b]:5080");
-    CHECK(r.got[1].kind == shard::PayloadKind::sip);
+    CHECK(r.got[1].kind == PayloadClass::sip);
     CHECK(r.got[1].payload.size() == 219);
     CHECK(r.got[2].src == "127.0.0.1:40000");
-    CHECK(r.got[2].kind == shard::PayloadKind::rtp);
+    CHECK(r.got[2].kind == PayloadClass::rtp);
     CHECK(r.got[3].src == "[::1]:40000");
     CHECK(r.got[3].time == Timestamp{kT0 + 3'000'000});
     const auto& by_link = r.stats.frames_by_link;

@@ -33,7 +33,7 @@ Run run(const std::string& name) {
     CaptureSource source;
     Run r;
     auto sink = [&](const shard::Datagram& d) {
-        if (d.kind != shard::PayloadKind::sip) return;
+        if (d.kind != PayloadClass::sip) return;
         const std::string text(as_text(d.payload));
         r.sip.push_back(Sip{text.substr(0, text.find("\r\n")), d.src.to_string(), d.dst.to_string(), d.transport});
     };
@@ -123,7 +123,7 @@ TEST_CASE("keep-alives of white space on a SIP port are not SIP messages", "[pca
         Frame f;
         f.link_type = LinkType::raw;
         f.data = ByteSpan(frame);
-        source.process(f, [&](const shard::Datagram& d) { sip += d.kind == shard::PayloadKind::sip ? 1 : 0; });
+        source.process(f, [&](const shard::Datagram& d) { sip += d.kind == PayloadClass::sip ? 1 : 0; });
     }
     CHECK(sip == 1);
     CHECK(source.stats().packets[static_cast<std::size_t>(PacketClass::unknown_udp)] == 3);

@@ -78,7 +78,7 @@ std::map<std::string, std::set<std::string>> sdp_media_by_call(const std::string
     std::map<std::string, std::set<std::string>> media;
     pcap::CaptureSource source;
     auto sink = [&](const shard::Datagram& d) {
-        if (d.kind != shard::PayloadKind::sip) return;
+        if (d.kind != PayloadClass::sip) return;
         const std::string text(as_text(d.payload));
         auto header = [&](const std::string& name) {
             const auto at = text.find("\r\n" + name + ":");

@@ -12,7 +12,7 @@ using namespace hepd::shard;
 namespace {
 Datagram sip(std::string_view text) {
     Datagram d;
-    d.kind = PayloadKind::sip;
+    d.kind = PayloadClass::sip;
     d.payload = as_bytes(text);
     d.src = Endpoint{IpAddress::v4(0x0a000001U), 5060};
     return d;
@@ -35,7 +35,7 @@ TEST_CASE("a dialog's messages share one shard; its QoS and log records follow t
     const std::string invite = "INVITE sip:b@x SIP/2.0\r\nCall-ID: call-42@pbx\r\nCSeq: 1 INVITE\r\n\r\n";
     const std::string bye = "BYE sip:a@x SIP/2.0\r\ni: call-42@pbx\r\nCSeq: 2 BYE\r\n\r\n";
     Datagram qos;
-    qos.kind = PayloadKind::qos;
+    qos.kind = PayloadClass::qos;
     qos.correlation_id = "call-42@pbx";
     for (std::size_t n : {1, 2, 3, 4, 8, 14}) {
         const auto s = shard_of(sip(invite), n);
@@ -51,7 +51,7 @@ TEST_CASE("every RTCP report lands beside the stream it describes, whatever its 
     // The reporter b receives a stream on 50000; its reports leave from 50001 (or 50000 with
     // rtcp-mux), raw or as RTCP-JSON with the Call-ID in the correlation id.
     const Endpoint b{IpAddress::v4(0xc0a80002U), 50000};
-    for (const PayloadKind kind : {PayloadKind::rtcp, PayloadKind::rtcp_json}) {
+    for (const PayloadClass kind : {PayloadClass::rtcp, PayloadClass::rtcp_json}) {
         for (const std::uint16_t port : {std::uint16_t{50000}, std::uint16_t{50001}}) {
             Datagram report;
             report.kind = kind;
@@ -66,11 +66,11 @@ TEST_CASE("RTP goes by destination media address, raw RTCP by its reporter", "[s
     const Endpoint a{IpAddress::v4(0xc0a80001U), 40000};
     const Endpoint b{IpAddress::v4(0xc0a80002U), 50000};
     Datagram rtp;
-    rtp.kind = PayloadKind::rtp;
+    rtp.kind = PayloadClass::rtp;
     rtp.src = a;
     rtp.dst = b;
     Datagram rtcp;  // b reports on what it receives from a: b's RTCP port is 50001
-    rtcp.kind = PayloadKind::rtcp;
+    rtcp.kind = PayloadClass::rtcp;
     rtcp.src = Endpoint{b.address, 50001};
     rtcp.dst = Endpoint{a.address, 40001};
     for (std::size_t n : {2, 4, 7}) {

@@ -69,14 +69,14 @@ public:
     report::ShardCollector collector;
 };
 
-inline shard::PayloadKind kind_of(gen::PacketKind k) {
+inline PayloadClass kind_of(gen::PacketKind k) {
     switch (k) {
-    case gen::PacketKind::sip: return shard::PayloadKind::sip;
-    case gen::PacketKind::rtp: return shard::PayloadKind::rtp;
-    case gen::PacketKind::rtcp: return shard::PayloadKind::rtcp;
-    case gen::PacketKind::rtcp_json: return shard::PayloadKind::rtcp_json;
+    case gen::PacketKind::sip: return PayloadClass::sip;
+    case gen::PacketKind::rtp: return PayloadClass::rtp;
+    case gen::PacketKind::rtcp: return PayloadClass::rtcp;
+    case gen::PacketKind::rtcp_json: return PayloadClass::rtcp_json;
     }
-    return shard::PayloadKind::other;
+    return PayloadClass::other;
 }
 
 // The collector configuration a corpus assumes (its stream idle timeout).

@@ -70,7 +70,7 @@ Run make(std::size_t shards, PipelineOptions options) {
 
 Datagram rtp_to(std::uint16_t port, const std::string& text, std::int64_t t) {
     Datagram d;
-    d.kind = PayloadKind::rtp;
+    d.kind = PayloadClass::rtp;
     d.time = Timestamp{t};
     d.src = Endpoint{IpAddress::v4(0x0a000001U), 4000};
     d.dst = Endpoint{IpAddress::v4(0x0a000063U), port};
@@ -128,7 +128,7 @@ TEST_CASE("bindings cross to the shard that owns the media address", "[shard][pi
         for (int port = 2000; port < 2400; port += 2) texts.push_back("bind:" + std::to_string(port));
         for (const auto& t : texts) {
             Datagram d;
-            d.kind = PayloadKind::sip;
+            d.kind = PayloadClass::sip;
             d.payload = as_bytes(t);
             run.pipeline->producer(0).push(d);
         }
@@ -229,7 +229,7 @@ namespace {
 class OrderWorker final : public Worker {
 public:
     void process(const Datagram& d, BindingSink& out) override {
-        if (d.kind == PayloadKind::sip) {
+        if (d.kind == PayloadClass::sip) {
             ++sip;
         } else {
             log.push_back({d.order, false});
@@ -285,7 +285,7 @@ TEST_CASE("ordered mode applies every binding where one shard would: between the
             for (int i = 0; i < kDatagrams; ++i) {
                 Datagram d = rtp_to(static_cast<std::uint16_t>(2 * (i % 61)), texts[i], i);
                 if (i % 3 == 0) {
-                    d.kind = PayloadKind::sip;
+                    d.kind = PayloadClass::sip;
                     d.src = Endpoint{IpAddress::v4(0x0a000001U), static_cast<std::uint16_t>(5000 + (i * 7919) % 1000)};
                     ++bindings;
                 }

@@ -105,7 +105,7 @@ TEST_CASE("a flood of unique calls beyond the caps keeps memory flat and counts 
             dg.time = t;
             dg.src = s;
             dg.dst = d;
-            dg.kind = (d.port == 5060 || s.port == 5060) ? shard::PayloadKind::sip : shard::PayloadKind::rtp;
+            dg.kind = (d.port == 5060 || s.port == 5060) ? PayloadClass::sip : PayloadClass::rtp;
             dg.payload = p;
             pipeline.producer(0).push(dg);
             if (++n % 1000 == 0)

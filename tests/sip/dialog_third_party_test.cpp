@@ -37,7 +37,7 @@ Calls replay(const std::string& name, DialogTable& table) {
     Timestamp last{};
     std::size_t fed = 0;
     const auto error = source.read_file(hepd::test::third_party_fixture(name), [&](const shard::Datagram& d) {
-        if (d.kind != shard::PayloadKind::sip) return;
+        if (d.kind != PayloadClass::sip) return;
         table.expire(d.time);
         table.process(as_text(d.payload), PacketMeta{d.time, d.src, d.dst, 1});
         last = d.time;

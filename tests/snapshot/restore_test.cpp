@@ -93,7 +93,7 @@ shard::Datagram datagram(const Packet& p) {
     d.time = p.time;
     d.src = p.src;
     d.dst = p.dst;
-    d.kind = (p.dst.port == 5060 || p.src.port == 5060) ? shard::PayloadKind::sip : shard::PayloadKind::rtp;
+    d.kind = (p.dst.port == 5060 || p.src.port == 5060) ? PayloadClass::sip : PayloadClass::rtp;
     d.payload = as_bytes(p.payload);
     return d;
 }

@@ -5,7 +5,7 @@
 #include "core/address.hpp"
 #include "core/bytes.hpp"
 #include "core/packet_meta.hpp"
-#include "ingest/allow_list.hpp"
+#include "core/cidr.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-namespace hepd::ingest {
+namespace hepd::intake {
 
 struct AgentRule {
     enum class Selector : std::uint8_t { capture_id, node_name, source };
@@ -22,11 +22,11 @@ struct AgentRule {
     Selector selector = Selector::capture_id;
     std::uint32_t capture_id = 0;  // selector == capture_id: HEP chunk 0x0c (v2: the time header's)
     std::string node_name;         // selector == node_name: HEP chunk 0x13, compared byte for byte
-    Prefix source;                 // selector == source: the address the HEP packet came from
+    Cidr source;                 // selector == source: the address the HEP packet came from
 
     static AgentRule by_capture_id(std::string name, std::uint32_t id);
     static AgentRule by_node_name(std::string name, std::string node);
-    static AgentRule by_source(std::string name, Prefix network);
+    static AgentRule by_source(std::string name, Cidr network);
 };
 
 class AgentMap {
@@ -58,7 +58,7 @@ private:
         std::uint16_t index;
     };
     struct BySource {
-        Prefix network;
+        Cidr network;
         std::uint16_t index;
     };
 
@@ -69,4 +69,4 @@ private:
     std::size_t ignored_rules_ = 0;
 };
 
-} // namespace hepd::ingest
+} // namespace hepd::intake

@@ -1,10 +1,9 @@
-#include "ingest/hep_intake.hpp"
+#include "intake/hep_intake.hpp"
 
 #include <algorithm>
 #include <cstring>
-#include <type_traits>
 
-namespace hepd::ingest {
+namespace hepd::intake {
 
 namespace {
 
@@ -14,18 +13,6 @@ std::size_t version_index(ByteSpan bytes) noexcept {
         return 2;
     if (!bytes.empty() && (bytes[0] == 1 || bytes[0] == 2)) return bytes[0] - 1U;
     return 3;  // not HEP at all
-}
-
-shard::PayloadKind kind_of(hep::PayloadClass c, std::uint8_t code) noexcept {
-    switch (c) {
-    case hep::PayloadClass::sip: return shard::PayloadKind::sip;
-    case hep::PayloadClass::rtcp: return shard::PayloadKind::rtcp;
-    case hep::PayloadClass::rtcp_json: return shard::PayloadKind::rtcp_json;
-    case hep::PayloadClass::qos: return shard::PayloadKind::qos;
-    case hep::PayloadClass::log: return shard::PayloadKind::log;
-    case hep::PayloadClass::other: break;
-    }
-    return code == hep::payload_type::rtp ? shard::PayloadKind::rtp : shard::PayloadKind::other;
 }
 
 shard::Transport transport_of(std::uint8_t ip_protocol) noexcept {
@@ -47,73 +34,6 @@ bool same_key(ByteSpan got, std::string_view want) noexcept {
 }
 
 } // namespace
-
-std::string_view to_string(Carrier c) noexcept { return c == Carrier::udp ? "udp" : "tcp"; }
-
-std::string_view to_string(DropReason r) noexcept {
-    switch (r) {
-    case DropReason::rate_limit: return "rate_limit";
-    case DropReason::auth: return "auth";
-    case DropReason::not_allowed: return "not_allowed";
-    case DropReason::queue_full: return "queue_full";
-    case DropReason::decode_error: return "decode_error";
-    }
-    return "unknown";
-}
-
-namespace {
-
-template <class A>
-void add_all(A& into, const A& from) noexcept {
-    for (std::size_t i = 0; i < into.size(); ++i) {
-        if constexpr (std::is_base_of_v<Counter, std::decay_t<decltype(into[i])>>) {
-            into[i].add(from[i].value());
-        } else {
-            add_all(into[i], from[i]);
-        }
-    }
-}
-
-template <class A>
-std::uint64_t sum_all(const A& a) noexcept {
-    std::uint64_t n = 0;
-    for (const auto& x : a) {
-        if constexpr (std::is_base_of_v<Counter, std::decay_t<decltype(x)>>) {
-            n += x.value();
-        } else {
-            n += sum_all(x);
-        }
-    }
-    return n;
-}
-
-} // namespace
-
-void IntakeStats::merge(const IntakeStats& o) noexcept {
-    add_all(packets, o.packets);
-    add_all(bytes, o.bytes);
-    add_all(undecodable_packets, o.undecodable_packets);
-    add_all(decode_errors, o.decode_errors);
-    add_all(timestamp_fixups, o.timestamp_fixups);
-    add_all(by_type, o.by_type);
-    add_all(dropped, o.dropped);
-    clocks.merge(o.clocks);
-}
-
-std::uint64_t IntakeStats::received() const noexcept { return sum_all(packets) + sum_all(undecodable_packets); }
-
-std::uint64_t IntakeStats::accepted() const noexcept {
-    // Both are monotonic; a reader racing the writer could see the drop before the hand-over.
-    const std::uint64_t handed = sum_all(by_type);
-    const std::uint64_t lost = drops(DropReason::queue_full);
-    return handed > lost ? handed - lost : 0;
-}
-
-std::uint64_t IntakeStats::dropped_total() const noexcept { return sum_all(dropped); }
-
-std::uint64_t IntakeStats::by_class(hep::PayloadClass c) const noexcept {
-    return sum_all(by_type[static_cast<std::size_t>(c)]);
-}
 
 HepIntake::HepIntake(IntakeOptions options)
     : options_(std::move(options)), inflate_buffer_(std::max<std::size_t>(options_.max_decompressed_bytes, 1)) {
@@ -188,7 +108,7 @@ bool HepIntake::accept(ByteSpan bytes, Carrier carrier, Timestamp now, shard::Da
     out.src = message_.src;
     out.dst = message_.dst;
     out.transport = transport_of(message_.ip_protocol);
-    out.kind = kind_of(cls, message_.payload_type);
+    out.kind = cls;
     out.hep_payload_type = message_.payload_type;
     out.agent = agent;
     out.capture_id = message_.capture_id;
@@ -197,4 +117,4 @@ bool HepIntake::accept(ByteSpan bytes, Carrier carrier, Timestamp now, shard::Da
     return true;
 }
 
-} // namespace hepd::ingest
+} // namespace hepd::intake

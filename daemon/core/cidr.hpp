@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace hepd::config {
+namespace hepd {
 
 enum class CidrError : std::uint8_t {
     empty,
@@ -46,4 +46,4 @@ private:
     std::uint8_t prefix_len_ = 0;
 };
 
-} // namespace hepd::config
+} // namespace hepd

@@ -32,7 +32,7 @@
 #include "core/lru_table.hpp"
 #include "core/packet_meta.hpp"
 #include "core/time.hpp"
-#include "ingest/counters.hpp"
+#include "intake/intake_stats.hpp"
 
 #include <array>
 #include <cstddef>
@@ -40,7 +40,7 @@
 #include <optional>
 #include <string_view>
 
-namespace hepd::ingest {
+namespace hepd::intake {
 
 struct SenderKey {
     IpAddress address;  // where the HEP packet came from
@@ -52,20 +52,6 @@ struct SenderKey {
 struct SenderClockOptions {
     std::int64_t offset_limit_us = 5'000'000;  // hep.clock_offset_limit
     std::size_t max_senders = 4096;
-};
-
-// Single writer (the receive thread); summed over threads at scrape time.
-struct SenderClockStats {
-    // By agent index: measurements (first or after a step) beyond the limit, i.e. senders whose
-    // times are being shifted (hepd_hep_clock_offset_exceeded_total{agent}).
-    std::array<StatCounter, kMaxAgents> offset_exceeded{};
-    // By agent index: re-measurements after a corrected time fell outside the limit
-    // (hepd_hep_clock_steps_total{agent}).
-    std::array<StatCounter, kMaxAgents> steps{};
-    // Senders evicted at the table's cap (hepd_table_evictions_total{table="hep_senders"}).
-    StatCounter evictions;
-
-    void merge(const SenderClockStats& other) noexcept;
 };
 
 class SenderClocks {
@@ -110,4 +96,4 @@ private:
     LogThrottle eviction_log_;
 };
 
-} // namespace hepd::ingest
+} // namespace hepd::intake

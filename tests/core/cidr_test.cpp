@@ -1,4 +1,4 @@
-#include "config/cidr.hpp"
+#include "core/cidr.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -6,8 +6,8 @@
 #include <cstdint>
 
 using hepd::IpAddress;
-using hepd::config::Cidr;
-using hepd::config::CidrError;
+using hepd::Cidr;
+using hepd::CidrError;
 
 namespace {
 
@@ -34,7 +34,7 @@ IpAddress ip(std::string_view text) {
 
 } // namespace
 
-TEST_CASE("an IPv4 prefix parses into network and length", "[config][cidr]") {
+TEST_CASE("an IPv4 prefix parses into network and length", "[core][cidr]") {
     const Cidr c = cidr("10.0.0.0/8");
     CHECK(c.network() == IpAddress::v4(0x0a000000u));
     CHECK(c.prefix_len() == 8);
@@ -42,14 +42,14 @@ TEST_CASE("an IPv4 prefix parses into network and length", "[config][cidr]") {
     CHECK(cidr("10.0.0.0/08") == c);  // leading zero in the length is still 8
 }
 
-TEST_CASE("a bare address is a host prefix", "[config][cidr]") {
+TEST_CASE("a bare address is a host prefix", "[core][cidr]") {
     CHECK(cidr("192.168.1.7") == cidr("192.168.1.7/32"));
     CHECK(cidr("192.168.1.7").prefix_len() == 32);
     CHECK(cidr("2001:db8::1").prefix_len() == 128);
     CHECK(cidr("2001:db8::1").to_string() == "2001:db8::1/128");
 }
 
-TEST_CASE("IPv4 /0 contains every IPv4 address and no IPv6 one", "[config][cidr]") {
+TEST_CASE("IPv4 /0 contains every IPv4 address and no IPv6 one", "[core][cidr]") {
     const Cidr all = cidr("0.0.0.0/0");
     CHECK(all.contains(ip("0.0.0.0")));
     CHECK(all.contains(ip("1.2.3.4")));
@@ -60,7 +60,7 @@ TEST_CASE("IPv4 /0 contains every IPv4 address and no IPv6 one", "[config][cidr]
     CHECK_FALSE(all.contains(IpAddress{}));
 }
 
-TEST_CASE("IPv4 /32 contains exactly one address", "[config][cidr]") {
+TEST_CASE("IPv4 /32 contains exactly one address", "[core][cidr]") {
     const Cidr host = cidr("192.168.1.7/32");
     CHECK(host.contains(ip("192.168.1.7")));
     CHECK_FALSE(host.contains(ip("192.168.1.6")));
@@ -68,7 +68,7 @@ TEST_CASE("IPv4 /32 contains exactly one address", "[config][cidr]") {
     CHECK_FALSE(host.contains(ip("193.168.1.7")));
 }
 
-TEST_CASE("prefixes that end inside a byte compare the right bits", "[config][cidr]") {
+TEST_CASE("prefixes that end inside a byte compare the right bits", "[core][cidr]") {
     const Cidr nine = cidr("10.0.0.0/9");  // 10.0.0.0 - 10.127.255.255
     CHECK(nine.contains(ip("10.0.0.0")));
     CHECK(nine.contains(ip("10.127.255.255")));
@@ -93,7 +93,7 @@ TEST_CASE("prefixes that end inside a byte compare the right bits", "[config][ci
     CHECK_FALSE(v6.contains(ip("2001:db8:7fff:ffff:ffff:ffff:ffff:ffff")));
 }
 
-TEST_CASE("IPv6 /0 contains every IPv6 address and no IPv4 one", "[config][cidr]") {
+TEST_CASE("IPv6 /0 contains every IPv6 address and no IPv4 one", "[core][cidr]") {
     const Cidr all = cidr("::/0");
     CHECK(all.to_string() == "::/0");
     CHECK(all.contains(ip("::")));
@@ -103,7 +103,7 @@ TEST_CASE("IPv6 /0 contains every IPv6 address and no IPv4 one", "[config][cidr]
     CHECK_FALSE(all.contains(ip("10.1.2.3")));
 }
 
-TEST_CASE("IPv6 /128 contains exactly one address", "[config][cidr]") {
+TEST_CASE("IPv6 /128 contains exactly one address", "[core][cidr]") {
     const Cidr host = cidr("2001:db8::1/128");
     CHECK(host.contains(ip("2001:db8::1")));
     CHECK(host.contains(ip("2001:0db8:0000:0000:0000:0000:0000:0001")));
@@ -112,7 +112,7 @@ TEST_CASE("IPv6 /128 contains exactly one address", "[config][cidr]") {
     CHECK_FALSE(host.contains(ip("3001:db8::1")));
 }
 
-TEST_CASE("IPv6 /32 and /64 prefixes", "[config][cidr]") {
+TEST_CASE("IPv6 /32 and /64 prefixes", "[core][cidr]") {
     const Cidr doc = cidr("2001:db8::/32");
     CHECK(doc.to_string() == "2001:db8::/32");
     CHECK(doc.contains(ip("2001:db8::")));
@@ -124,7 +124,7 @@ TEST_CASE("IPv6 /32 and /64 prefixes", "[config][cidr]") {
     CHECK_FALSE(lan.contains(ip("fe80:0:0:1::1")));
 }
 
-TEST_CASE("an IPv4 prefix contains the IPv4-mapped form of its addresses", "[config][cidr]") {
+TEST_CASE("an IPv4 prefix contains the IPv4-mapped form of its addresses", "[core][cidr]") {
     const Cidr ten = cidr("10.0.0.0/8");
     CHECK(ten.contains(ip("::ffff:10.1.2.3")));
     CHECK_FALSE(ten.contains(ip("::ffff:11.0.0.1")));
@@ -138,7 +138,7 @@ TEST_CASE("an IPv4 prefix contains the IPv4-mapped form of its addresses", "[con
     CHECK_FALSE(cidr("::ffff:0:0/96").contains(ip("10.1.2.3")));
 }
 
-TEST_CASE("malformed prefixes are refused with the reason", "[config][cidr]") {
+TEST_CASE("malformed prefixes are refused with the reason", "[core][cidr]") {
     CHECK(cidr_error("") == CidrError::empty);
     CHECK(cidr_error("/8") == CidrError::bad_address);
     CHECK(cidr_error("10.0.0/8") == CidrError::bad_address);
@@ -162,7 +162,7 @@ TEST_CASE("malformed prefixes are refused with the reason", "[config][cidr]") {
     CHECK(cidr_error("2001:db8:8000::/32") == CidrError::host_bits_set);
 }
 
-TEST_CASE("make() applies the same rules as parse()", "[config][cidr]") {
+TEST_CASE("make() applies the same rules as parse()", "[core][cidr]") {
     const auto ok = Cidr::make(IpAddress::v4(0x0a000000u), 8);
     REQUIRE(ok.ok());
     CHECK(*ok == cidr("10.0.0.0/8"));
@@ -171,14 +171,14 @@ TEST_CASE("make() applies the same rules as parse()", "[config][cidr]") {
     CHECK(Cidr::make(IpAddress::v4(0u), 33).error() == CidrError::prefix_range);
 }
 
-TEST_CASE("a default Cidr matches nothing", "[config][cidr]") {
+TEST_CASE("a default Cidr matches nothing", "[core][cidr]") {
     const Cidr none;
     CHECK_FALSE(none.contains(ip("0.0.0.0")));
     CHECK_FALSE(none.contains(ip("::")));
     CHECK_FALSE(none.contains(IpAddress{}));
 }
 
-TEST_CASE("cidr errors have snake_case names", "[config][cidr]") {
+TEST_CASE("cidr errors have snake_case names", "[core][cidr]") {
     CHECK(to_string(CidrError::empty) == "empty");
     CHECK(to_string(CidrError::bad_address) == "bad_address");
     CHECK(to_string(CidrError::bad_prefix) == "bad_prefix");

@@ -1,4 +1,4 @@
-#include "ingest/sender_clocks.hpp"
+#include "intake/sender_clocks.hpp"
 
 #include "core/hash.hpp"
 
@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-namespace hepd::ingest {
+namespace hepd::intake {
 
 namespace {
 
@@ -26,12 +26,6 @@ std::string describe(const SenderKey& k) {
 double seconds(std::int64_t us) noexcept { return static_cast<double>(us) / 1e6; }
 
 } // namespace
-
-void SenderClockStats::merge(const SenderClockStats& o) noexcept {
-    for (std::size_t i = 0; i < offset_exceeded.size(); ++i) offset_exceeded[i].add(o.offset_exceeded[i].value());
-    for (std::size_t i = 0; i < steps.size(); ++i) steps[i].add(o.steps[i].value());
-    evictions.add(o.evictions.value());
-}
 
 SenderClocks::SenderClocks(SenderClockOptions options) : options_(options), table_(options.max_senders) {}
 
@@ -108,4 +102,4 @@ std::optional<std::int64_t> SenderClocks::offset_us(const SenderKey& sender) con
     return table_.entry(at).value.offset_us;
 }
 
-} // namespace hepd::ingest
+} // namespace hepd::intake

@@ -1,12 +1,12 @@
-#include "ingest/hep_intake.hpp"
+#include "intake/hep_intake.hpp"
 
-#include "hep_message.hpp"
+#include "ingest/hep_message.hpp"
 
 #include <catch2/catch.hpp>
 #include <zlib.h>
 
 using namespace hepd;
-using namespace hepd::ingest;
+using namespace hepd::intake;
 
 namespace {
 const Timestamp kNow = Timestamp::from_parts(1'700'000'100, 0);
@@ -17,7 +17,7 @@ TEST_CASE("intake turns a HEPv3 SIP message into a datagram", "[ingest]") {
     const auto bytes = test::encode(test::sip_message(test::kOptions));
     shard::Datagram d;
     REQUIRE(intake.accept(bytes, Carrier::udp, kNow, d));
-    CHECK(d.kind == shard::PayloadKind::sip);
+    CHECK(d.kind == PayloadClass::sip);
     CHECK(d.time == Timestamp::from_parts(1'700'000'000, 250'000));
     CHECK(d.src.to_string() == "10.0.0.1:5060");
     CHECK(d.dst.to_string() == "10.0.0.2:5080");
@@ -105,20 +105,20 @@ TEST_CASE("intake fixes wrong timestamps and counts the fix-up kind", "[ingest]"
 
 TEST_CASE("configured payload types change the class", "[ingest]") {
     IntakeOptions options;
-    REQUIRE(options.payload_types.set(200, "custom_log", hep::PayloadClass::log));
+    REQUIRE(options.payload_types.set(200, "custom_log", PayloadClass::log));
     HepIntake intake(options);
     auto m = test::sip_message("a log line");
     m.payload_type = 200;
     shard::Datagram d;
     REQUIRE(intake.accept(test::encode(m), Carrier::udp, kNow, d));
-    CHECK(d.kind == shard::PayloadKind::log);
+    CHECK(d.kind == PayloadClass::log);
     CHECK(d.hep_payload_type == 200);
 }
 
 TEST_CASE("intake names the capture agent and counts packets by class and agent", "[ingest][agent]") {
     IntakeOptions options;
     options.agents = AgentMap({AgentRule::by_capture_id("kamailio", 2001), AgentRule::by_node_name("pbx", "pbx01"),
-                               AgentRule::by_source("lan", *Prefix::parse("192.168.0.0/16"))});
+                               AgentRule::by_source("lan", *Cidr::parse("192.168.0.0/16"))});
     HepIntake intake(options);
     shard::Datagram d;
 
@@ -139,21 +139,21 @@ TEST_CASE("intake names the capture agent and counts packets by class and agent"
     lan.payload_type = 100;  // log
     REQUIRE(intake.accept(test::encode(lan), Carrier::udp, kNow, d, *IpAddress::parse("192.168.200.1")));
     CHECK(d.agent == 3);
-    CHECK(d.kind == shard::PayloadKind::log);
+    CHECK(d.kind == PayloadClass::log);
     REQUIRE(intake.accept(test::encode(lan), Carrier::udp, kNow, d, *IpAddress::parse("172.16.0.1")));
     CHECK(d.agent == 0);
     REQUIRE(intake.accept(test::encode(lan), Carrier::udp, kNow, d));  // no sender given
     CHECK(d.agent == 0);
 
     const auto& s = intake.stats();
-    const auto sip = static_cast<std::size_t>(hep::PayloadClass::sip);
-    const auto log = static_cast<std::size_t>(hep::PayloadClass::log);
+    const auto sip = static_cast<std::size_t>(PayloadClass::sip);
+    const auto log = static_cast<std::size_t>(PayloadClass::log);
     CHECK(s.by_type[sip][1] == 1);
     CHECK(s.by_type[sip][2] == 1);
     CHECK(s.by_type[log][3] == 1);
     CHECK(s.by_type[log][0] == 2);
-    CHECK(s.by_class(hep::PayloadClass::sip) == 2);
-    CHECK(s.by_class(hep::PayloadClass::log) == 3);
+    CHECK(s.by_class(PayloadClass::sip) == 2);
+    CHECK(s.by_class(PayloadClass::log) == 3);
     CHECK(s.packets[1][2] == 1);  // tcp, v3
     CHECK(s.packets[0][2] == 4);  // udp, v3
     CHECK(s.accepted() == 5);
@@ -174,7 +174,7 @@ TEST_CASE("intake counts queue_full drops after the hand-over, keeping the invar
     intake.count_queue_full(0);
     const auto& s = intake.stats();
     CHECK(s.received() == 10);
-    CHECK(s.by_class(hep::PayloadClass::sip) == 10);  // all were classified and handed over
+    CHECK(s.by_class(PayloadClass::sip) == 10);  // all were classified and handed over
     CHECK(s.drops(DropReason::queue_full) == 4);
     CHECK(s.accepted() == 6);
     CHECK(s.dropped_total() == 4);

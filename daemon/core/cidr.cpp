@@ -1,8 +1,8 @@
-#include "config/cidr.hpp"
+#include "core/cidr.hpp"
 
 #include <array>
 
-namespace hepd::config {
+namespace hepd {
 namespace {
 
 // True when the first prefix_len bits of a and b agree.
@@ -73,17 +73,12 @@ bool Cidr::contains(const IpAddress& address) const noexcept {
     if (network_.empty() || address.empty()) return false;
     if (network_.family() == address.family())
         return same_prefix(network_.bytes().data(), address.bytes().data(), prefix_len_);
-    if (network_.is_v4() && address.is_v6()) {
-        static constexpr std::array<std::uint8_t, 12> kMappedPrefix{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-        const auto& b = address.bytes();
-        if (!same_prefix(kMappedPrefix.data(), b.data(), 96)) return false;
-        return same_prefix(network_.bytes().data(), b.data() + 12, prefix_len_);
-    }
-    return false;
+    const IpAddress v4 = address.unmapped();
+    return network_.is_v4() && v4.is_v4() && same_prefix(network_.bytes().data(), v4.bytes().data(), prefix_len_);
 }
 
 std::string Cidr::to_string() const {
     return network_.to_string() + "/" + std::to_string(prefix_len_);
 }
 
-} // namespace hepd::config
+} // namespace hepd

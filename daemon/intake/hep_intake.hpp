@@ -10,55 +10,17 @@
 #include "hep/error.hpp"
 #include "hep/payload_type.hpp"
 #include "hep/timestamp.hpp"
-#include "ingest/agent_map.hpp"
-#include "ingest/counters.hpp"
-#include "ingest/sender_clocks.hpp"
+#include "intake/agent_map.hpp"
+#include "intake/intake_stats.hpp"
+#include "intake/sender_clocks.hpp"
 #include "shard/datagram.hpp"
 
-#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
-namespace hepd::ingest {
-
-enum class Carrier : std::uint8_t { udp, tcp };
-inline constexpr std::size_t kCarrierCount = 2;
-std::string_view to_string(Carrier c) noexcept;
-
-// hepd_hep_dropped_packets_total{reason}. decode_error is split further by hep::DecodeError in
-// IntakeStats::decode_errors.
-enum class DropReason : std::uint8_t { rate_limit, auth, not_allowed, queue_full, decode_error };
-inline constexpr std::size_t kDropReasonCount = 5;
-std::string_view to_string(DropReason r) noexcept;
-
-inline constexpr std::size_t kHepVersionCount = 3;  // index = version - 1
-
-struct IntakeStats {
-    // Every packet offered, refused or not: [carrier][version 1..3 -> 0..2].
-    std::array<std::array<StatCounter, kHepVersionCount>, kCarrierCount> packets{};
-    std::array<std::array<StatCounter, kHepVersionCount>, kCarrierCount> bytes{};
-    std::array<StatCounter, kCarrierCount> undecodable_packets{};  // not HEP of any version
-    std::array<StatCounter, hep::decode_error_count> decode_errors{};
-    std::array<StatCounter, hep::timestamp_fixup_count> timestamp_fixups{};
-    // Decoded, admitted and handed to the shards, by payload class and agent index
-    // (hepd_hep_packets_total{payload_type, agent}). A shard queue may still drop them later:
-    // those are counted again in dropped[queue_full].
-    std::array<std::array<StatCounter, kMaxAgents>, hep::payload_class_count> by_type{};
-    std::array<StatCounter, kDropReasonCount> dropped{};
-    // Senders' clocks against the receive clock (live only).
-    SenderClockStats clocks;
-
-    void merge(const IntakeStats& other) noexcept;
-    std::uint64_t received() const noexcept;
-    // Handed to the shards and not dropped by a full queue, so that
-    // received() == accepted() + dropped_total() whenever the thread is between packets.
-    std::uint64_t accepted() const noexcept;
-    std::uint64_t dropped_total() const noexcept;
-    std::uint64_t drops(DropReason r) const noexcept { return dropped[static_cast<std::size_t>(r)].value(); }
-    std::uint64_t by_class(hep::PayloadClass c) const noexcept;
-};
+namespace hepd::intake {
 
 struct IntakeOptions {
     hep::PayloadTypeTable payload_types;
@@ -109,4 +71,4 @@ private:
     std::optional<SenderClocks> clocks_;
 };
 
-} // namespace hepd::ingest
+} // namespace hepd::intake

@@ -1,13 +1,13 @@
-#include "ingest/agent_map.hpp"
+#include "intake/agent_map.hpp"
 
-#include "ingest_support.hpp"
+#include "ingest/ingest_support.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <string>
 
 using namespace hepd;
-using namespace hepd::ingest;
+using namespace hepd::intake;
 using hepd::test::ip;
 
 namespace {
@@ -18,8 +18,8 @@ TEST_CASE("agent map: capture id, then node name, then the longest source prefix
     const AgentMap map({
         AgentRule::by_capture_id("kamailio", 2001),
         AgentRule::by_node_name("pbx", "pbx01"),
-        AgentRule::by_source("rtpengine", *Prefix::parse("10.1.2.0/24")),
-        AgentRule::by_source("lan", *Prefix::parse("10.0.0.0/8")),
+        AgentRule::by_source("rtpengine", *Cidr::parse("10.1.2.0/24")),
+        AgentRule::by_source("lan", *Cidr::parse("10.0.0.0/8")),
         AgentRule::by_capture_id("kamailio", 2002),  // a second selector for the same name
     });
     REQUIRE(map.size() == 5);

@@ -1,8 +1,8 @@
-#include "ingest/agent_map.hpp"
+#include "intake/agent_map.hpp"
 
 #include <algorithm>
 
-namespace hepd::ingest {
+namespace hepd::intake {
 
 AgentRule AgentRule::by_capture_id(std::string name, std::uint32_t id) {
     AgentRule r;
@@ -20,7 +20,7 @@ AgentRule AgentRule::by_node_name(std::string name, std::string node) {
     return r;
 }
 
-AgentRule AgentRule::by_source(std::string name, Prefix network) {
+AgentRule AgentRule::by_source(std::string name, Cidr network) {
     AgentRule r;
     r.name = std::move(name);
     r.selector = Selector::source;
@@ -47,7 +47,7 @@ AgentMap::AgentMap(std::vector<AgentRule> rules) {
         }
     }
     std::stable_sort(by_source_.begin(), by_source_.end(),
-                     [](const BySource& a, const BySource& b) { return a.network.length() > b.network.length(); });
+                     [](const BySource& a, const BySource& b) { return a.network.prefix_len() > b.network.prefix_len(); });
 }
 
 std::uint16_t AgentMap::lookup(std::optional<std::uint32_t> capture_id, ByteSpan node_name,
@@ -71,4 +71,4 @@ std::string_view AgentMap::name(std::size_t index) const noexcept {
     return names_[index - 1];
 }
 
-} // namespace hepd::ingest
+} // namespace hepd::intake
