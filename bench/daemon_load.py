@@ -3,26 +3,30 @@
 sipcapture module fed the same way in the same run.
 
   bench/daemon_load.py [--build build] [--repetitions 3] [--duration 3] [--peers hepd,sipcapture]
-                       [--no-pin] [--update-baseline]
+                       [--no-pin] [--nice -10] [--update-baseline]
 
-For each peer (a fresh process for every measurement, one receive thread / one UDP worker):
+For each peer (a fresh process for every measurement; hepd --cores 1 with its one UDP receive
+thread, Kamailio with one UDP worker):
 1. Idle: no traffic for --idle-seconds; CPU % of one core and wake-ups per second (context
    switches of every thread of every process of the peer).
-2. Fixed rates (20,000 and 100,000 HEP packets/s, --rates): CPU per accepted packet, CPU %,
-   context switches per second, kernel drops (the socket's drops column in /proc/net/udp, and
-   hepd's own hepd_udp_kernel_drops_total), hepd's queue drops, packets accepted against sent.
-3. Highest lossless rate: first unpaced (the generator's top speed), then bisection over offered
-   rates (geometric, --bisect-steps probes) between the highest lossless and lowest lossy rate
-   seen; lossless = every packet sent was accepted, no kernel or queue drop. The figures at
-   that rate are reported like the fixed rates.
-Repetitions alternate the peers; the tables show medians. Then, for hepd only (unchanged from
-issue 5): --hep-rate-limit R offered at 2 R (exact excess dropped) and the scrape latency idle
-and under that load.
+2. Fixed rates (20,000 and 100,000 HEP packets/s, --rates), --duration seconds each: CPU per
+   accepted packet, CPU %, context switches per second, kernel drops (the socket's drops column
+   in /proc/net/udp, and hepd's own hepd_udp_kernel_drops_total), hepd's queue drops, packets
+   accepted against sent.
+3. Highest lossless rate: unpaced first (the generator's top speed) when both fixed rates were
+   lossless, then a geometric bisection (--bisect-steps probes) between the highest lossless
+   rate and the lowest lossy one (or, lower, a lossy step's accepted packets per second: the
+   peer's saturated throughput); lossless = every packet sent accepted, no kernel or queue drop.
+   The figures at that rate are reported like the fixed rates.
+Repetitions alternate the peers; tables show medians. Then, for hepd only (as in issue 5):
+--hep-rate-limit R offered at 2 R (exact excess dropped) and the scrape latency idle and under
+that load.
 
-CPU is utime + stime from /proc/PID/stat (all threads; summed over the peer's processes) over
+CPU is utime + stime from /proc/PID/stat (all threads, summed over the peer's processes) over
 the measured window; context switches are voluntary + nonvoluntary from
-/proc/PID/task/*/status. The peer runs on CPU 0 and the generator on CPU 1 (taskset) unless
---no-pin. Kamailio's configuration is bench/kamailio-sipcapture.cfg.
+/proc/PID/task/*/status. The peer runs on CPU 0 and the generator on CPU 1 (taskset; --no-pin),
+each in a session of its own whose scheduling group is at nice --nice, ahead of the compilers
+sharing the machine. Kamailio's configuration is bench/kamailio-sipcapture.cfg.
 """
 import argparse
 import glob
@@ -513,8 +517,14 @@ def print_table(result, out=sys.stderr):
     print(f"{'':<{w0}}  " + "  ".join(f"{n:>{w[i]}}" for i, n in enumerate(names)), file=out)
     for (label, _), c in zip(rows, cells):
         print(f"{label:<{w0}}  " + "  ".join(f"{v:>{w[i]}}" for i, v in enumerate(c)), file=out)
+    rl = result.get("rate_limit")
+    if rl:
+        print(f"hepd --hep-rate-limit {rl['limit']} offered {rl['offered_rate']}/s: {rl['sent']} sent, "
+              f"{rl['accepted']:.0f} accepted (at most {rl['expected_accepted_upper_bound']}), "
+              f"{rl['dropped_rate_limit']:.0f} rate_limit drops; scrape {1000 * rl['scrape_seconds_idle_median']:.2f} ms "
+              f"idle, {1000 * rl['scrape_seconds_under_load_median']:.2f} ms under load (medians of 10)", file=out)
     for k, v in result.get("acceptance", {}).items():
-        print(f"{k}: {v}", file=out)
+        print(f"{'met' if v else 'NOT met'}: {k}", file=out)
     print(result["method"]["note"], file=out)
 
 
@@ -569,9 +579,11 @@ def main():
         for k in kinds:
             rep = measure_peer_rep(a, k)
             reps[k].append(rep)
+            probes = " ".join(f"{s['achieved_rate'] / 1000:.1f}k{'' if s['lossless'] else '(lossy)'}"
+                              for s in [*rep["rates"].values(), *rep["lossless"]["steps"]])
             print(f"repetition {i + 1}/{a.repetitions} {k}: idle {rep['idle']['cpu_pct']:.2f} % "
                   f"{rep['idle']['wakeups_per_s']:.0f} wake-ups/s; lossless {rep['lossless']['rate']:.0f}/s "
-                  f"({time.monotonic() - t0:.0f} s)", file=sys.stderr)
+                  f"[{probes}] ({time.monotonic() - t0:.0f} s)", file=sys.stderr)
     result["peers"] = {k: peer_summary(v) for k, v in reps.items()}
     result["runs"] = reps
 
