@@ -423,6 +423,22 @@ def measure_peer_rep(a, kind):
     return rep
 
 
+def probe_list(rep):
+    return " ".join(f"{s['achieved_rate'] / 1000:.1f}k{'' if s['lossless'] else '(lossy)'}"
+                    for s in [*rep["rates"].values(), *rep["lossless"]["steps"]])
+
+
+def compact_rep(rep):
+    """One repetition in a few lines: what baseline.json keeps of it."""
+    def point(s):
+        return {"achieved_rate": round(s["achieved_rate"]), "lossless": s["lossless"],
+                "cpu_us_per_packet": None if s["cpu_us_per_packet"] is None else round(s["cpu_us_per_packet"], 2),
+                "cpu_pct": round(s["cpu_pct"], 1), "ctx_switches_per_s": round(s["ctx_switches_per_s"])}
+    return {"idle": {"cpu_pct": round(rep["idle"]["cpu_pct"], 2), "wakeups_per_s": round(rep["idle"]["wakeups_per_s"])},
+            "rates": {r: point(s) for r, s in rep["rates"].items()},
+            "lossless_rate": round(rep["lossless"]["rate"]), "probes": probe_list(rep)}
+
+
 def peer_summary(reps):
     out = {"idle": summarize([r["idle"] for r in reps], ["cpu_pct", "wakeups_per_s"])}
     out["idle"]["processes"] = reps[0]["idle"]["processes"]
@@ -579,13 +595,12 @@ def main():
         for k in kinds:
             rep = measure_peer_rep(a, k)
             reps[k].append(rep)
-            probes = " ".join(f"{s['achieved_rate'] / 1000:.1f}k{'' if s['lossless'] else '(lossy)'}"
-                              for s in [*rep["rates"].values(), *rep["lossless"]["steps"]])
+            probes = probe_list(rep)
             print(f"repetition {i + 1}/{a.repetitions} {k}: idle {rep['idle']['cpu_pct']:.2f} % "
                   f"{rep['idle']['wakeups_per_s']:.0f} wake-ups/s; lossless {rep['lossless']['rate']:.0f}/s "
                   f"[{probes}] ({time.monotonic() - t0:.0f} s)", file=sys.stderr)
     result["peers"] = {k: peer_summary(v) for k, v in reps.items()}
-    result["runs"] = reps
+    result["repetitions"] = {k: [compact_rep(r) for r in v] for k, v in reps.items()}
 
     acc = {}
     h = result["peers"].get("hepd")
@@ -608,7 +623,7 @@ def main():
         result["rate_limit"] = rate_limit_part(a)
 
     print_table(result)
-    print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=2))
+    print(json.dumps(result, indent=2))
     if a.update_baseline:
         path = os.path.join(HERE, "baseline.json")
         baseline = json.load(open(path))
