@@ -12,15 +12,20 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <array>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 namespace hepd::metrics {
 
 namespace {
+
+constexpr auto kKnockInterval = std::chrono::milliseconds(5);
 
 bool civetweb_has_ipv6() noexcept {
 #if defined(HEPD_HAVE_CIVETWEB_H)
@@ -68,6 +73,41 @@ std::string bind_failure_reason(const Endpoint& at) {
     return "the HTTP server (civetweb) did not start";
 }
 
+// Connects to the listening socket and hangs up at once. The wildcard addresses are reached
+// through loopback.
+void knock(const Endpoint& at) noexcept {
+    sockaddr_storage storage{};
+    socklen_t length = 0;
+    if (at.address.is_v4()) {
+        auto* sin = reinterpret_cast<sockaddr_in*>(&storage);
+        sin->sin_family = AF_INET;
+        sin->sin_port = htons(at.port);
+        if (at.address == IpAddress::v4(0u)) {
+            sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        } else {
+            std::memcpy(&sin->sin_addr, at.address.bytes().data(), 4);
+        }
+        length = sizeof(sockaddr_in);
+    } else {
+        auto* sin6 = reinterpret_cast<sockaddr_in6*>(&storage);
+        sin6->sin6_family = AF_INET6;
+        sin6->sin6_port = htons(at.port);
+        if (at.address.empty() || at.address == IpAddress::v6(std::array<std::uint8_t, 16>{})) {
+            sin6->sin6_addr = in6addr_loopback;
+        } else {
+            std::memcpy(&sin6->sin6_addr, at.address.bytes().data(), 16);
+        }
+        length = sizeof(sockaddr_in6);
+    }
+    const int fd = ::socket(storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return;
+    // A full backlog would make connect() wait for SYN retries.
+    const timeval timeout{0, 100'000};
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+    ::connect(fd, reinterpret_cast<const sockaddr*>(&storage), length);
+    ::close(fd);
+}
+
 } // namespace
 
 std::string listening_ports_spec(const Endpoint& at) {
@@ -104,7 +144,29 @@ Exporter::Exporter(const ExporterOptions& options, std::shared_ptr<prometheus::C
 
 Exporter::~Exporter() { stop(); }
 
-void Exporter::stop() noexcept { exposer_.reset(); }
+void Exporter::stop() noexcept {
+    if (!exposer_) return;
+    // civetweb (1.15) stops by raising a flag and joining its master thread, which polls the
+    // listening socket in SOCKET_TIMEOUT_QUANTUM (2 s) steps and looks at the flag only when a
+    // poll returns: up to 2 s for nothing. A connection makes the poll return; knocking until
+    // the Exposer is gone lands one after the flag is raised (earlier knocks are accepted and
+    // closed at once, as a scraper that hung up).
+    std::atomic<bool> stopped{false};
+    std::thread knocker;
+    try {
+        knocker = std::thread([this, &stopped] {
+            while (!stopped.load(std::memory_order_acquire)) {
+                knock(local_);
+                std::this_thread::sleep_for(kKnockInterval);
+            }
+        });
+    } catch (const std::system_error&) {
+        // No thread to spare: the slow stop still stops.
+    }
+    exposer_.reset();
+    stopped.store(true, std::memory_order_release);
+    if (knocker.joinable()) knocker.join();
+}
 
 std::string Exporter::url() const { return "http://" + local_.to_string() + path_; }
 
