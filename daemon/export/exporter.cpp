@@ -44,24 +44,27 @@ bool plain_path(const std::string& path) noexcept {
     return true;
 }
 
-// civetweb only says "null context"; binding the same address ourselves names the real cause
-// (in use, not a local address, permission) for the start-up error.
-std::string bind_failure_reason(const Endpoint& at) {
-    sockaddr_storage storage{};
-    socklen_t length = 0;
+socklen_t to_sockaddr(const Endpoint& at, sockaddr_storage& storage) noexcept {
+    storage = {};
     if (at.address.is_v4()) {
         auto* sin = reinterpret_cast<sockaddr_in*>(&storage);
         sin->sin_family = AF_INET;
         sin->sin_port = htons(at.port);
         std::memcpy(&sin->sin_addr, at.address.bytes().data(), 4);
-        length = sizeof(sockaddr_in);
-    } else {
-        auto* sin6 = reinterpret_cast<sockaddr_in6*>(&storage);
-        sin6->sin6_family = AF_INET6;
-        sin6->sin6_port = htons(at.port);
-        std::memcpy(&sin6->sin6_addr, at.address.bytes().data(), 16);
-        length = sizeof(sockaddr_in6);
+        return sizeof(sockaddr_in);
     }
+    auto* sin6 = reinterpret_cast<sockaddr_in6*>(&storage);
+    sin6->sin6_family = AF_INET6;
+    sin6->sin6_port = htons(at.port);
+    std::memcpy(&sin6->sin6_addr, at.address.bytes().data(), 16);
+    return sizeof(sockaddr_in6);
+}
+
+// civetweb only says "null context"; binding the same address ourselves names the real cause
+// (in use, not a local address, permission) for the start-up error.
+std::string bind_failure_reason(const Endpoint& at) {
+    sockaddr_storage storage;
+    const socklen_t length = to_sockaddr(at, storage);
     const int fd = ::socket(storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return std::system_category().message(errno);
     const int on = 1;
@@ -73,32 +76,17 @@ std::string bind_failure_reason(const Endpoint& at) {
     return "the HTTP server (civetweb) did not start";
 }
 
-// Connects to the listening socket and hangs up at once. The wildcard addresses are reached
-// through loopback.
-void knock(const Endpoint& at) noexcept {
-    sockaddr_storage storage{};
-    socklen_t length = 0;
-    if (at.address.is_v4()) {
-        auto* sin = reinterpret_cast<sockaddr_in*>(&storage);
-        sin->sin_family = AF_INET;
-        sin->sin_port = htons(at.port);
-        if (at.address == IpAddress::v4(0u)) {
-            sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        } else {
-            std::memcpy(&sin->sin_addr, at.address.bytes().data(), 4);
-        }
-        length = sizeof(sockaddr_in);
-    } else {
-        auto* sin6 = reinterpret_cast<sockaddr_in6*>(&storage);
-        sin6->sin6_family = AF_INET6;
-        sin6->sin6_port = htons(at.port);
-        if (at.address.empty() || at.address == IpAddress::v6(std::array<std::uint8_t, 16>{})) {
-            sin6->sin6_addr = in6addr_loopback;
-        } else {
-            std::memcpy(&sin6->sin6_addr, at.address.bytes().data(), 16);
-        }
-        length = sizeof(sockaddr_in6);
+// Connects to the listening socket and hangs up at once; a wildcard address through loopback.
+void knock(const Endpoint& listening) noexcept {
+    Endpoint at = listening;
+    if (at.address == IpAddress::v4(0u)) at.address = IpAddress::v4(0x7f000001u);
+    if (at.address == IpAddress::v6(std::array<std::uint8_t, 16>{})) {
+        std::array<std::uint8_t, 16> loopback{};
+        loopback[15] = 1;
+        at.address = IpAddress::v6(loopback);
     }
+    sockaddr_storage storage;
+    const socklen_t length = to_sockaddr(at, storage);
     const int fd = ::socket(storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return;
     // A full backlog would make connect() wait for SYN retries.
