@@ -12,15 +12,20 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <array>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 namespace hepd::metrics {
 
 namespace {
+
+constexpr auto kKnockInterval = std::chrono::milliseconds(5);
 
 bool civetweb_has_ipv6() noexcept {
 #if defined(HEPD_HAVE_CIVETWEB_H)
@@ -39,24 +44,27 @@ bool plain_path(const std::string& path) noexcept {
     return true;
 }
 
-// civetweb only says "null context"; binding the same address ourselves names the real cause
-// (in use, not a local address, permission) for the start-up error.
-std::string bind_failure_reason(const Endpoint& at) {
-    sockaddr_storage storage{};
-    socklen_t length = 0;
+socklen_t to_sockaddr(const Endpoint& at, sockaddr_storage& storage) noexcept {
+    storage = {};
     if (at.address.is_v4()) {
         auto* sin = reinterpret_cast<sockaddr_in*>(&storage);
         sin->sin_family = AF_INET;
         sin->sin_port = htons(at.port);
         std::memcpy(&sin->sin_addr, at.address.bytes().data(), 4);
-        length = sizeof(sockaddr_in);
-    } else {
-        auto* sin6 = reinterpret_cast<sockaddr_in6*>(&storage);
-        sin6->sin6_family = AF_INET6;
-        sin6->sin6_port = htons(at.port);
-        std::memcpy(&sin6->sin6_addr, at.address.bytes().data(), 16);
-        length = sizeof(sockaddr_in6);
+        return sizeof(sockaddr_in);
     }
+    auto* sin6 = reinterpret_cast<sockaddr_in6*>(&storage);
+    sin6->sin6_family = AF_INET6;
+    sin6->sin6_port = htons(at.port);
+    std::memcpy(&sin6->sin6_addr, at.address.bytes().data(), 16);
+    return sizeof(sockaddr_in6);
+}
+
+// civetweb only says "null context"; binding the same address ourselves names the real cause
+// (in use, not a local address, permission) for the start-up error.
+std::string bind_failure_reason(const Endpoint& at) {
+    sockaddr_storage storage;
+    const socklen_t length = to_sockaddr(at, storage);
     const int fd = ::socket(storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return std::system_category().message(errno);
     const int on = 1;
@@ -66,6 +74,26 @@ std::string bind_failure_reason(const Endpoint& at) {
     ::close(fd);
     if (rc != 0) return std::system_category().message(error);
     return "the HTTP server (civetweb) did not start";
+}
+
+// Connects to the listening socket and hangs up at once; a wildcard address through loopback.
+void knock(const Endpoint& listening) noexcept {
+    Endpoint at = listening;
+    if (at.address == IpAddress::v4(0u)) at.address = IpAddress::v4(0x7f000001u);
+    if (at.address == IpAddress::v6(std::array<std::uint8_t, 16>{})) {
+        std::array<std::uint8_t, 16> loopback{};
+        loopback[15] = 1;
+        at.address = IpAddress::v6(loopback);
+    }
+    sockaddr_storage storage;
+    const socklen_t length = to_sockaddr(at, storage);
+    const int fd = ::socket(storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return;
+    // A full backlog would make connect() wait for SYN retries.
+    const timeval timeout{0, 100'000};
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+    ::connect(fd, reinterpret_cast<const sockaddr*>(&storage), length);
+    ::close(fd);
 }
 
 } // namespace
@@ -104,7 +132,29 @@ Exporter::Exporter(const ExporterOptions& options, std::shared_ptr<prometheus::C
 
 Exporter::~Exporter() { stop(); }
 
-void Exporter::stop() noexcept { exposer_.reset(); }
+void Exporter::stop() noexcept {
+    if (!exposer_) return;
+    // civetweb (1.15) stops by raising a flag and joining its master thread, which polls the
+    // listening socket in SOCKET_TIMEOUT_QUANTUM (2 s) steps and looks at the flag only when a
+    // poll returns: up to 2 s for nothing. A connection makes the poll return; knocking until
+    // the Exposer is gone lands one after the flag is raised (earlier knocks are accepted and
+    // closed at once, as a scraper that hung up).
+    std::atomic<bool> stopped{false};
+    std::thread knocker;
+    try {
+        knocker = std::thread([this, &stopped] {
+            while (!stopped.load(std::memory_order_acquire)) {
+                knock(local_);
+                std::this_thread::sleep_for(kKnockInterval);
+            }
+        });
+    } catch (const std::system_error&) {
+        // No thread to spare: the slow stop still stops.
+    }
+    exposer_.reset();
+    stopped.store(true, std::memory_order_release);
+    if (knocker.joinable()) knocker.join();
+}
 
 std::string Exporter::url() const { return "http://" + local_.to_string() + path_; }
 

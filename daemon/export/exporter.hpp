@@ -43,8 +43,9 @@ public:
     Endpoint local_endpoint() const noexcept { return local_; }
     // "http://0.0.0.0:9469/metrics"
     std::string url() const;
-    // Stops serving and waits for scrapes in progress; call before the sources the collectable
-    // reads are destroyed. Idempotent; the destructor does it too.
+    // Stops serving and waits for scrapes in progress (without one, it returns in a few tens of
+    // milliseconds rather than up to civetweb's 2 s poll quantum); call before the sources the
+    // collectable reads are destroyed. Idempotent; the destructor does it too.
     void stop() noexcept;
 
 private:

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The daemon end to end over loopback: HEP in over UDP and TCP, a real Prometheus scrape,
 SIGTERM with a final snapshot, a restart that restores the call in progress (which then completes
-correctly), SIGHUP, and a corrupt snapshot refused at start-up. Bounded: every wait has a deadline.
+correctly), SIGHUP, and a corrupt snapshot refused at start-up. Then an idle daemon stopped
+(promptly, its ports closed behind it), and steady TCP intake across periodic snapshots taken every
+second (the io thread that serves TCP never waits for one). Bounded: every wait has a deadline.
 
   daemon_lifecycle_test.py HEPD_BINARY
 """
@@ -124,6 +126,61 @@ class Daemon:
         return self.log.read()
 
 
+def refused(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        return False
+    except ConnectionRefusedError:
+        return True
+
+
+def idle_stop(work):
+    """SIGTERM with nothing going on: the periodic snapshot (60 s away) and the metrics endpoint
+    must not hold up the exit."""
+    state = os.path.join(work, "idle")
+    os.makedirs(state)
+    hep_port, metrics_port = free_port(), free_port()
+    d = Daemon(state, hep_port, metrics_port)
+    time.sleep(0.3)
+    rc, took = d.stop()
+    check("idle: exit status after SIGTERM", rc, 0)
+    check("idle: stopped within 5 s", took < 5, True)
+    check("idle: final snapshot written", os.path.exists(os.path.join(state, "hepd.snapshot")), True)
+    check("idle: metrics port closed after exit", refused(metrics_port), True)
+    check("idle: HEP TCP port closed after exit", refused(hep_port), True)
+
+
+def tcp_across_snapshots(work):
+    """One INVITE every 10 ms over one TCP connection for about 3.5 s while a snapshot is taken
+    every second: every one is received, accepted and reaches the shards, and the snapshots are
+    written meanwhile."""
+    state = os.path.join(work, "periodic")
+    os.makedirs(state)
+    config = os.path.join(work, "periodic.yaml")
+    with open(config, "w") as f:
+        f.write("state:\n  snapshot_interval: 1s\n")
+    hep_port, metrics_port = free_port(), free_port()
+    d = Daemon(state, hep_port, metrics_port, ("--config", config))
+    calls = 350
+    tcp = socket.create_connection(("127.0.0.1", hep_port), timeout=5)
+    for i in range(calls):
+        tcp.sendall(hep3(sip("INVITE", f"periodic-{i}"), time.time()))
+        time.sleep(0.01)
+    check("periodic: INVITEs received over TCP",
+          d.wait_metric(calls, "hepd_hep_received_packets_total", transport="tcp"), calls)
+    check("periodic: INVITEs accepted", d.metric("hepd_hep_packets_total", payload_type="sip"), calls)
+    check("periodic: dialogs in the shards", d.wait_metric(calls, "hepd_dialogs_active"), calls)
+    check("periodic: nothing dropped", d.metric("hepd_hep_dropped_packets_total"), 0)
+    written = len(re.findall(r"snapshot written to", d.text()))
+    check("periodic: snapshots written during the traffic", written >= 2, True)
+    check("periodic: snapshot failures", d.metric("hepd_snapshot_failures_total"), 0)
+    check("periodic: last snapshot time set", d.metric("hepd_snapshot_last_success_timestamp_seconds") > 0, True)
+    tcp.close()
+    rc, took = d.stop()
+    check("periodic: exit status after SIGTERM", rc, 0)
+    check("periodic: stopped within 5 s", took < 5, True)
+
+
 def main():
     work = tempfile.mkdtemp(prefix="hepd-lifecycle.")
     state = os.path.join(work, "state")
@@ -185,6 +242,9 @@ def main():
         check("corrupt snapshot: counted", d.metric("hepd_snapshot_failures_total") >= 1, True)
         check("corrupt snapshot: logged", "refused" in d.text(), True)
         d.stop()
+
+        idle_stop(work)
+        tcp_across_snapshots(work)
     finally:
         udp.close()
         if failures:

@@ -1,0 +1,328 @@
+#include "app/daemon.hpp"
+
+#include "app/wiring.hpp"
+#include "core/log.hpp"
+#include "core/version.hpp"
+#include "export/collector.hpp"
+#include "export/exporter.hpp"
+#include "hep/payload_type.hpp"
+#include "shard/pipeline.hpp"
+#include "shard/shard_worker.hpp"
+#include "snapshot/snapshot.hpp"
+// HEP intake and listeners.
+#include "intake/hep_intake.hpp"
+#include "ingest/ingest_control.hpp"
+#include "ingest/ingest_path.hpp"
+#include "ingest/listeners.hpp"
+#include "ingest/producer_sink.hpp"
+#include "ingest/udp_receiver.hpp"
+
+#include <spdlog/spdlog.h>
+#ifdef HEPD_WITH_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <string_view>
+#include <thread>
+#include <utility>
+
+namespace hepd::app {
+
+namespace {
+
+void notify_systemd(const char* state) {
+#ifdef HEPD_WITH_SYSTEMD
+    sd_notify(0, state);
+#else
+    (void)state;
+#endif
+}
+
+// The state directory must exist and be writable before anything else starts: a snapshot that
+// cannot be written would lose the calls in progress at the next restart.
+bool prepare_state_dir(const std::string& dir) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+        spdlog::critical("state directory {}: {}", dir, ec.message());
+        return false;
+    }
+    if (access(dir.c_str(), R_OK | W_OK | X_OK) != 0) {
+        spdlog::critical("state directory {} is not readable and writable: {}", dir, std::strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+intake::IntakeStats merged_stats(const ingest::IngestPath& tcp_path,
+                                 const std::vector<std::unique_ptr<ingest::UdpReceiver>>& udp) {
+    intake::IntakeStats total;
+    total.merge(tcp_path.stats());
+    for (const auto& r : udp) total.merge(r->merged_stats());
+    return total;
+}
+
+void log_summary(const intake::IntakeStats& s, std::string_view when) {
+    std::uint64_t decode_errors = 0;
+    for (const auto& n : s.decode_errors) decode_errors += n.value();
+    spdlog::info("{}: {} HEP packets received, {} accepted (sip {}, rtcp {}, rtcp_json {}, qos {}, log {}, other {}), "
+                 "{} decode errors, {} dropped by the rate limit, {} dropped for auth, {} not allowed",
+                 when, s.received(), s.accepted(), s.by_class(PayloadClass::sip), s.by_class(PayloadClass::rtcp),
+                 s.by_class(PayloadClass::rtcp_json), s.by_class(PayloadClass::qos), s.by_class(PayloadClass::log),
+                 s.by_class(PayloadClass::other), decode_errors, s.drops(intake::DropReason::rate_limit),
+                 s.drops(intake::DropReason::auth), s.drops(intake::DropReason::not_allowed));
+}
+
+// SIGHUP: re-read the file and apply what can change live; say what could not.
+void reload(const std::string& path, config::Config& current, ingest::IngestControl& control) {
+    if (path.empty()) {
+        spdlog::warn("SIGHUP: no --config file to reload (running on the embedded defaults)");
+        return;
+    }
+    config::Config next;
+    try {
+        next = config::load_file(path);
+    } catch (const config::ConfigError& e) {
+        spdlog::error("SIGHUP: configuration not reloaded: {}", e.what());
+        return;
+    }
+    control.update(app::ingest_policy(next));
+    set_log_level(config::to_string(next.log_level));
+    std::vector<std::string> fixed;
+    if (!(next.hep.listen == current.hep.listen && next.hep.udp == current.hep.udp && next.hep.tcp == current.hep.tcp))
+        fixed.emplace_back("hep listeners");
+    if (!(next.metrics == current.metrics)) fixed.emplace_back("metrics");
+    if (!(next.state == current.state)) fixed.emplace_back("state");
+    if (!(next.shards == current.shards) || !(next.tables == current.tables) || !(next.timers == current.timers))
+        fixed.emplace_back("shards, tables and timers");
+    if (!(next.hep.payload_types == current.hep.payload_types) ||
+        next.hep.max_decompressed_bytes != current.hep.max_decompressed_bytes ||
+        next.hep.clock_offset_limit != current.hep.clock_offset_limit)
+        fixed.emplace_back("payload types, decompression cap and clock offset limit");
+    spdlog::info("SIGHUP: reloaded rate limits, auth key, allow list, agent names and log level from {}", path);
+    if (!fixed.empty()) {
+        std::string list;
+        for (const auto& f : fixed) list += (list.empty() ? "" : ", ") + f;
+        spdlog::warn("SIGHUP: changes to {} need a restart and were not applied", list);
+    }
+    current.hep.rate_limit = next.hep.rate_limit;
+    current.hep.auth_key = next.hep.auth_key;
+    current.hep.allow = next.hep.allow;
+    current.agents = next.agents;
+    current.log_level = next.log_level;
+}
+
+} // namespace
+
+Daemon::Daemon(config::Config cfg, std::string config_path)
+    : cfg_(std::move(cfg)), config_path_(std::move(config_path)), snapshot_path_(cfg_.state.dir + "/hepd.snapshot") {}
+
+Daemon::~Daemon() = default;
+
+int Daemon::run() {
+    if (const int failure = start(); failure != 0) return failure;
+    io_.run();
+    shutdown();
+    return 0;
+}
+
+int Daemon::start() {
+    spdlog::info("hepd {} ({}) starting", kVersion, kGitCommit);
+    if (!prepare_state_dir(cfg_.state.dir)) return kExitCantCreate;
+
+    control_ = std::make_unique<ingest::IngestControl>(app::ingest_policy(cfg_), steady_);
+    if (cfg_.hep.rate_limit.rate == 0) {
+        spdlog::info("HEP rate limit: none");
+    } else {
+        spdlog::info("HEP rate limit: {} packets/s, burst {}", cfg_.hep.rate_limit.rate,
+                     cfg_.hep.rate_limit.burst == 0 ? cfg_.hep.rate_limit.rate : cfg_.hep.rate_limit.burst);
+    }
+
+    // Shards: restored from the last snapshot (re-routed to today's shard count) before they start.
+    const std::uint32_t shard_count = config::effective_shard_count(cfg_.shards, std::thread::hardware_concurrency());
+    auto sc = app::shard_config(cfg_);
+    sc.flush_at_end = false;  // open calls go to the snapshot, not into the statistics
+    std::vector<std::unique_ptr<shard::Worker>> owned;
+    for (std::uint32_t i = 0; i < shard_count; ++i) {
+        auto w = std::make_unique<shard::ShardWorker>(sc);
+        workers_.push_back(w.get());
+        owned.push_back(std::move(w));
+    }
+    restore_snapshot();
+
+    std::size_t udp_threads = 0;
+    if (cfg_.hep.udp.enabled)
+        udp_threads = cfg_.hep.listen.size() * std::max<std::uint32_t>(cfg_.hep.udp.receive_threads, 1);
+    shard::PipelineOptions po;
+    po.shards = shard_count;
+    po.producers = udp_threads + 1;  // every UDP receive thread, and the TCP thread
+    po.queue_batches = cfg_.shards.queue_batches;
+    po.batch_datagrams = cfg_.shards.batch_size;
+    po.threaded = true;
+    po.idle_tick_us = 1'000'000;
+    pipeline_ = std::make_unique<shard::Pipeline>(po, std::move(owned));
+    spdlog::info("{} reconstruction shards", shard_count);
+
+    if (const int failure = open_listeners(); failure != 0) return failure;
+    snapshots_ = std::make_unique<SnapshotScheduler>(snapshot_path_, cfg_.state.snapshot_interval,
+                                                     [this] { return capture_shards(); }, snapshot_state_, clock_);
+    if (const int failure = serve_metrics(); failure != 0) return failure;
+
+    pipeline_->start();
+    for (auto& r : udp_) r->start();
+    snapshots_->start();
+
+    signals_.emplace(io_, SIGINT, SIGTERM, SIGHUP);
+    wait_signal();
+    schedule_summary();
+#ifdef HEPD_WITH_SYSTEMD
+    if (sd_watchdog_enabled(0, &watchdog_us_) > 0 && watchdog_us_ > 0) pet_watchdog();
+#endif
+    notify_systemd("READY=1");
+    spdlog::info("ready; Ctrl-C or SIGTERM stops, SIGHUP reloads");
+    return 0;
+}
+
+void Daemon::restore_snapshot() {
+    if (!std::filesystem::exists(snapshot_path_)) return;
+    std::string detail;
+    auto file = snapshot::read_snapshot(snapshot_path_, &detail);
+    if (!file) {
+        snapshot_state_.failures.fetch_add(1);
+        spdlog::error("snapshot {} refused ({}: {}); starting empty. {}", snapshot_path_,
+                      snapshot::to_string(file.error()), snapshot::describe(file.error()), detail);
+        return;
+    }
+    const auto counts = snapshot::restore(*file, workers_);
+    spdlog::info("restored {} records from {} ({} dialogs, {} streams, {} refused) into {} shards", counts.restored(),
+                 snapshot_path_, counts.dialogs.restored, counts.streams.restored, counts.refused(), workers_.size());
+}
+
+int Daemon::open_listeners() {
+    ingest::IngestPathOptions path_options;
+    path_options.intake = app::live_intake_options(cfg_);
+    auto new_sink = [this](std::size_t) -> ingest::DatagramSink& {
+        auto& producer = pipeline_->producer(sinks_.size());
+        return *sinks_.emplace_back(std::make_unique<ingest::ProducerSink>(producer));
+    };
+    // The TCP listeners all run on the io thread and share one path.
+    tcp_path_ = std::make_unique<ingest::IngestPath>(*control_, new_sink(0), clock_, path_options);
+    for (const auto& at : cfg_.hep.listen) {
+        try {
+            if (cfg_.hep.udp.enabled) {
+                ingest::UdpOptions o;
+                o.listen = at;
+                o.threads = cfg_.hep.udp.receive_threads;
+                o.batch_size = cfg_.hep.udp.batch_size;
+                o.receive_buffer_bytes = cfg_.hep.udp.receive_buffer_bytes;
+                udp_.push_back(std::make_unique<ingest::UdpReceiver>(o, *control_, path_options, new_sink, clock_));
+                spdlog::info("listening for HEP on udp://{} ({} receive threads)",
+                             udp_.back()->local_endpoint().to_string(), udp_.back()->threads());
+            }
+            if (cfg_.hep.tcp.enabled) {
+                ingest::TcpOptions o;
+                o.listen = at;
+                o.max_connections = cfg_.hep.tcp.max_connections;
+                o.max_frame_bytes = cfg_.hep.tcp.max_frame_bytes;
+                o.idle_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.hep.tcp.idle_timeout);
+                tcp_.push_back(std::make_unique<ingest::TcpListener>(io_, o, *tcp_path_));
+                spdlog::info("listening for HEP on tcp://{}", tcp_.back()->local_endpoint().to_string());
+            }
+        } catch (const boost::system::system_error& e) {
+            spdlog::critical("cannot listen on {}: {}", at.to_string(), e.code().message());
+            return kExitUnavailable;
+        }
+    }
+    return 0;
+}
+
+// Prometheus: per-shard and per-thread statistics, merged at scrape time.
+int Daemon::serve_metrics() {
+    collector_ = std::make_shared<metrics::Collector>(
+        metrics::CollectorOptions{metrics::agent_names(control_->policy()->agents), metrics::this_build()});
+    for (auto* w : workers_) collector_->add_shard(*w);
+    collector_->add_intake(tcp_path_->stats());
+    for (const auto& r : udp_)
+        for (std::size_t i = 0; i < r->threads(); ++i) collector_->add_intake(r->path(i).stats());
+    for (const auto& l : tcp_) collector_->add_tcp(l->stats());
+    collector_->set_pipeline(*pipeline_);
+    collector_->set_kernel_drops([this] {
+        std::uint64_t n = 0;
+        for (const auto& r : udp_) n += r->kernel_drops();
+        return n;
+    });
+    collector_->set_snapshot([this] {
+        return metrics::SnapshotFigures{snapshot_state_.last_duration_seconds.load(), snapshot_state_.failures.load(),
+                                        snapshot_state_.last_success_unix_seconds.load()};
+    });
+    try {
+        exporter_ = std::make_unique<metrics::Exporter>(
+            metrics::ExporterOptions{cfg_.metrics.listen, cfg_.metrics.path}, collector_);
+    } catch (const metrics::ExporterError& e) {
+        spdlog::critical("cannot serve metrics: {}", e.what());
+        return kExitUnavailable;
+    }
+    spdlog::info("metrics at {}", exporter_->url());
+    return 0;
+}
+
+// Copies the shards' tables between two of their batches (a short pause for each shard); after
+// Pipeline::finish, on the calling thread.
+std::vector<snapshot::ShardImage> Daemon::capture_shards() {
+    std::vector<snapshot::ShardImage> images(workers_.size());
+    pipeline_->run_on_shards([&](std::size_t i, shard::Worker&) { images[i] = snapshot::capture(*workers_[i]); });
+    return images;
+}
+
+void Daemon::wait_signal() {
+    signals_->async_wait([this](boost::system::error_code ec, int signo) {
+        if (ec) return;
+        if (signo == SIGHUP) {
+            reload(config_path_, cfg_, *control_);
+            wait_signal();
+            return;
+        }
+        spdlog::info("signal {} received, stopping", signo);
+        notify_systemd("STOPPING=1");
+        for (auto& l : udp_) l->stop();
+        for (auto& l : tcp_) l->close();
+        io_.stop();
+    });
+}
+
+void Daemon::schedule_summary() {
+    summary_timer_.expires_after(std::chrono::seconds(60));
+    summary_timer_.async_wait([this](boost::system::error_code ec) {
+        if (ec) return;
+        log_summary(merged_stats(*tcp_path_, udp_), "last minute");
+        schedule_summary();
+    });
+}
+
+void Daemon::pet_watchdog() {
+    notify_systemd("WATCHDOG=1");
+    watchdog_timer_.expires_after(std::chrono::microseconds(watchdog_us_ / 2));
+    watchdog_timer_.async_wait([this](boost::system::error_code ec) {
+        if (!ec) pet_watchdog();
+    });
+}
+
+// No more input; the shards drain their queues, then the final snapshot.
+void Daemon::shutdown() {
+    snapshots_->stop();  // one under way completes; Pipeline::finish must not run beside a capture
+    for (auto& r : udp_) r->stop();
+    for (auto& s : sinks_) s->flush();
+    pipeline_->finish(clock_.now());
+    if (cfg_.state.snapshot_on_shutdown) snapshots_->write_now();
+    exporter_->stop();
+    log_summary(merged_stats(*tcp_path_, udp_), "at exit");
+}
+
+} // namespace hepd::app

@@ -1,0 +1,93 @@
+#pragma once
+// The live daemon: shards restored from the last snapshot, HEP listeners, the metrics endpoint,
+// periodic snapshots, signals and systemd notifications. run() starts it all, serves until SIGINT
+// or SIGTERM and shuts down in order; every part is a member that releases itself, so a start-up
+// failure half-way unwinds what was started.
+#include "app/snapshot_scheduler.hpp"
+#include "config/config.hpp"
+#include "core/time.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+// The parts, defined in daemon.cpp's includes.
+namespace hepd::shard {
+class Pipeline;
+class ShardWorker;
+} // namespace hepd::shard
+namespace hepd::ingest {
+class IngestControl;
+class IngestPath;
+class ProducerSink;
+class TcpListener;
+class UdpReceiver;
+} // namespace hepd::ingest
+namespace hepd::metrics {
+class Collector;
+class Exporter;
+} // namespace hepd::metrics
+
+namespace hepd::app {
+
+// Start-up failures (sysexits.h); the reason is logged first.
+inline constexpr int kExitUnavailable = 69;  // EX_UNAVAILABLE: a HEP listener or the metrics port cannot be bound
+inline constexpr int kExitCantCreate = 73;   // EX_CANTCREAT: unusable state directory
+
+class Daemon {
+public:
+    // config_path: the file SIGHUP re-reads (empty when running on the embedded defaults).
+    Daemon(config::Config cfg, std::string config_path);
+    ~Daemon();
+    Daemon(const Daemon&) = delete;
+    Daemon& operator=(const Daemon&) = delete;
+
+    // Starts, serves until SIGINT or SIGTERM, then stops: no more input, the shards drain their
+    // queues, the final snapshot (state.snapshot_on_shutdown), the metrics endpoint closes. Returns
+    // the exit status: 0, or kExitUnavailable / kExitCantCreate when start-up fails. Call once.
+    int run();
+
+private:
+    // Everything up to serving; 0 or the exit status of the failure.
+    int start();
+    void restore_snapshot();
+    int open_listeners();
+    int serve_metrics();
+    void wait_signal();
+    void schedule_summary();
+    void pet_watchdog();
+    void shutdown();
+    std::vector<snapshot::ShardImage> capture_shards();
+
+    config::Config cfg_;
+    const std::string config_path_;
+    const std::string snapshot_path_;
+    const SystemClock clock_;
+    const SteadyClock steady_;
+
+    // Declared in start-up order: destroyed the other way round, sources after their readers.
+    boost::asio::io_context io_{1};  // this thread: signals, timers and every TCP connection
+    std::unique_ptr<ingest::IngestControl> control_;
+    std::vector<shard::ShardWorker*> workers_;  // owned by pipeline_
+    std::unique_ptr<shard::Pipeline> pipeline_;
+    std::vector<std::unique_ptr<ingest::ProducerSink>> sinks_;  // one per producer of pipeline_
+    std::unique_ptr<ingest::IngestPath> tcp_path_;              // shared by the TCP listeners
+    std::vector<std::unique_ptr<ingest::UdpReceiver>> udp_;
+    std::vector<std::unique_ptr<ingest::TcpListener>> tcp_;
+    SnapshotState snapshot_state_;
+    std::unique_ptr<SnapshotScheduler> snapshots_;
+    std::shared_ptr<metrics::Collector> collector_;
+    std::unique_ptr<metrics::Exporter> exporter_;
+    std::optional<boost::asio::signal_set> signals_;  // taken over once serving
+    boost::asio::steady_timer summary_timer_{io_};
+    boost::asio::steady_timer watchdog_timer_{io_};
+    std::uint64_t watchdog_us_ = 0;
+};
+
+} // namespace hepd::app
