@@ -11,40 +11,53 @@
 namespace hepd::shard {
 
 // One direction between one producer (or shard) and one shard: full batches forward, empty
-// ones back for reuse, so the steady state allocates nothing.
+// ones back for reuse. Every batch is made here, so the steady state allocates nothing.
 struct Pipeline::Link {
-    Link(std::size_t queue_batches, std::size_t datagrams, std::size_t bytes, std::size_t bindings)
-        : full(queue_batches), empty(queue_batches + 2), max_batches(full.capacity() + 2),
-          batch_datagrams(datagrams), batch_bytes(bytes), batch_bindings(bindings) {}
-
-    // A batch to fill: recycled, or new while under the cap; nullptr when all are in flight.
-    Batch* acquire() {
-        Batch* b = nullptr;
-        if (empty.try_pop(b)) return b;
-        if (owned.size() < max_batches) {
-            owned.push_back(std::make_unique<Batch>(batch_datagrams, batch_bytes, batch_bindings));
-            return owned.back().get();
+    Link(std::size_t queue_batches, std::size_t datagrams, std::size_t bytes, std::size_t bindings, Doorbell& to)
+        : full(queue_batches), empty(full.capacity() + 2), receiver(&to) {
+        // One filling, a full queue, and one being read by the shard.
+        const std::size_t batches = full.capacity() + 2;
+        owned.reserve(batches);
+        spare.reserve(batches);
+        for (std::size_t i = 0; i < batches; ++i) {
+            owned.push_back(std::make_unique<Batch>(datagrams, bytes, bindings));
+            spare.push_back(owned.back().get());
         }
-        return nullptr;
+    }
+
+    // A batch to fill, the most recently returned first (its memory is warm; batches never used
+    // are never touched); nullptr when all are in flight.
+    Batch* acquire() noexcept {
+        Batch* b = nullptr;
+        while (empty.try_pop(b)) spare.push_back(b);  // never reallocates: room reserved for all
+        if (spare.empty()) return nullptr;
+        b = spare.back();
+        spare.pop_back();
+        return b;
+    }
+
+    // Receiver side: hands a batch back and tells the sender there is room.
+    void give_back(Batch* b) {
+        b->clear();
+        empty.try_push(b);  // cannot fail: it holds every batch
+        sender->ring();
     }
 
     SpscQueue<Batch*> full;
     SpscQueue<Batch*> empty;
-    std::vector<std::unique_ptr<Batch>> owned;  // touched by the producer side only
-    std::size_t max_batches;
-    std::size_t batch_datagrams;
-    std::size_t batch_bytes;
-    std::size_t batch_bindings;
-    Batch* current = nullptr;  // producer side
-    std::uint64_t first_sip = UINT64_MAX;  // producer side: of `current`, ordered mode
+    std::vector<std::unique_ptr<Batch>> owned;
+    std::vector<Batch*> spare;  // sender side
+    Doorbell* receiver;          // the shard this link feeds
+    Doorbell* sender = nullptr;  // the producer or shard that fills it
+    Batch* current = nullptr;    // sender side
+    std::uint64_t first_sip = UINT64_MAX;  // sender side: of `current`, ordered mode
 };
 
 namespace {
 
-void backoff(unsigned& spins) {
-    if (++spins < 64) return;
-    std::this_thread::sleep_for(std::chrono::microseconds(spins < 1024 ? 20 : 200));
-}
+const SteadyClock kSteadyClock;
+
+std::chrono::microseconds micros(std::int64_t us) { return std::chrono::microseconds(us); }
 
 } // namespace
 
@@ -52,7 +65,8 @@ void backoff(unsigned& spins) {
 
 class Pipeline::ShardThread final : public BindingSink {
 public:
-    ShardThread(Pipeline& p, std::size_t index) : pipeline_(p), index_(index) {}
+    ShardThread(Pipeline& p, std::size_t index)
+        : pipeline_(p), index_(index), live_ticks_(p.options_.threaded && p.options_.idle_tick_us > 0) {}
 
     void start() { thread_ = std::thread([this] { run(); }); }
     void join() {
@@ -65,15 +79,23 @@ public:
     std::vector<Link*> out_links;                       // to shard j (null for j == self)
     Timestamp end{};
 
+    // Rung by everything that gives this shard work: a batch from a producer or a peer, a task,
+    // a tick, the end of the input, room on a link it waits for, and (ordered mode) a peer's
+    // progress passing the order it waits for.
+    Doorbell bell;
     // A task posted by run_on_shards(): the shard runs it between batches and acknowledges.
     const std::function<void(std::size_t, Worker&)>* task = nullptr;
     std::atomic<std::uint64_t> task_posted{0};
     std::atomic<std::uint64_t> task_done{0};
+    std::atomic<bool> tick_requested{false};
     // Ordered mode: every SIP datagram of this shard with a lower order is processed and its
     // bindings are queued to their shards (only SIP makes bindings, and a batch's SIP is done
     // before its media, so a peer waits for this shard only when it is a batch behind).
     std::atomic<std::uint64_t> progress{0};
+    // Ordered mode: the peers' progress this shard's held media wait for (none: UINT64_MAX).
+    std::atomic<std::uint64_t> waits_for{UINT64_MAX};
     Counter binding_drops;  // written by this shard's thread only
+    Counter wakeups;        // likewise
 
     std::size_t depth() const noexcept {
         std::size_t n = 0;
@@ -111,31 +133,41 @@ public:
 private:
     Worker& worker() { return *pipeline_.workers_[index_]; }
 
+    bool inbound_bindings() const noexcept {
+        for (const auto& l : shard_links)
+            if (l != nullptr && l->full.size() != 0) return true;
+        return false;
+    }
+
+    template <class Ready>
+    void sleep_unless(Ready&& ready, std::chrono::microseconds timeout = Doorbell::kForever) {
+        if (bell.sleep_unless(ready, timeout)) wakeups.add();
+    }
+
     // Lossless mode may wait for a peer shard, but keeps draining its own inbound bindings
     // meanwhile, so two shards waiting on each other still make progress.
     Batch* acquire_waiting(Link& link) {
-        unsigned spins = 0;
         while (true) {
             if (Batch* b = link.acquire()) return b;
             if (!pipeline_.options_.lossless) return nullptr;
-            drain_shard_links();
-            backoff(spins);
+            if (drain_shard_links()) continue;
+            sleep_unless([&] { return link.empty.size() != 0 || inbound_bindings(); });
         }
     }
 
     void submit(Link& link) {
         if (link.current == nullptr || link.current->empty()) return;
-        unsigned spins = 0;
         while (!link.full.try_push(link.current)) {
             if (!pipeline_.options_.lossless) {
                 binding_drops.add(link.current->bindings().size());
                 link.current->clear();
                 return;
             }
-            drain_shard_links();
-            backoff(spins);
+            if (drain_shard_links()) continue;
+            sleep_unless([&] { return link.full.size() < link.full.capacity() || inbound_bindings(); });
         }
         link.current = nullptr;
+        link.receiver->ring();
     }
 
     void flush_out() {
@@ -160,8 +192,7 @@ private:
                         worker().bind(binding);
                     }
                 }
-                b->clear();
-                l->empty.try_push(b);
+                l->give_back(b);
                 any = true;
             }
         }
@@ -174,6 +205,17 @@ private:
         for (std::size_t j = 0; j < pipeline_.threads_.size(); ++j)
             if (j != index_) low = std::min(low, pipeline_.threads_[j]->progress.load(std::memory_order_acquire));
         return low;
+    }
+
+    // Ordered mode: publishes this shard's progress and wakes the peers it lets through (the
+    // fence pairs with the sleeper's, as in Doorbell, for waits_for).
+    void advance_progress(std::uint64_t reach) {
+        progress.store(reach, std::memory_order_release);
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        for (std::size_t j = 0; j < pipeline_.threads_.size(); ++j) {
+            ShardThread& peer = *pipeline_.threads_[j];
+            if (j != index_ && peer.waits_for.load(std::memory_order_relaxed) <= reach) peer.bell.ring();
+        }
     }
 
     // Applies the bindings from other shards that come before `limit` in the input, in input
@@ -202,6 +244,7 @@ private:
         bool any = false;
         for (auto& l : producer_links) {
             Batch* b = nullptr;
+            bool took = false;
             while (l->full.try_pop(b)) {
                 for (const Datagram& d : b->datagrams()) {
                     if (d.kind != PayloadClass::sip) continue;
@@ -210,16 +253,20 @@ private:
                 }
                 if (!b->datagrams().empty()) popped_end_ = b->datagrams().back().order + 1;
                 held_.push_back(HeldBatch{l.get(), b, 0});
-                any = true;
+                took = true;
             }
+            if (took) l->sender->ring();  // room in the queue
+            any = any || took;
         }
+        saw_traffic_ = saw_traffic_ || any;
         // With nothing more queued here, this shard is as far as the producer has queued SIP.
         const std::uint64_t queued = pipeline_.published_.load(std::memory_order_acquire);
+        published_seen_ = queued;
         bool queue_empty = true;
         for (const auto& l : producer_links) queue_empty = queue_empty && l->full.size() == 0;
         flush_out();
         const std::uint64_t reach = queue_empty ? std::max(popped_end_, queued) : popped_end_;
-        if (reach > progress.load(std::memory_order_relaxed)) progress.store(reach, std::memory_order_release);
+        if (reach > progress.load(std::memory_order_relaxed)) advance_progress(reach);
 
         while (!held_.empty()) {
             HeldBatch& h = held_.front();
@@ -230,7 +277,10 @@ private:
                 if (horizon_ < d.order) {
                     horizon_ = peers_progress();
                     drain_shard_links();
-                    if (horizon_ < d.order) return any;
+                    if (horizon_ < d.order) {
+                        waits_for.store(d.order, std::memory_order_relaxed);
+                        return any;
+                    }
                 }
                 apply_bindings_before(d.order);
                 worker().process(d, *this);
@@ -240,10 +290,10 @@ private:
                 clock_ = h.batch->watermark;
                 worker().advance(clock_);
             }
-            h.batch->clear();
-            h.link->empty.try_push(h.batch);
+            h.link->give_back(h.batch);
             held_.pop_front();
         }
+        waits_for.store(UINT64_MAX, std::memory_order_relaxed);
         return any;
     }
 
@@ -258,77 +308,110 @@ private:
                     clock_ = b->watermark;
                     worker().advance(clock_);
                 }
-                b->clear();
-                l->empty.try_push(b);
+                l->give_back(b);
                 any = true;
             }
         }
+        saw_traffic_ = saw_traffic_ || any;
         return any;
+    }
+
+    bool task_pending() const noexcept {
+        return task_posted.load(std::memory_order_acquire) != task_done.load(std::memory_order_relaxed);
     }
 
     void run_task() {
         const std::uint64_t posted = task_posted.load(std::memory_order_acquire);
         if (posted == task_done.load(std::memory_order_relaxed)) return;
+        tick_if_requested();  // a tick() before run_on_shards() is seen by the task
         (*task)(index_, worker());
         task_done.store(posted, std::memory_order_release);
+        pipeline_.tasks_done_.ring();
     }
 
-    // Live mode: with no traffic the packet clock stands still; move it on by wall time. This is
-    // consistent with the datagram times because live intake keeps every sender's capture times
-    // within hep.clock_offset_limit of the receive (wall) time (ingest/sender_clocks.hpp): the
-    // newest datagram time plus the time elapsed since is wall time, give or take that limit.
-    void idle_tick(bool any) {
-        const std::int64_t tick = pipeline_.options_.idle_tick_us;
-        if (tick <= 0) return;
-        const auto now = std::chrono::steady_clock::now();
-        if (any) {
-            last_activity_ = now;
-            return;
+    // Live mode: with no traffic the packet clock stands still; move it on by the time elapsed.
+    // This is consistent with the datagram times because live intake keeps every sender's
+    // capture times within hep.clock_offset_limit of the receive (wall) time
+    // (ingest/sender_clocks.hpp): the newest datagram time plus the time elapsed since is wall
+    // time, give or take that limit. Returns how long until the next tick.
+    std::chrono::microseconds tick(bool now_anyway) {
+        const std::int64_t period = pipeline_.options_.idle_tick_us;
+        const Timestamp now = pipeline_.clock_->now();
+        const std::int64_t elapsed = now.us - last_tick_.us;
+        if (!now_anyway && elapsed >= 0 && elapsed < period) return micros(period - elapsed);
+        last_tick_ = now;
+        const bool idle = !saw_traffic_;
+        saw_traffic_ = false;
+        // No packet yet: nothing can expire. A clock stepped back: start again from here.
+        if (idle && clock_.us != 0 && elapsed > 0) {
+            clock_.us += elapsed;
+            worker().advance(clock_);
         }
-        const auto idle = std::chrono::duration_cast<std::chrono::microseconds>(now - last_activity_).count();
-        if (idle < tick) return;
-        last_activity_ = now;
-        if (clock_.us == 0) return;  // no packet yet: nothing can expire
-        clock_.us += idle;
-        worker().advance(clock_);
+        return micros(period);
+    }
+
+    void tick_if_requested() {
+        if (live_ticks_ && tick_requested.load(std::memory_order_relaxed) &&
+            tick_requested.exchange(false, std::memory_order_acquire))
+            tick(true);
+    }
+
+    // Whether the shard loop has something to do; read after announcing sleep (see Doorbell).
+    bool has_work(bool done_seen) const noexcept {
+        for (const auto& l : producer_links)
+            if (l->full.size() != 0) return true;
+        if (inbound_bindings() || task_pending()) return true;
+        if (tick_requested.load(std::memory_order_relaxed)) return true;
+        if (pipeline_.producers_done_.load(std::memory_order_acquire) != done_seen) return true;
+        if (pipeline_.ordered_) {
+            // Held media a peer's progress now lets through, or the producer queued more SIP
+            // (this shard's progress moves on, and peers may wait for it).
+            if (!held_.empty() && peers_progress() >= waits_for.load(std::memory_order_relaxed)) return true;
+            if (pipeline_.published_.load(std::memory_order_acquire) != published_seen_) return true;
+        }
+        return false;
     }
 
     void run() {
-        unsigned spins = 0;
         waiting_.resize(shard_links.size());
-        last_activity_ = std::chrono::steady_clock::now();
+        if (live_ticks_) last_tick_ = pipeline_.clock_->now();
         // Phase 1: datagrams until every producer is done and its queue is empty.
         while (true) {
             const bool done = pipeline_.producers_done_.load(std::memory_order_acquire);
+            tick_if_requested();
             bool any = drain_producers();
             flush_out();
             any = drain_shard_links() || any;
             run_task();
-            idle_tick(any);
             if (done && !any && held_.empty()) {
                 // One more pass: a batch pushed just before `done` was read must be seen.
                 if (!drain_producers()) break;
                 flush_out();
+                continue;
             }
-            if (any) {
-                spins = 0;
-            } else if (pipeline_.ordered_ && !held_.empty()) {
-                std::this_thread::yield();  // a peer is about to let the held media through
-            } else {
-                backoff(spins);
-            }
+            if (any) continue;
+            const auto timeout = live_ticks_ ? tick(false) : Doorbell::kForever;
+            sleep_unless([&] { return has_work(done); }, timeout);
         }
         flush_out();
-        progress.store(UINT64_MAX, std::memory_order_release);
+        advance_progress(UINT64_MAX);
         // Phase 2: every shard has sent all its bindings once all have arrived here.
         pipeline_.shards_drained_.fetch_add(1, std::memory_order_acq_rel);
-        while (pipeline_.shards_drained_.load(std::memory_order_acquire) < pipeline_.shards()) {
+        for (auto& t : pipeline_.threads_)
+            if (t.get() != this) t->bell.ring();
+        while (true) {
+            const std::size_t drained = pipeline_.shards_drained_.load(std::memory_order_acquire);
+            if (drained >= pipeline_.shards()) break;
             run_task();
             // The peers' progress before draining: every binding below it is drained then.
             const std::uint64_t limit = pipeline_.ordered_ ? peers_progress() : 0;
             const bool any = drain_shard_links();
             if (pipeline_.ordered_) apply_bindings_before(limit);
-            if (!any) backoff(spins);
+            if (any) continue;
+            sleep_unless([&] {
+                return inbound_bindings() || task_pending() ||
+                       pipeline_.shards_drained_.load(std::memory_order_acquire) != drained;
+            });
         }
         drain_shard_links();
         apply_bindings_before(UINT64_MAX);
@@ -348,14 +431,17 @@ private:
 
     Pipeline& pipeline_;
     std::size_t index_;
+    const bool live_ticks_;
     std::thread thread_;
     std::uint64_t current_order_ = 0;
-    std::uint64_t horizon_ = 0;     // peers' progress as last read (ordered mode)
-    std::uint64_t popped_end_ = 0;  // order after the last datagram taken off the queues
+    std::uint64_t horizon_ = 0;         // peers' progress as last read (ordered mode)
+    std::uint64_t popped_end_ = 0;      // order after the last datagram taken off the queues
+    std::uint64_t published_seen_ = 0;  // the producer's published_ as last read (ordered mode)
     std::deque<HeldBatch> held_;
     std::vector<std::deque<HeldBinding>> waiting_;  // by sending shard (ordered mode)
     Timestamp clock_{};
-    std::chrono::steady_clock::time_point last_activity_{};
+    Timestamp last_tick_{};     // on pipeline_.clock_ (live mode)
+    bool saw_traffic_ = false;  // since the last tick
 };
 
 // ---- producers ----
@@ -374,10 +460,23 @@ Pipeline::Producer::Producer(Pipeline& pipeline, std::size_t index) : pipeline_(
         direct_ = std::make_unique<DirectSink>(*pipeline.workers_[0]);
         return;
     }
-    for (auto& t : pipeline.threads_) links_.push_back(t->producer_links[index].get());
+    for (auto& t : pipeline.threads_) {
+        links_.push_back(t->producer_links[index].get());
+        links_.back()->sender = &room_;
+    }
 }
 
 Pipeline::Producer::~Producer() = default;
+
+template <class Ready>
+void Pipeline::Producer::wait_for_room(Ready&& ready) {
+    // Ordered: a shard that has to make room may be waiting for SIP still batched here. Queued
+    // again after announcing the sleep, as room on another link may have come before it.
+    room_.sleep_unless([&] {
+        if (pipeline_.ordered_) publish(true);
+        return ready();
+    });
+}
 
 void Pipeline::Producer::push(const Datagram& in) {
     if (direct_) {
@@ -394,7 +493,6 @@ void Pipeline::Producer::push(const Datagram& in) {
     if (d.time > watermark_) watermark_ = d.time;
     Link& link = *links_[shard_of(d, links_.size())];
     const bool lossless = pipeline_.options_.lossless;
-    unsigned spins = 0;
     while (true) {
         if (link.current == nullptr) {
             link.current = link.acquire();
@@ -403,8 +501,7 @@ void Pipeline::Producer::push(const Datagram& in) {
                     dropped_.add();
                     return;
                 }
-                if (pipeline_.ordered_) publish(true);
-                backoff(spins);
+                wait_for_room([&] { return link.empty.size() != 0; });
                 continue;
             }
         }
@@ -427,13 +524,13 @@ void Pipeline::Producer::push(const Datagram& in) {
                 link.current->clear();
                 continue;
             }
-            // A shard waiting for another may be waiting for a batch still being filled here.
-            if (pipeline_.ordered_) publish(true);
-            backoff(spins);
+            // publish(true) may have queued it meanwhile.
+            wait_for_room([&] { return link.current == nullptr || link.full.size() < link.full.capacity(); });
             continue;
         }
         link.current = nullptr;
         link.first_sip = UINT64_MAX;
+        link.receiver->ring();
         if (pipeline_.ordered_) publish(false);
     }
 }
@@ -449,22 +546,27 @@ void Pipeline::Producer::publish(bool send_partial) {
         if ((send_partial || link->first_sip + stale < next_order_) && link->full.try_push(link->current)) {
             link->current = nullptr;
             link->first_sip = UINT64_MAX;
+            link->receiver->ring();
             continue;
         }
         queued = std::min(queued, link->first_sip);
     }
+    if (queued == published_last_) return;
+    published_last_ = queued;
     pipeline_.published_.store(queued, std::memory_order_release);
+    // A shard with nothing queued moves its progress up to here, which its peers may wait for.
+    for (auto& t : pipeline_.threads_) t->bell.ring();
 }
 
 void Pipeline::Producer::flush() {
     const bool lossless = pipeline_.options_.lossless;
     for (Link* link : links_) {
         if (link->current == nullptr || link->current->empty()) continue;
-        unsigned spins = 0;
         while (true) {
             if (link->full.try_push(link->current)) {
                 link->current = nullptr;
                 link->first_sip = UINT64_MAX;
+                link->receiver->ring();
                 break;
             }
             if (!lossless) {  // keep the (now empty) batch for the next datagrams
@@ -473,21 +575,22 @@ void Pipeline::Producer::flush() {
                 break;
             }
             // Ordered: this shard may be waiting for the SIP in another shard's batch still
-            // here (a later link): queue what can be queued, or nobody moves again.
-            if (pipeline_.ordered_) {
-                publish(true);
-                if (link->current == nullptr) break;
-            }
-            backoff(spins);
+            // here (a later link): wait_for_room() queues what can be queued meanwhile.
+            wait_for_room([&] { return link->current == nullptr || link->full.size() < link->full.capacity(); });
+            if (link->current == nullptr) break;
         }
     }
-    if (pipeline_.ordered_) pipeline_.published_.store(next_order_, std::memory_order_release);
+    if (pipeline_.ordered_) {
+        published_last_ = next_order_;
+        pipeline_.published_.store(next_order_, std::memory_order_release);
+        for (auto& t : pipeline_.threads_) t->bell.ring();
+    }
 }
 
 // ---- pipeline ----
 
 Pipeline::Pipeline(PipelineOptions options, std::vector<std::unique_ptr<Worker>> workers)
-    : options_(options), workers_(std::move(workers)) {
+    : options_(options), workers_(std::move(workers)), clock_(options.clock ? options.clock : &kSteadyClock) {
     const std::size_t n = workers_.size();
     ordered_ = options_.lossless && n > 1 && options_.producers == 1;
     if (n > 1 || options_.threaded) {
@@ -496,15 +599,18 @@ Pipeline::Pipeline(PipelineOptions options, std::vector<std::unique_ptr<Worker>>
             auto& t = *threads_[s];
             for (std::size_t p = 0; p < options_.producers; ++p)
                 t.producer_links.push_back(std::make_unique<Link>(options_.queue_batches, options_.batch_datagrams,
-                                                                  options_.batch_bytes, 0));
+                                                                  options_.batch_bytes, 0, t.bell));
             t.shard_links.resize(n);
             for (std::size_t from = 0; from < n; ++from)
-                if (from != s) t.shard_links[from] = std::make_unique<Link>(256, 0, 16 * 1024, 128);
+                if (from != s) t.shard_links[from] = std::make_unique<Link>(256, 0, 16 * 1024, 128, t.bell);
         }
         for (std::size_t s = 0; s < n; ++s) {
             threads_[s]->out_links.resize(n, nullptr);
-            for (std::size_t to = 0; to < n; ++to)
-                if (to != s) threads_[s]->out_links[to] = threads_[to]->shard_links[s].get();
+            for (std::size_t to = 0; to < n; ++to) {
+                if (to == s) continue;
+                threads_[s]->out_links[to] = threads_[to]->shard_links[s].get();
+                threads_[s]->out_links[to]->sender = &threads_[s]->bell;
+            }
         }
     }
     for (std::size_t p = 0; p < options_.producers; ++p) producers_.push_back(std::make_unique<Producer>(*this, p));
@@ -513,6 +619,7 @@ Pipeline::Pipeline(PipelineOptions options, std::vector<std::unique_ptr<Worker>>
 Pipeline::~Pipeline() {
     if (!finished_) {
         producers_done_.store(true, std::memory_order_release);
+        for (auto& t : threads_) t->bell.ring();
         for (auto& t : threads_) t->join();
     }
 }
@@ -530,11 +637,22 @@ void Pipeline::run_on_shards(const std::function<void(std::size_t, Worker&)>& ta
     for (auto& t : threads_) {
         t->task = &task;
         t->task_posted.fetch_add(1, std::memory_order_acq_rel);
+        t->bell.ring();
     }
+    const auto all_done = [this] {
+        for (auto& t : threads_)
+            if (t->task_done.load(std::memory_order_acquire) != t->task_posted.load(std::memory_order_relaxed))
+                return false;
+        return true;
+    };
+    while (!all_done()) tasks_done_.sleep_unless(all_done);
+}
+
+void Pipeline::tick() {
+    if (!options_.threaded || options_.idle_tick_us <= 0) return;
     for (auto& t : threads_) {
-        unsigned spins = 0;
-        while (t->task_done.load(std::memory_order_acquire) != t->task_posted.load(std::memory_order_relaxed))
-            backoff(spins);
+        t->tick_requested.store(true, std::memory_order_release);
+        t->bell.ring();
     }
 }
 
@@ -548,6 +666,7 @@ void Pipeline::finish(Timestamp end) {
     for (auto& t : threads_) t->end = end;
     published_.store(UINT64_MAX, std::memory_order_release);
     producers_done_.store(true, std::memory_order_release);
+    for (auto& t : threads_) t->bell.ring();
     for (auto& t : threads_) t->join();
 }
 
@@ -559,6 +678,10 @@ std::uint64_t Pipeline::binding_drops() const noexcept {
     std::uint64_t n = 0;
     for (const auto& t : threads_) n += t->binding_drops.value();
     return n;
+}
+
+std::uint64_t Pipeline::wakeups(std::size_t shard) const noexcept {
+    return threads_.empty() ? 0 : threads_[shard]->wakeups.value();
 }
 
 std::uint64_t Pipeline::queue_full_drops() const noexcept {

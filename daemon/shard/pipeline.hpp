@@ -12,11 +12,15 @@
 // SIP of each batch as soon as it takes it and publishes how far its SIP is done; media wait
 // only until every other shard's SIP (and the producer's queueing of SIP) has passed them. The
 // shard furthest behind never waits. Live, bindings apply as they arrive.
+//
+// Nobody polls: a thread with nothing to do (a shard, a lossless producer waiting for room, the
+// caller of run_on_shards) sleeps on a Doorbell, and every event that can unblock it rings it.
 #include "core/media_binding.hpp"
 #include "core/stats.hpp"
 #include "core/time.hpp"
 #include "shard/batch.hpp"
 #include "shard/datagram.hpp"
+#include "shard/doorbell.hpp"
 #include "shard/spsc_queue.hpp"
 
 #include <atomic>
@@ -59,6 +63,10 @@ struct PipelineOptions {
     // expiry still happens when the estate goes quiet. 0 = packet time only (offline).
     bool threaded = false;
     std::int64_t idle_tick_us = 0;
+    // Measures the idle ticks (live mode): an idle shard sleeps until its next tick on this clock
+    // and then advances its packet clock by the time elapsed on it. Null: a SteadyClock. Must
+    // outlive the pipeline and be safe to read from the shard threads.
+    const Clock* clock = nullptr;
 };
 
 class Pipeline {
@@ -86,12 +94,20 @@ public:
     // have ended. Call from one thread at a time.
     void run_on_shards(const std::function<void(std::size_t shard, Worker& worker)>& task);
 
+    // Live mode (threaded, idle_tick_us > 0): every shard evaluates its idle tick now instead of
+    // at its next tick time: one that saw no datagram since its previous tick advances its clock
+    // by the time elapsed since then on options.clock. Does not wait; a run_on_shards() called
+    // after it sees the tick done. No effect in other modes.
+    void tick();
+
     // Batches waiting for a shard (scraped as hepd_shard_queue_depth).
     std::size_t queue_depth(std::size_t shard) const noexcept;
     // Datagrams dropped because a shard's queue was full (live mode), over all producers.
     std::uint64_t queue_full_drops() const noexcept;
     // Bindings lost between shards because a shard-to-shard link was full (live mode only).
     std::uint64_t binding_drops() const noexcept;
+    // Times the shard's thread woke up from a sleep (0 without shard threads).
+    std::uint64_t wakeups(std::size_t shard) const noexcept;
 
 private:
     struct Link;
@@ -107,6 +123,9 @@ private:
     // Ordered delivery (lossless, several shards, one producer): every datagram with an order
     // below this has been queued to its shard.
     std::atomic<std::uint64_t> published_{0};
+    // The caller of run_on_shards() sleeps here until every shard has run the task.
+    Doorbell tasks_done_;
+    const Clock* clock_;
     bool ordered_ = false;
     bool started_ = false;
     bool finished_ = false;
@@ -128,12 +147,18 @@ private:
     // Ordered mode: queues what it can without waiting and publishes how far the input is
     // queued, so that shards waiting for each other never wait for a batch still being filled.
     void publish(bool send_partial);
+    // Lossless: sleeps until `ready()` (a shard makes room), queueing meanwhile (ordered mode)
+    // what peers may be waiting for.
+    template <class Ready>
+    void wait_for_room(Ready&& ready);
 
     Pipeline& pipeline_;
     std::vector<Link*> links_;  // one per shard
     Timestamp watermark_{};
     std::uint64_t next_order_ = 0;
+    std::uint64_t published_last_ = 0;
     Counter dropped_;
+    Doorbell room_;  // rung by the shards when they take a batch or hand one back
     // Single-shard mode: delivered in place.
     class DirectSink;
     std::unique_ptr<DirectSink> direct_;
