@@ -3,14 +3,18 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 using namespace hepd;
 using namespace hepd::shard;
@@ -23,6 +27,7 @@ public:
     void process(const Datagram& d, BindingSink& out) override {
         const std::string text(as_text(d.payload));
         seen.push_back(text);
+        processed.fetch_add(1, std::memory_order_release);
         if (slow) std::this_thread::sleep_for(std::chrono::microseconds(200));
         if (text.rfind("bind:", 0) == 0) {
             MediaBinding b;
@@ -42,6 +47,7 @@ public:
     }
 
     std::vector<std::string> seen;
+    std::atomic<std::size_t> processed{0};  // seen.size(), readable from the test's thread
     std::vector<std::pair<std::uint16_t, std::string>> bound;
     Timestamp clock{};
     Timestamp finished_at{};
@@ -76,6 +82,49 @@ Datagram rtp_to(std::uint16_t port, const std::string& text, std::int64_t t) {
     d.dst = Endpoint{IpAddress::v4(0x0a000063U), port};
     d.payload = as_bytes(text);
     return d;
+}
+
+// Waits (with a generous deadline) until `done()` holds.
+template <class Done>
+bool eventually(Done done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!done()) {
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+}
+
+// Aborts the test run when the scope is not left in time: a lost wake-up hangs, it does not fail.
+class Watchdog {
+public:
+    explicit Watchdog(const char* what)
+        : thread_([this, what] {
+              std::unique_lock lock(mutex_);
+              if (!cv_.wait_for(lock, std::chrono::seconds(60), [this] { return done_; })) {
+                  std::fprintf(stderr, "pipeline hangs: %s\n", what);
+                  std::abort();
+              }
+          }) {}
+    ~Watchdog() {
+        {
+            std::lock_guard lock(mutex_);
+            done_ = true;
+        }
+        cv_.notify_one();
+        thread_.join();
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    bool done_ = false;
+    std::thread thread_;
+};
+
+std::uint16_t port_of_shard(std::size_t shard, std::size_t shards) {
+    for (std::uint16_t port = 2;; port += 2)
+        if (shard_of(rtp_to(port, "", 0), shards) == shard) return port;
 }
 
 } // namespace
@@ -222,6 +271,125 @@ TEST_CASE("an idle live shard advances its clock by wall time", "[shard][pipelin
     CHECK(clock.us < 1'000'000 + 5'000'000);
 }
 
+TEST_CASE("an idle live pipeline sleeps, and a datagram wakes its shard", "[shard][pipeline]") {
+    PipelineOptions o;
+    o.threaded = true;
+    o.idle_tick_us = 1'000'000;
+    auto run = make(2, o);
+    run.pipeline->start();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    for (std::size_t s = 0; s < 2; ++s) {
+        INFO("shard " << s);
+        CHECK(run.pipeline->wakeups(s) <= 2);  // sleep-polling woke thousands of times
+    }
+    const auto before = run.pipeline->wakeups(1);
+    run.pipeline->producer(0).push(rtp_to(port_of_shard(1, 2), "x", 1'000'000));
+    run.pipeline->producer(0).flush();
+    CHECK(eventually([&] { return run.workers[1]->processed.load(std::memory_order_acquire) == 1; }));
+    CHECK(run.pipeline->wakeups(1) > before);  // it was asleep: the producer's ring woke it
+    run.pipeline->finish(Timestamp{});
+    CHECK(run.workers[1]->seen == std::vector<std::string>{"x"});
+    CHECK(run.workers[0]->seen.empty());
+}
+
+TEST_CASE("tick() advances an idle shard's clock by the time elapsed on the injected clock, not after traffic",
+          "[shard][pipeline]") {
+    ManualClock wall(Timestamp{1'700'000'000'000'000});
+    PipelineOptions o;
+    o.threaded = true;
+    o.idle_tick_us = 3'600'000'000;  // never due by itself here: only tick() ticks
+    o.clock = &wall;
+    auto run = make(2, o);
+    run.pipeline->start();
+    auto clocks = [&] {
+        std::vector<Timestamp> out(2);
+        run.pipeline->run_on_shards([&](std::size_t s, Worker& w) { out[s] = static_cast<RecordingWorker&>(w).clock; });
+        return out;
+    };
+    // Shard 0 gets traffic, shard 1 none (its clock stands at 0: nothing can expire).
+    run.pipeline->producer(0).push(rtp_to(port_of_shard(0, 2), "x", 1'000'000));
+    run.pipeline->producer(0).flush();
+    REQUIRE(eventually([&] { return run.workers[0]->processed.load(std::memory_order_acquire) == 1; }));
+
+    wall.advance_us(2'000'000);
+    run.pipeline->tick();
+    CHECK(clocks() == std::vector<Timestamp>{Timestamp{1'000'000}, Timestamp{}});  // traffic came: no advance
+
+    wall.advance_us(5'000'000);
+    run.pipeline->tick();
+    CHECK(clocks() == std::vector<Timestamp>{Timestamp{6'000'000}, Timestamp{}});  // idle: 5 s on the clock
+
+    run.pipeline->tick();  // no time elapsed
+    CHECK(clocks() == std::vector<Timestamp>{Timestamp{6'000'000}, Timestamp{}});
+
+    // Traffic again: the next tick does not advance, the one after does.
+    run.pipeline->producer(0).push(rtp_to(port_of_shard(0, 2), "y", 6'500'000));
+    run.pipeline->producer(0).flush();
+    REQUIRE(eventually([&] { return run.workers[0]->processed.load(std::memory_order_acquire) == 2; }));
+    wall.advance_us(1'000'000);
+    run.pipeline->tick();
+    CHECK(clocks()[0] == Timestamp{6'500'000});
+    wall.advance_us(3'000'000);
+    run.pipeline->tick();
+    CHECK(clocks()[0] == Timestamp{9'500'000});
+    run.pipeline->finish(Timestamp{});
+    CHECK_FALSE(run.workers[0]->backwards);
+}
+
+TEST_CASE("run_on_shards wakes sleeping shards and runs on each one's own thread", "[shard][pipeline]") {
+    PipelineOptions o;
+    o.threaded = true;  // no idle tick: a lost wake-up would hang, not be rescued by a timeout
+    auto run = make(3, o);
+    run.pipeline->start();
+    Watchdog watchdog("run_on_shards");
+    for (int round = 0; round < 50; ++round) {
+        if (round % 10 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));  // all asleep
+        std::vector<std::thread::id> ids(3);
+        run.pipeline->run_on_shards([&](std::size_t s, Worker&) { ids[s] = std::this_thread::get_id(); });
+        INFO("round " << round);
+        REQUIRE(std::set<std::thread::id>(ids.begin(), ids.end()).size() == 3);
+        REQUIRE(std::find(ids.begin(), ids.end(), std::this_thread::get_id()) == ids.end());
+    }
+    run.pipeline->finish(Timestamp{});
+}
+
+TEST_CASE("a lossless producer waits for room on tiny queues of slow shards and loses nothing", "[shard][pipeline]") {
+    for (std::size_t shards : {1, 2}) {
+        for (std::size_t queue : {1, 2}) {
+            PipelineOptions o;
+            o.lossless = true;
+            o.threaded = true;  // a shard thread even for one shard
+            o.queue_batches = queue;
+            o.batch_datagrams = 2;
+            auto run = make(shards, o);
+            for (auto* w : run.workers) w->slow = true;
+            run.pipeline->start();
+            Watchdog watchdog("lossless producer");
+            constexpr int kSent = 1000;
+            std::vector<std::string> texts;
+            for (int i = 0; i < kSent; ++i) texts.push_back("p" + std::to_string(i));
+            for (int i = 0; i < kSent; ++i)
+                run.pipeline->producer(0).push(rtp_to(static_cast<std::uint16_t>(2 * (i % 7)), texts[i], i));
+            run.pipeline->producer(0).flush();
+            run.pipeline->finish(Timestamp{kSent});
+
+            INFO("shards " << shards << ", queue " << queue);
+            std::size_t total = 0;
+            for (auto* w : run.workers) {
+                int last = -1;
+                for (const auto& t : w->seen) {
+                    const int i = std::stoi(t.substr(1));
+                    REQUIRE(i > last);
+                    last = i;
+                }
+                total += w->seen.size();
+            }
+            CHECK(total == kSent);
+            CHECK(run.pipeline->queue_full_drops() == 0);
+        }
+    }
+}
+
 namespace {
 
 // Logs the input position of every media datagram it processes and of every binding applied to
@@ -324,11 +492,7 @@ TEST_CASE("ordered mode: the final flush does not wait on a shard that waits for
     o.queue_batches = 2;
     o.batch_datagrams = 3;
     auto run = make(4, o);
-    auto port_of_shard = [](std::size_t shard) {
-        for (std::uint16_t port = 2;; port += 2)
-            if (shard_of(rtp_to(port, "", 0), 4) == shard) return port;
-    };
-    const std::uint16_t to0 = port_of_shard(0), to1 = port_of_shard(1);
+    const std::uint16_t to0 = port_of_shard(0, 4), to1 = port_of_shard(1, 4);
     const std::string text = "x";
     run.pipeline->start();
     auto& producer = run.pipeline->producer(0);
