@@ -11,17 +11,17 @@
 namespace hepd::shard {
 
 // One direction between one producer (or shard) and one shard: full batches forward, empty
-// ones back for reuse. Every batch is made here, so the steady state allocates nothing.
+// ones back for reuse. Every batch is made here (one filling, a full queue, one being read by
+// the shard), so the steady state allocates nothing.
 struct Pipeline::Link {
     Link(std::size_t queue_batches, std::size_t datagrams, std::size_t bytes, std::size_t bindings, Doorbell& to)
-        : full(queue_batches), empty(full.capacity() + 2), receiver(&to) {
-        // One filling, a full queue, and one being read by the shard.
-        const std::size_t batches = full.capacity() + 2;
-        owned.reserve(batches);
-        spare.reserve(batches);
-        for (std::size_t i = 0; i < batches; ++i) {
-            owned.push_back(std::make_unique<Batch>(datagrams, bytes, bindings));
-            spare.push_back(owned.back().get());
+        : full(queue_batches), empty(full.capacity() + 2), room(full.capacity() + 2, datagrams, bytes, bindings),
+          receiver(&to) {
+        owned.reserve(room.batches());
+        spare.reserve(room.batches());
+        for (std::size_t i = 0; i < room.batches(); ++i) {
+            owned.emplace_back(room, i);
+            spare.push_back(&owned.back());
         }
     }
 
@@ -45,7 +45,8 @@ struct Pipeline::Link {
 
     SpscQueue<Batch*> full;
     SpscQueue<Batch*> empty;
-    std::vector<std::unique_ptr<Batch>> owned;
+    BatchRoom room;
+    std::vector<Batch> owned;   // reserved in full: never moves
     std::vector<Batch*> spare;  // sender side
     Doorbell* receiver;          // the shard this link feeds
     Doorbell* sender = nullptr;  // the producer or shard that fills it
