@@ -59,13 +59,14 @@ struct PipelineOptions {
     // Offline runs wait for room instead of dropping: a capture must be read in full.
     bool lossless = false;
     // Live mode: shard threads even for one shard (several receive threads produce at once),
-    // and a shard with no traffic advances its clock by wall time every idle_tick_us so that
-    // expiry still happens when the estate goes quiet. 0 = packet time only (offline).
+    // and a shard that saw no traffic for a tick (every idle_tick_us on `clock`) advances its
+    // packet clock by the time elapsed, so that expiry still happens when the estate goes
+    // quiet. 0 = packet time only (offline).
     bool threaded = false;
     std::int64_t idle_tick_us = 0;
-    // Measures the idle ticks (live mode): an idle shard sleeps until its next tick on this clock
-    // and then advances its packet clock by the time elapsed on it. Null: a SteadyClock. Must
-    // outlive the pipeline and be safe to read from the shard threads.
+    // Times the idle ticks: an idle shard sleeps until its next tick on this clock (the sleep
+    // itself is timed on the steady clock). Null: a SteadyClock. Must outlive the pipeline; it
+    // is read from the shard threads.
     const Clock* clock = nullptr;
 };
 
