@@ -272,24 +272,34 @@ TEST_CASE("an idle live shard advances its clock by wall time", "[shard][pipelin
 }
 
 TEST_CASE("an idle live pipeline sleeps, and a datagram wakes its shard", "[shard][pipeline]") {
-    PipelineOptions o;
-    o.threaded = true;
-    o.idle_tick_us = 1'000'000;
-    auto run = make(2, o);
-    run.pipeline->start();
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    for (std::size_t s = 0; s < 2; ++s) {
-        INFO("shard " << s);
-        CHECK(run.pipeline->wakeups(s) <= 2);  // sleep-polling woke thousands of times
+    SECTION("idle: one wake-up per tick at most") {
+        PipelineOptions o;
+        o.threaded = true;
+        o.idle_tick_us = 1'000'000;
+        auto run = make(2, o);
+        run.pipeline->start();
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        for (std::size_t s = 0; s < 2; ++s) {
+            INFO("shard " << s);
+            CHECK(run.pipeline->wakeups(s) <= 2);  // sleep-polling woke thousands of times
+        }
+        run.pipeline->finish(Timestamp{});
     }
-    const auto before = run.pipeline->wakeups(1);
-    run.pipeline->producer(0).push(rtp_to(port_of_shard(1, 2), "x", 1'000'000));
-    run.pipeline->producer(0).flush();
-    CHECK(eventually([&] { return run.workers[1]->processed.load(std::memory_order_acquire) == 1; }));
-    CHECK(run.pipeline->wakeups(1) > before);  // it was asleep: the producer's ring woke it
-    run.pipeline->finish(Timestamp{});
-    CHECK(run.workers[1]->seen == std::vector<std::string>{"x"});
-    CHECK(run.workers[0]->seen.empty());
+    SECTION("a datagram wakes its shard") {
+        PipelineOptions o;
+        o.threaded = true;  // no tick: nothing but the producer's ring can wake the shard
+        auto run = make(2, o);
+        run.pipeline->start();
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        const auto before = run.pipeline->wakeups(1);
+        run.pipeline->producer(0).push(rtp_to(port_of_shard(1, 2), "x", 1'000'000));
+        run.pipeline->producer(0).flush();
+        CHECK(eventually([&] { return run.workers[1]->processed.load(std::memory_order_acquire) == 1; }));
+        CHECK(run.pipeline->wakeups(1) > before);  // it was asleep
+        run.pipeline->finish(Timestamp{});
+        CHECK(run.workers[1]->seen == std::vector<std::string>{"x"});
+        CHECK(run.workers[0]->seen.empty());
+    }
 }
 
 TEST_CASE("tick() advances an idle shard's clock by the time elapsed on the injected clock, not after traffic",
