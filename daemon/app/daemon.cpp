@@ -146,7 +146,12 @@ int Daemon::start() {
     }
 
     // Shards: restored from the last snapshot (re-routed to today's shard count) before they start.
-    const std::uint32_t shard_count = config::effective_shard_count(cfg_.shards, std::thread::hardware_concurrency());
+    // Never more busy threads than cores: the automatic count leaves the receive threads theirs.
+    std::size_t udp_threads = 0;
+    if (cfg_.hep.udp.enabled)
+        udp_threads = cfg_.hep.listen.size() * std::max<std::uint32_t>(cfg_.hep.udp.receive_threads, 1);
+    const std::uint32_t shard_count = config::effective_shard_count(
+        cfg_.shards, std::thread::hardware_concurrency(), static_cast<unsigned>(udp_threads));
     auto sc = app::shard_config(cfg_);
     sc.flush_at_end = false;  // open calls go to the snapshot, not into the statistics
     std::vector<std::unique_ptr<shard::Worker>> owned;
@@ -157,16 +162,14 @@ int Daemon::start() {
     }
     restore_snapshot();
 
-    std::size_t udp_threads = 0;
-    if (cfg_.hep.udp.enabled)
-        udp_threads = cfg_.hep.listen.size() * std::max<std::uint32_t>(cfg_.hep.udp.receive_threads, 1);
     shard::PipelineOptions po;
     po.shards = shard_count;
     po.producers = udp_threads + 1;  // every UDP receive thread, and the TCP thread
     po.queue_batches = cfg_.shards.queue_batches;
     po.batch_datagrams = cfg_.shards.batch_size;
     po.threaded = true;
-    po.idle_tick_us = 1'000'000;
+    po.idle_tick_us = 1'000'000;  // an idle shard wakes once a second to expire what has timed out
+    po.clock = &steady_;
     pipeline_ = std::make_unique<shard::Pipeline>(po, std::move(owned));
     spdlog::info("{} reconstruction shards", shard_count);
 

@@ -1068,9 +1068,11 @@ std::vector<std::string> key_paths() {
     return paths;
 }
 
-std::uint32_t effective_shard_count(const ShardsConfig& shards, unsigned hardware_threads) {
+std::uint32_t effective_shard_count(const ShardsConfig& shards, unsigned hardware_threads,
+                                    unsigned reserved_threads) {
     if (shards.count != 0) return shards.count;
-    return std::clamp<std::uint32_t>(hardware_threads, 1, 1024);
+    const unsigned left = hardware_threads > reserved_threads ? hardware_threads - reserved_threads : 0;
+    return std::clamp<std::uint32_t>(left, 1, 1024);
 }
 
 } // namespace hepd::config

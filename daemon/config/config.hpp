@@ -119,7 +119,7 @@ struct StateConfig {
 };
 
 struct ShardsConfig {
-    std::uint32_t count = 0;  // 0 = one per hardware thread (see effective_shard_count)
+    std::uint32_t count = 0;  // 0 = one per hardware thread not receiving (see effective_shard_count)
     std::uint32_t queue_batches = 1024;
     std::uint32_t batch_size = 256;
     friend bool operator==(const ShardsConfig&, const ShardsConfig&) = default;
@@ -184,7 +184,9 @@ std::string to_yaml(const Config& config);
 // "agents" are listed once, without their item keys).
 std::vector<std::string> key_paths();
 
-// shards.count resolved: the configured count, or hardware_threads (at least 1) when it is 0.
-std::uint32_t effective_shard_count(const ShardsConfig& shards, unsigned hardware_threads);
+// shards.count resolved: the configured count, or when it is 0 one per hardware thread left
+// after `reserved_threads` other busy threads (the daemon's UDP receive threads), at least 1.
+std::uint32_t effective_shard_count(const ShardsConfig& shards, unsigned hardware_threads,
+                                    unsigned reserved_threads = 0);
 
 } // namespace hepd::config

@@ -1,6 +1,7 @@
 #pragma once
 // Time as integer microseconds since the Unix epoch. Packet time (HEP/pcap) and wall time share
 // the type; where "now" matters it comes from an injected Clock so tests drive it by hand.
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -49,13 +50,14 @@ public:
 
 class ManualClock final : public Clock {
 public:
-    explicit ManualClock(Timestamp start = {}) : now_(start) {}
-    Timestamp now() const noexcept override { return now_; }
-    void set(Timestamp t) noexcept { now_ = t; }
-    void advance_us(std::int64_t us) noexcept { now_.us += us; }
+    explicit ManualClock(Timestamp start = {}) : now_us_(start.us) {}
+    Timestamp now() const noexcept override { return Timestamp{now_us_.load(std::memory_order_relaxed)}; }
+    void set(Timestamp t) noexcept { now_us_.store(t.us, std::memory_order_relaxed); }
+    void advance_us(std::int64_t us) noexcept { now_us_.fetch_add(us, std::memory_order_relaxed); }
 
 private:
-    Timestamp now_;
+    // Tests advance it while shard threads read it.
+    std::atomic<std::int64_t> now_us_;
 };
 
 } // namespace hepd

@@ -220,6 +220,11 @@ void Collector::collect_shards(Writer& out) const {
     out.counter("hepd_shard_queue_dropped_bindings_total",
                 "Media bindings lost between shards because a shard-to-shard queue was full.");
     out.add(as_double(pipeline_ != nullptr ? pipeline_->binding_drops() : 0));
+    out.counter("hepd_shard_wakeups_total",
+                "Times a shard thread slept for want of work and was woken (by traffic, a peer, a snapshot or its idle tick).");
+    if (pipeline_ != nullptr)
+        for (std::size_t s = 0; s < pipeline_->shards(); ++s)
+            out.add(as_double(pipeline_->wakeups(s)), {{"shard", std::to_string(s)}});
 
     out.counter("hepd_shard_datagrams_total", "Datagrams processed, by shard and payload kind.");
     for (std::size_t s = 0; s < shards_.size(); ++s) {

@@ -310,6 +310,10 @@ TEST_CASE("effective shard count resolves 0 to the hardware threads", "[config][
     CHECK(effective_shard_count(s, 8) == 8);
     CHECK(effective_shard_count(s, 0) == 1);  // hardware_concurrency() may report 0
     CHECK(effective_shard_count(s, 5000) == 1024);
+    // The daemon leaves the cores its UDP receive threads keep busy.
+    CHECK(effective_shard_count(s, 14, 1) == 13);
+    CHECK(effective_shard_count(s, 2, 1) == 1);
+    CHECK(effective_shard_count(s, 2, 4) == 1);
     s.count = 3;
     CHECK(effective_shard_count(s, 8) == 3);
 }

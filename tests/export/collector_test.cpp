@@ -177,7 +177,8 @@ TEST_CASE("a collector with no sources still shows every fixed series at zero", 
     CHECK(x.at("hepd_sip_retransmissions_total", {{"method", "other"}}) == 0);
     // Large label spaces: only what was seen; the family is still declared.
     for (const char* name : {"hepd_sip_requests_total", "hepd_sip_responses_total", "hepd_sip_q850_causes_total",
-                             "hepd_sip_transactions_total", "hepd_shard_queue_depth", "hepd_shard_datagrams_total"}) {
+                             "hepd_sip_transactions_total", "hepd_shard_queue_depth", "hepd_shard_wakeups_total",
+                             "hepd_shard_datagrams_total"}) {
         INFO(name);
         CHECK(x.types.count(name) == 1);
         CHECK(x.find(name).empty());

@@ -151,6 +151,7 @@ TEST_CASE("a scrape over HTTP reports the estate exactly", "[export][http]") {
               "hepd_hep_dropped_packets_total", "hepd_hep_decode_errors_total", "hepd_hep_timestamp_fixups_total",
               "hepd_hep_packets_total", "hepd_tcp_connections", "hepd_tcp_connections_closed_total",
               "hepd_udp_kernel_drops_total", "hepd_shard_queue_depth", "hepd_shard_queue_dropped_datagrams_total",
+              "hepd_shard_wakeups_total",
               "hepd_sip_requests_total", "hepd_sip_responses_total", "hepd_sip_retransmissions_total",
               "hepd_dialogs_active", "hepd_dialogs_finished_total", "hepd_dialog_pdd_seconds",
               "hepd_dialog_setup_seconds", "hepd_dialog_duration_seconds", "hepd_sip_q850_causes_total",
@@ -290,6 +291,10 @@ TEST_CASE("a scrape over HTTP reports the estate exactly", "[export][http]") {
         CHECK(x.at("hepd_shard_queue_depth", {{"shard", "0"}}) == 0);
         CHECK(x.at("hepd_shard_queue_depth", {{"shard", "1"}}) == 0);
         CHECK(x.find("hepd_shard_queue_depth").size() == 2);
+        CHECK(x.find("hepd_shard_wakeups_total").size() == 2);
+        for (std::size_t shard = 0; shard < 2; ++shard)
+            CHECK(x.at("hepd_shard_wakeups_total", {{"shard", std::to_string(shard)}}) ==
+                  static_cast<double>(e.pipeline->wakeups(shard)));
         CHECK(x.at("hepd_shard_queue_dropped_datagrams_total") == 0);
         CHECK(x.at("hepd_shard_queue_dropped_bindings_total") == 0);
     }
