@@ -1,6 +1,7 @@
 #include "ingest/udp_receiver.hpp"
 
 #include "core/log.hpp"
+#include "ingest/flush_timer.hpp"
 #include "ingest/net_address.hpp"
 
 #include <spdlog/spdlog.h>
@@ -105,6 +106,15 @@ UdpBatchSocket::UdpBatchSocket(asio::io_context& io, const Endpoint& at, bool re
     for (std::size_t i = 0; i < batch_size_; ++i) {
         n.iov[i].iov_base = slots_.get() + i * kSlotBytes;
         n.iov[i].iov_len = kSlotBytes;
+#if defined(__linux__)
+        // Set up once; receive() resets only what the kernel writes back.
+        msghdr& h = n.headers[i].msg_hdr;
+        h = msghdr{};
+        h.msg_name = &n.addresses[i];
+        h.msg_iov = &n.iov[i];
+        h.msg_iovlen = 1;
+        if (counts_drops_) h.msg_control = n.control.data() + i * Native::kControlWords;
+#endif
     }
 }
 
@@ -126,17 +136,12 @@ std::span<const Packet> UdpBatchSocket::receive() noexcept {
     const int fd = socket_.native_handle();
     std::size_t got = 0;
 #if defined(__linux__)
+    const std::size_t control_bytes = counts_drops_ ? Native::kControlBytes : 0;
     for (std::size_t i = 0; i < batch_size_; ++i) {
         msghdr& h = n.headers[i].msg_hdr;
-        h = msghdr{};
-        h.msg_name = &n.addresses[i];
         h.msg_namelen = sizeof(sockaddr_storage);
-        h.msg_iov = &n.iov[i];
-        h.msg_iovlen = 1;
-        if (counts_drops_) {
-            h.msg_control = n.control.data() + i * Native::kControlWords;
-            h.msg_controllen = Native::kControlBytes;
-        }
+        h.msg_controllen = control_bytes;
+        h.msg_flags = 0;
         n.headers[i].msg_len = 0;
     }
     int r;
@@ -208,7 +213,8 @@ public:
         : index_(index),
           io_(1),
           socket_(io_, at, reuse_port, o.receive_buffer_bytes, o.batch_size),
-          path_(control, sink, wall, path_options) {}
+          path_(control, sink, wall, path_options),
+          flush_timer_(io_, path_) {}
 
     void start() {
         arm();
@@ -221,9 +227,12 @@ public:
         });
     }
 
+    // Joins the thread, then hands over what it left in partial batches (from this thread:
+    // the receive thread is gone).
     void stop() {
         io_.stop();
         if (thread_.joinable()) thread_.join();
+        flush_timer_.flush_now();
     }
 
     UdpBatchSocket& socket() noexcept { return socket_; }
@@ -232,7 +241,9 @@ public:
 
 private:
     // Each readiness wait drains a bounded number of batches, then waits again (which completes
-    // at once when more is queued), so a stop request is seen between rounds.
+    // at once when more is queued), so a stop request is seen between rounds. Partial batches
+    // wait for the flush timer, which shares this io_context: the wait for readiness has a
+    // timeout only while one is due.
     static constexpr int kRoundsPerWakeup = 16;
 
     void arm() {
@@ -251,23 +262,26 @@ private:
     void drain() {
         for (int round = 0; round < kRoundsPerWakeup; ++round) {
             const auto packets = socket_.receive();
-            if (packets.empty()) return;
+            if (packets.empty()) break;
             try {
                 path_.process(packets, intake::Carrier::udp);
             } catch (const std::exception& e) {
                 // Only the sink can throw (allocation failure); the batch is lost, the thread lives.
-                if (auto suppressed = failure_log_.allow(steady_.now()))
-                    spdlog::error("hep udp receive thread {}: batch lost: {} ({} more suppressed)", index_, e.what(),
-                                  *suppressed);
+                log_throttled(failure_log_, steady_.now(), spdlog::level::err, [&](auto level, std::uint64_t more) {
+                    spdlog::log(level, "hep udp receive thread {}: batch lost: {} ({} more suppressed)", index_,
+                                e.what(), more);
+                });
             }
-            if (packets.size() < socket_.batch_size()) return;
+            if (packets.size() < socket_.batch_size()) break;
         }
+        flush_timer_.after_process();
     }
 
     std::size_t index_;
     asio::io_context io_;
     UdpBatchSocket socket_;
     IngestPath path_;
+    FlushTimer flush_timer_;
     std::thread thread_;
     SteadyClock steady_;
     LogThrottle failure_log_;
