@@ -3,6 +3,7 @@
 // datagram in them is max_batch_age old (full batches go at once, in the sink). An Asio timer on
 // the path's own thread, armed only while the path holds a partial batch: with nothing waiting
 // the thread sleeps without a timeout (an idle receiver makes no wake-ups).
+#include "ingest/handler_memory.hpp"
 #include "ingest/ingest_path.hpp"
 
 #include <boost/asio.hpp>
@@ -27,6 +28,7 @@ public:
 private:
     IngestPath& path_;
     boost::asio::steady_timer timer_;
+    std::shared_ptr<HandlerMemory> memory_ = std::make_shared<HandlerMemory>();
     bool armed_ = false;
 };
 

@@ -1,5 +1,7 @@
 #include "ingest/listeners.hpp"
 
+#include "ingest/handler_memory.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -55,16 +57,17 @@ private:
     void arm_timer() {
         if (idle_timeout_.count() <= 0) return;
         timer_.expires_after(idle_timeout_);
-        timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+        timer_.async_wait(with_memory(timer_memory_, [self = shared_from_this()](boost::system::error_code ec) {
             if (!ec) self->close(TcpCloseReason::idle_timeout);
-        });
+        }));
     }
 
     void read() {
         socket_.async_read_some(asio::buffer(buffer_.data() + used_, buffer_.size() - used_),
-                                [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
+                                with_memory(read_memory_, [self = shared_from_this()](boost::system::error_code ec,
+                                                                                      std::size_t n) {
                                     self->on_read(ec, n);
-                                });
+                                }));
     }
 
     void on_read(boost::system::error_code ec, std::size_t n) {
@@ -126,6 +129,8 @@ private:
     std::chrono::milliseconds idle_timeout_;
     IngestPath& path_;
     FlushTimer& flush_timer_;
+    std::shared_ptr<HandlerMemory> read_memory_ = std::make_shared<HandlerMemory>();
+    std::shared_ptr<HandlerMemory> timer_memory_ = std::make_shared<HandlerMemory>();
     std::shared_ptr<TcpStats> stats_;
     Endpoint peer_;
     std::vector<std::uint8_t> buffer_;

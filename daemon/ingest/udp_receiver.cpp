@@ -2,6 +2,7 @@
 
 #include "core/log.hpp"
 #include "ingest/flush_timer.hpp"
+#include "ingest/handler_memory.hpp"
 #include "ingest/net_address.hpp"
 
 #include <spdlog/spdlog.h>
@@ -247,7 +248,7 @@ private:
     static constexpr int kRoundsPerWakeup = 16;
 
     void arm() {
-        socket_.socket().async_wait(udp::socket::wait_read, [this](boost::system::error_code ec) {
+        socket_.socket().async_wait(udp::socket::wait_read, with_memory(wait_memory_, [this](boost::system::error_code ec) {
             if (ec) {
                 if (ec != asio::error::operation_aborted) {
                     spdlog::error("hep udp receive thread {}: {}", index_, ec.message());
@@ -256,7 +257,7 @@ private:
             }
             drain();
             arm();
-        });
+        }));
     }
 
     void drain() {
@@ -282,6 +283,7 @@ private:
     UdpBatchSocket socket_;
     IngestPath path_;
     FlushTimer flush_timer_;
+    std::shared_ptr<HandlerMemory> wait_memory_ = std::make_shared<HandlerMemory>();
     std::thread thread_;
     SteadyClock steady_;
     LogThrottle failure_log_;
