@@ -32,6 +32,7 @@ public:
     void start() {
         stats_->open_connections.add(1);
         stats_->accepted_connections.add();
+        last_read_ = Clock::now();
         arm_timer();
         read();
     }
@@ -54,11 +55,20 @@ private:
     // frame list is allocated once (with the session) and never grows on the packet path.
     static constexpr std::size_t kFramesPerBatch = 256;
 
+    using Clock = asio::steady_timer::clock_type;
+
+    // Reads only note their time; the timer checks it when it fires (re-arming the timer on every
+    // read would cost a timer update per read).
     void arm_timer() {
         if (idle_timeout_.count() <= 0) return;
-        timer_.expires_after(idle_timeout_);
+        timer_.expires_at(last_read_ + idle_timeout_);
         timer_.async_wait(with_memory(timer_memory_, [self = shared_from_this()](boost::system::error_code ec) {
-            if (!ec) self->close(TcpCloseReason::idle_timeout);
+            if (ec || self->closed_) return;
+            if (Clock::now() - self->last_read_ >= self->idle_timeout_) {
+                self->close(TcpCloseReason::idle_timeout);
+                return;
+            }
+            self->arm_timer();
         }));
     }
 
@@ -109,7 +119,7 @@ private:
             std::memmove(buffer_.data(), buffer_.data() + offset, used_ - offset);
             used_ -= offset;
         }
-        arm_timer();
+        last_read_ = Clock::now();
         read();
     }
 
@@ -136,6 +146,7 @@ private:
     std::vector<std::uint8_t> buffer_;
     std::vector<Packet> frames_;
     std::size_t used_ = 0;
+    Clock::time_point last_read_{};
     bool closed_ = false;
 };
 
