@@ -1,11 +1,11 @@
 #pragma once
 // HEP over UDP: several receive threads per listen address, each with its own SO_REUSEPORT
 // socket, its own IngestPath (intake, per-sender buckets, counters) and its own DatagramSink
-// (the thread's shard::Pipeline::Producer). A thread waits for readiness with Asio, then drains
-// the socket with non-blocking recvmmsg calls of up to batch_size datagrams, processing each
-// call's datagrams; partial batches are handed to the shards when the oldest datagram in them
-// is max_batch_age old (FlushTimer), not after every call. Kernel drops (socket buffer overflow)
-// are read from SO_RXQ_OVFL.
+// (the thread's shard::Pipeline::Producer). A thread waits with poll(), then drains the socket
+// with non-blocking recvmmsg calls of up to batch_size datagrams, processing each call's
+// datagrams; partial batches are handed to the shards when the oldest datagram in them is
+// max_batch_age old, not after every call, and under light traffic the thread reads only then
+// (see UdpReceiver::Thread::run). Kernel drops (socket buffer overflow) are read from SO_RXQ_OVFL.
 #include "core/address.hpp"
 #include "core/stats.hpp"
 #include "ingest/ingest_path.hpp"
