@@ -1,7 +1,7 @@
 #pragma once
-// Room for one outstanding Asio operation, reused from one operation to the next, so that a
-// receive thread waiting on a socket and a timer allocates nothing in the steady state. (Asio's
-// own per-thread cache keeps a single block, too few for two operations outstanding at once.)
+// Room for one outstanding Asio operation, reused from one operation to the next, so that the
+// thread running the TCP listeners (reads, idle timers and the flush timer outstanding at once)
+// allocates nothing in the steady state. (Asio's own per-thread cache keeps a single block.)
 // Usage: socket.async_wait(type, with_memory(memory_, [this](error_code ec) { ... })), with one
 // HandlerMemory (made once, shared) per kind of operation that may be outstanding at the same
 // time. The handler shares ownership of the block, so an operation destroyed after its owner (an

@@ -73,11 +73,11 @@ private:
     }
 
     void read() {
-        socket_.async_read_some(asio::buffer(buffer_.data() + used_, buffer_.size() - used_),
-                                with_memory(read_memory_, [self = shared_from_this()](boost::system::error_code ec,
-                                                                                      std::size_t n) {
-                                    self->on_read(ec, n);
-                                }));
+        socket_.async_read_some(
+            asio::buffer(buffer_.data() + used_, buffer_.size() - used_),
+            with_memory(read_memory_, [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
+                self->on_read(ec, n);
+            }));
     }
 
     void on_read(boost::system::error_code ec, std::size_t n) {
@@ -220,9 +220,8 @@ void TcpListener::accept() {
                    options_.max_connections) {
             refuse(TcpCloseReason::too_many);
         } else {
-            auto session =
-                std::make_shared<Session>(std::move(socket), peer, framer_, options_.idle_timeout, path_,
-                                                    flush_timer_, stats_);
+            auto session = std::make_shared<Session>(std::move(socket), peer, framer_, options_.idle_timeout,
+                                                     path_, flush_timer_, stats_);
             sessions_.push_back(session);
             session->start();
         }
