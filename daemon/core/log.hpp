@@ -3,6 +3,8 @@
 // packets produces one line per interval with a count, never one line per packet.
 #include "core/time.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -38,5 +40,15 @@ private:
     bool started_ = false;
     std::uint64_t suppressed_ = 0;
 };
+
+// The one way to log on a degraded path: `write(level, suppressed)` runs only when `level` is
+// enabled and the throttle allows a line now, so the arguments it builds (to_string of an
+// endpoint, formatting) cost nothing on the packets that stay silent. `write` writes the line
+// itself, e.g. [&](auto level, std::uint64_t more) { spdlog::log(level, "... {} ...", more, x.to_string()); }
+template <class Write>
+void log_throttled(LogThrottle& throttle, Timestamp now, spdlog::level::level_enum level, Write&& write) {
+    if (!spdlog::should_log(level)) return;
+    if (const auto suppressed = throttle.allow(now)) write(level, *suppressed);
+}
 
 } // namespace hepd

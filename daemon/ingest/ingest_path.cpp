@@ -7,7 +7,8 @@ IngestPath::IngestPath(IngestControl& control, DatagramSink& sink, const Clock& 
       sink_(sink),
       wall_(wall),
       intake_(std::move(options.intake)),
-      sources_(options.max_sources) {
+      sources_(options.max_sources),
+      max_batch_age_(options.max_batch_age) {
     verdicts_.reserve(1024);
     sink_dropped_seen_ = sink_.dropped();
     refresh(control_.steady_clock().now());
@@ -65,10 +66,26 @@ void IngestPath::process(std::span<const Packet> batch, intake::Carrier carrier)
             continue;
         }
         --granted;
-        if (intake_.accept(p.bytes, carrier, wall_now, datagram_, p.from.address)) sink_.push(datagram_);
+        if (intake_.accept(p.bytes, carrier, wall_now, datagram_, p.from.address)) {
+            sink_.push(datagram_);
+            holds_partial_ = true;
+        }
     }
 
+    if (max_batch_age_.count() <= 0 && holds_partial_) {
+        flush();
+        return;
+    }
+    count_sink_drops();
+}
+
+void IngestPath::flush() {
     sink_.flush();
+    holds_partial_ = false;
+    count_sink_drops();
+}
+
+void IngestPath::count_sink_drops() noexcept {
     const std::uint64_t dropped = sink_.dropped();
     intake_.count_queue_full(dropped - sink_dropped_seen_);
     sink_dropped_seen_ = dropped;

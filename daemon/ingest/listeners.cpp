@@ -1,5 +1,7 @@
 #include "ingest/listeners.hpp"
 
+#include "ingest/handler_memory.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -13,19 +15,24 @@ using asio::ip::tcp;
 class TcpListener::Session : public std::enable_shared_from_this<Session> {
 public:
     Session(tcp::socket socket, const Endpoint& peer, const hep::StreamFramer& framer,
-            std::chrono::milliseconds idle_timeout, IngestPath& path, std::shared_ptr<TcpStats> stats)
+            std::chrono::milliseconds idle_timeout, IngestPath& path, FlushTimer& flush_timer,
+            std::shared_ptr<TcpStats> stats)
         : socket_(std::move(socket)),
           timer_(socket_.get_executor()),
           framer_(framer),
           idle_timeout_(idle_timeout),
           path_(path),
+          flush_timer_(flush_timer),
           stats_(std::move(stats)),
           peer_(peer),
-          buffer_(framer.max_frame() + kReadChunk) {}
+          buffer_(framer.max_frame() + kReadChunk) {
+        frames_.reserve(kFramesPerBatch);
+    }
 
     void start() {
         stats_->open_connections.add(1);
         stats_->accepted_connections.add();
+        last_read_ = Clock::now();
         arm_timer();
         read();
     }
@@ -44,20 +51,33 @@ public:
 private:
     // Room after a maximal partial frame, so one read always fits.
     static constexpr std::size_t kReadChunk = 16384;
+    // A read of small frames goes through the path in slices of at most this many, so that the
+    // frame list is allocated once (with the session) and never grows on the packet path.
+    static constexpr std::size_t kFramesPerBatch = 256;
 
+    using Clock = asio::steady_timer::clock_type;
+
+    // Reads only note their time; the timer checks it when it fires (re-arming the timer on every
+    // read would cost a timer update per read).
     void arm_timer() {
         if (idle_timeout_.count() <= 0) return;
-        timer_.expires_after(idle_timeout_);
-        timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-            if (!ec) self->close(TcpCloseReason::idle_timeout);
-        });
+        timer_.expires_at(last_read_ + idle_timeout_);
+        timer_.async_wait(with_memory(timer_memory_, [self = shared_from_this()](boost::system::error_code ec) {
+            if (ec || self->closed_) return;
+            if (Clock::now() - self->last_read_ >= self->idle_timeout_) {
+                self->close(TcpCloseReason::idle_timeout);
+                return;
+            }
+            self->arm_timer();
+        }));
     }
 
     void read() {
-        socket_.async_read_some(asio::buffer(buffer_.data() + used_, buffer_.size() - used_),
-                                [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
-                                    self->on_read(ec, n);
-                                });
+        socket_.async_read_some(
+            asio::buffer(buffer_.data() + used_, buffer_.size() - used_),
+            with_memory(read_memory_, [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
+                self->on_read(ec, n);
+            }));
     }
 
     void on_read(boost::system::error_code ec, std::size_t n) {
@@ -70,29 +90,26 @@ private:
         used_ += n;
         std::size_t offset = 0;
         bool broken = false;
-        frames_.clear();
         while (true) {
             const auto status = framer_.next(ByteSpan(buffer_.data() + offset, used_ - offset));
             if (status.is_frame()) {
+                if (frames_.size() == kFramesPerBatch) process_frames();
                 frames_.push_back(Packet{ByteSpan(buffer_.data() + offset, status.size), peer_});
                 offset += status.size;
                 continue;
             }
             if (status.is_error()) {
                 stats_->frame_errors[static_cast<std::size_t>(status.error)].add();
-                spdlog::debug("hep tcp {}: {}; closing the connection", peer_.to_string(), hep::to_string(status.error));
+                if (spdlog::should_log(spdlog::level::debug))
+                    spdlog::debug("hep tcp {}: {}; closing the connection", peer_.to_string(),
+                                  hep::to_string(status.error));
                 broken = true;
             }
             break;  // need more, or broken
         }
         // The messages before a framing error are whole and are kept.
-        if (!frames_.empty()) {
-            try {
-                path_.process(frames_, intake::Carrier::tcp);
-            } catch (const std::exception& e) {
-                spdlog::error("hep tcp {}: {} messages lost: {}", peer_.to_string(), frames_.size(), e.what());
-            }
-        }
+        process_frames();
+        flush_timer_.after_process();
         if (broken) {
             close(TcpCloseReason::bad_frame);
             return;
@@ -102,8 +119,18 @@ private:
             std::memmove(buffer_.data(), buffer_.data() + offset, used_ - offset);
             used_ -= offset;
         }
-        arm_timer();
+        last_read_ = Clock::now();
         read();
+    }
+
+    void process_frames() {
+        if (frames_.empty()) return;
+        try {
+            path_.process(frames_, intake::Carrier::tcp);
+        } catch (const std::exception& e) {
+            spdlog::error("hep tcp {}: {} messages lost: {}", peer_.to_string(), frames_.size(), e.what());
+        }
+        frames_.clear();
     }
 
     tcp::socket socket_;
@@ -111,11 +138,15 @@ private:
     const hep::StreamFramer& framer_;
     std::chrono::milliseconds idle_timeout_;
     IngestPath& path_;
+    FlushTimer& flush_timer_;
+    std::shared_ptr<HandlerMemory> read_memory_ = std::make_shared<HandlerMemory>();
+    std::shared_ptr<HandlerMemory> timer_memory_ = std::make_shared<HandlerMemory>();
     std::shared_ptr<TcpStats> stats_;
     Endpoint peer_;
     std::vector<std::uint8_t> buffer_;
     std::vector<Packet> frames_;
     std::size_t used_ = 0;
+    Clock::time_point last_read_{};
     bool closed_ = false;
 };
 
@@ -126,6 +157,7 @@ TcpListener::TcpListener(asio::io_context& io, const TcpOptions& options, Ingest
       options_(options),
       framer_(options.max_frame_bytes),
       path_(path),
+      flush_timer_(io, path),
       stats_(std::make_shared<TcpStats>()) {
     const tcp::endpoint ep(to_asio(options.listen.address), options.listen.port);
     acceptor_.open(ep.protocol());
@@ -151,6 +183,7 @@ void TcpListener::close() {
     for (auto& weak : sessions_)
         if (auto s = weak.lock()) s->close(TcpCloseReason::shutdown);
     sessions_.clear();
+    flush_timer_.flush_now();
 }
 
 void TcpListener::accept_later() {
@@ -187,8 +220,8 @@ void TcpListener::accept() {
                    options_.max_connections) {
             refuse(TcpCloseReason::too_many);
         } else {
-            auto session =
-                std::make_shared<Session>(std::move(socket), peer, framer_, options_.idle_timeout, path_, stats_);
+            auto session = std::make_shared<Session>(std::move(socket), peer, framer_, options_.idle_timeout,
+                                                     path_, flush_timer_, stats_);
             sessions_.push_back(session);
             session->start();
         }

@@ -1,10 +1,14 @@
 #pragma once
 // HEP over TCP (and the UDP receiver, see udp_receiver.hpp): an Asio acceptor and one session per
 // sender connection; the byte stream is cut into messages by the HEP framer and every read's
-// messages go through the IngestPath as one batch.
+// messages go through the IngestPath as one batch. Partial batches are handed to the shards by
+// the listener's FlushTimer once the oldest datagram in them is max_batch_age old. Listeners
+// sharing a path each keep a timer: any of them may hand the shared partial batches over, which
+// only makes a hand-over earlier, never later than the bound.
 #include "core/address.hpp"
 #include "core/bytes.hpp"
 #include "hep/framer.hpp"
+#include "ingest/flush_timer.hpp"
 #include "intake/hep_intake.hpp"
 #include "ingest/ingest_path.hpp"
 #include "ingest/net_address.hpp"
@@ -39,7 +43,8 @@ public:
     TcpListener& operator=(const TcpListener&) = delete;
 
     Endpoint local_endpoint() const;
-    // Stops accepting and closes every connection (from the io_context's thread).
+    // Stops accepting, closes every connection and hands the path's partial batches over (from
+    // the io_context's thread).
     void close();
     // Readable from any thread (counters).
     const TcpStats& stats() const noexcept { return *stats_; }
@@ -55,6 +60,7 @@ private:
     TcpOptions options_;
     hep::StreamFramer framer_;
     IngestPath& path_;
+    FlushTimer flush_timer_;
     std::shared_ptr<TcpStats> stats_;
     std::vector<std::weak_ptr<Session>> sessions_;
     bool closed_ = false;

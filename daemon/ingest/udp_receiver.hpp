@@ -1,9 +1,11 @@
 #pragma once
 // HEP over UDP: several receive threads per listen address, each with its own SO_REUSEPORT
 // socket, its own IngestPath (intake, per-sender buckets, counters) and its own DatagramSink
-// (the thread's shard::Pipeline::Producer). A thread waits for readiness with Asio, then drains
-// the socket with non-blocking recvmmsg calls of up to batch_size datagrams, processing and
-// flushing after each call. Kernel drops (socket buffer overflow) are read from SO_RXQ_OVFL.
+// (the thread's shard::Pipeline::Producer). A thread waits with poll(), then drains the socket
+// with non-blocking recvmmsg calls of up to batch_size datagrams, processing each call's
+// datagrams; partial batches are handed to the shards when the oldest datagram in them is
+// max_batch_age old, not after every call, and under light traffic the thread reads only then
+// (see UdpReceiver::Thread::run). Kernel drops (socket buffer overflow) are read from SO_RXQ_OVFL.
 #include "core/address.hpp"
 #include "core/stats.hpp"
 #include "ingest/ingest_path.hpp"
@@ -88,7 +90,8 @@ public:
 
     // Starts the receive threads. Datagrams arriving before wait in the socket buffers.
     void start();
-    // Stops and joins the threads (idempotent; also done by the destructor).
+    // Stops and joins the threads, then hands their partial batches over (idempotent; also done
+    // by the destructor, so the sinks must still be usable then).
     void stop();
 
     Endpoint local_endpoint() const;

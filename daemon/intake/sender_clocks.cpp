@@ -51,11 +51,12 @@ Timestamp SenderClocks::correct(const SenderKey& sender, Timestamp capture_time,
         at = index;
         if (evicted) {
             stats.evictions.add();
-            if (spdlog::should_log(spdlog::level::warn))
-                if (const auto suppressed = eviction_log_.allow(receive_time))
-                    spdlog::warn("hep sender clocks: table full ({} senders), {} evicted the least recently active "
-                                 "sender ({} more since the last line); it is measured again if it comes back",
-                                 table_.capacity(), describe(sender), *suppressed);
+            log_throttled(eviction_log_, receive_time, spdlog::level::warn, [&](auto level, std::uint64_t more) {
+                spdlog::log(level,
+                            "hep sender clocks: table full ({} senders), {} evicted the least recently active "
+                            "sender ({} more since the last line); it is measured again if it comes back",
+                            table_.capacity(), describe(sender), more);
+            });
         }
     } else {
         table_.touch(at);

@@ -66,15 +66,6 @@ std::uint32_t clamp_rtt(std::int64_t rtt_us) noexcept {
     return static_cast<std::uint32_t>(std::clamp<std::int64_t>(rtt_us, 0, largest));
 }
 
-// Degraded paths log one line per interval with the number of events it stands for.
-template <class... Args>
-void log_throttled(LogThrottle& throttle, Timestamp now, spdlog::level::level_enum level,
-                   spdlog::format_string_t<std::uint64_t, Args...> format, Args&&... args) {
-    if (!spdlog::should_log(level)) return;
-    if (const auto suppressed = throttle.allow(now))
-        spdlog::log(level, format, static_cast<std::uint64_t>(*suppressed), std::forward<Args>(args)...);
-}
-
 } // namespace
 
 StreamTable::StreamTable(const StreamTableConfig& config)
@@ -161,10 +152,12 @@ std::uint32_t StreamTable::create_stream(const StreamKey& key, std::uint64_t has
         // unlinked from its media entry) while its index still names it.
         end_stream(streams_.oldest(), FinishReason::evicted);
         counter_at(stats_.evictions, StreamTableKind::streams).add();
-        log_throttled(logs_.stream_evictions, now, spdlog::level::warn,
-                      "rtp: stream table full ({1} streams): evicted the least recently active stream "
-                      "({0} more since the last message)",
-                      config_.max_streams);
+        log_throttled(logs_.stream_evictions, now, spdlog::level::warn, [&](auto level, std::uint64_t more) {
+            spdlog::log(level,
+                        "rtp: stream table full ({1} streams): evicted the least recently active stream "
+                        "({0} more since the last message)",
+                        more, config_.max_streams);
+        });
     }
     const std::uint32_t at = streams_.insert(hash, key, StreamSlot{}).first;
     link_media(at, key.dst);
@@ -191,10 +184,12 @@ void StreamTable::finish_stream(std::uint32_t index, FinishReason reason) {
     counter_at(stats_.finished_streams_by_codec, label_of(summary.codec)).add();
     if (summary.clock_unmatched) {
         stats_.clock_rate_unmatched.add();
-        log_throttled(logs_.bindings, stream.last, spdlog::level::debug,
-                      "rtp: the rtpmap clock of payload type {1} is none of the candidate clocks; jitter "
-                      "taken under the smoothest candidate ({0} more binding events since the last message)",
-                      stream.dynamic_payload_type);
+        log_throttled(logs_.bindings, stream.last, spdlog::level::debug, [&](auto level, std::uint64_t more) {
+            spdlog::log(level,
+                        "rtp: the rtpmap clock of payload type {1} is none of the candidate clocks; jitter "
+                        "taken under the smoothest candidate ({0} more binding events since the last message)",
+                        more, stream.dynamic_payload_type);
+        });
     }
     if (summary.has_quality) {
         stats_.jitter_seconds.observe(summary.max_jitter_ms / 1000.0);
@@ -337,10 +332,12 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, Binding binding)
         }
         drop_binding(victim);
         counter_at(stats_.evictions, StreamTableKind::pending_media).add();
-        log_throttled(logs_.pending_evictions, binding.time, spdlog::level::warn,
-                      "rtp: media binding table full ({1} bindings): dropped the least recently used "
-                      "({0} more since the last message)",
-                      bindings_.capacity());
+        log_throttled(logs_.pending_evictions, binding.time, spdlog::level::warn, [&](auto level, std::uint64_t more) {
+            spdlog::log(level,
+                        "rtp: media binding table full ({1} bindings): dropped the least recently used "
+                        "({0} more since the last message)",
+                        more, bindings_.capacity());
+        });
     }
     const std::uint32_t m = media_entry(media, true);
     if (m == kNone) return kNone;
@@ -412,10 +409,12 @@ void StreamTable::apply_binding(const Endpoint& media, Binding binding) {
         if (slot.binding == kNone) {
             if (known_peer && slot.stream.last.us >= time.us - kLateBindingWindowUs) {
                 stats_.late_bindings.add();
-                log_throttled(logs_.bindings, time, spdlog::level::debug,
-                              "rtp: media binding for {1} arrived after its stream's first packets "
-                              "({0} more binding events since the last message)",
-                              media.to_string());
+                log_throttled(logs_.bindings, time, spdlog::level::debug, [&](auto level, std::uint64_t more) {
+                    spdlog::log(level,
+                                "rtp: media binding for {1} arrived after its stream's first packets "
+                                "({0} more binding events since the last message)",
+                                more, media.to_string());
+                });
                 join(i, b, time);
             } else {
                 end_stream(i, FinishReason::rebound);
@@ -474,10 +473,12 @@ void StreamTable::apply_report_block(const PacketMeta& meta, const Endpoint& rep
     const std::uint32_t i = find_reported_stream(reporter, ssrc, media_key(meta.dst));
     if (i == kNone) {
         stats_.rtcp_unmatched_blocks.add();
-        log_throttled(logs_.unmatched_reports, meta.time, spdlog::level::debug,
-                      "rtp: RTCP from {1} about SSRC {2:#010x}, a stream not seen here "
-                      "({0} more since the last message)",
-                      meta.src.to_string(), ssrc);
+        log_throttled(logs_.unmatched_reports, meta.time, spdlog::level::debug, [&](auto level, std::uint64_t more) {
+            spdlog::log(level,
+                        "rtp: RTCP from {1} about SSRC {2:#010x}, a stream not seen here "
+                        "({0} more since the last message)",
+                        more, meta.src.to_string(), ssrc);
+        });
         return;
     }
     ReceiverView& view = streams_[i].stream.receiver;
@@ -571,10 +572,12 @@ ReportedStream* StreamTable::reported_stream(std::string_view call_id, std::uint
             finish_reported(victim, FinishReason::evicted);
             reported_.erase(victim);
             counter_at(stats_.evictions, StreamTableKind::reported_streams).add();
-            log_throttled(logs_.reported_evictions, now, spdlog::level::warn,
-                          "rtp: reported stream table full ({1} entries): evicted the least recently "
-                          "reported ({0} more since the last message)",
-                          config_.max_reported_streams);
+            log_throttled(logs_.reported_evictions, now, spdlog::level::warn, [&](auto level, std::uint64_t more) {
+                spdlog::log(level,
+                            "rtp: reported stream table full ({1} entries): evicted the least recently "
+                            "reported ({0} more since the last message)",
+                            more, config_.max_reported_streams);
+            });
         }
         ReportedStream fresh;
         fresh.first = now;
@@ -630,10 +633,12 @@ void StreamTable::on_rtcp_json(const PacketMeta& meta, std::string_view call_id,
     }
     if (!kept_all) {
         stats_.rtcp_json_without_call_id.add();
-        log_throttled(logs_.no_call_id, meta.time, spdlog::level::warn,
-                      "rtp: RTCP-JSON from {1} without a correlation id (Call-ID), not kept "
-                      "({0} more since the last message)",
-                      meta.src.to_string());
+        log_throttled(logs_.no_call_id, meta.time, spdlog::level::warn, [&](auto level, std::uint64_t more) {
+            spdlog::log(level,
+                        "rtp: RTCP-JSON from {1} without a correlation id (Call-ID), not kept "
+                        "({0} more since the last message)",
+                        more, meta.src.to_string());
+        });
     }
 }
 
@@ -732,8 +737,11 @@ bool StreamTable::insert_reported(const ReportedKey& key, const ReportedStream& 
 }
 
 void StreamTable::note_parse_error(Timestamp now, std::string_view what, std::string_view reason) {
-    log_throttled(logs_.parse_errors, now, spdlog::level::debug,
-                  "rtp: {1} not parsed: {2} ({0} more parse errors since the last message)", what, reason);
+    log_throttled(logs_.parse_errors, now, spdlog::level::debug, [&](auto level, std::uint64_t more) {
+        spdlog::log(level,
+                    "rtp: {1} not parsed: {2} ({0} more parse errors since the last message)",
+                    more, what, reason);
+    });
 }
 
 StreamTable::EntrySizes StreamTable::entry_sizes() noexcept {

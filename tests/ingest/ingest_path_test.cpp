@@ -68,7 +68,11 @@ TEST_CASE("global rate limit at a fixed offered load: within 5 %, drops = offere
     CHECK(s.drops(intake::DropReason::rate_limit) == offered - 10'090);
     const double achieved = static_cast<double>(s.accepted()) / 10.0;
     CHECK(achieved == Approx(1000.0).epsilon(0.05));
-    CHECK(sink.flushes == 1000);  // once per batch
+    CHECK(sink.flushes == 0);  // partial batches wait for the flush timer (FlushTimer)
+    CHECK(path.holds_partial());
+    path.flush();
+    CHECK(sink.flushes == 1);
+    CHECK_FALSE(path.holds_partial());
     check_invariant(s);
 }
 
@@ -246,6 +250,10 @@ TEST_CASE("received = accepted + drops per path and merged, with every kind of r
         a.process(batch, intake::Carrier::udp);
         b.process(batch, intake::Carrier::tcp);
     }
+    // The sink reports its losses when the partial batches are handed over.
+    CHECK(a.stats().drops(intake::DropReason::queue_full) == 0);
+    a.flush();
+    b.flush();
     // Per round and path: 24 packets, so 48 in all. Every sender has 4 tokens for both rounds
     // (clock frozen): host 1 offers 12 (4 pass), hosts 2..5 offer 6 each (4 pass each).
     for (const IngestPath* p : {&a, &b}) {
@@ -290,4 +298,40 @@ TEST_CASE("the global limit is shared by every path", "[ingest][rate]") {
     CHECK(b.stats().accepted() == 50);
     CHECK(a.stats().accepted() + b.stats().accepted() == 150);
     CHECK(b.stats().drops(intake::DropReason::rate_limit) == 50);
+}
+
+TEST_CASE("max_batch_age 0 hands over after every batch; otherwise only flush() does", "[ingest]") {
+    ManualClock steady(Timestamp{0});
+    ManualClock wall(kWall);
+    IngestControl control(IngestPolicy{}, steady);
+    const auto bytes = sip_bytes();
+    std::vector<Packet> batch;
+    append(batch, bytes, Endpoint{ip("10.0.0.1"), 1}, 3);
+    const std::vector<std::uint8_t> not_hep{'x'};
+    std::vector<Packet> refused;
+    append(refused, not_hep, Endpoint{ip("10.0.0.1"), 1}, 2);
+
+    CollectingSink at_once(2);  // every second push lost to a "full queue"
+    IngestPathOptions immediate;
+    immediate.max_batch_age = std::chrono::microseconds(0);
+    IngestPath a(control, at_once, wall, immediate);
+    for (int i = 0; i < 4; ++i) a.process(batch, intake::Carrier::udp);
+    CHECK(at_once.flushes == 4);
+    CHECK_FALSE(a.holds_partial());
+    CHECK(a.stats().drops(intake::DropReason::queue_full) == 6);
+    a.process(refused, intake::Carrier::udp);  // nothing pushed: nothing to hand over
+    CHECK(at_once.flushes == 4);
+
+    CollectingSink later;
+    IngestPath b(control, later, wall);
+    CHECK(b.max_batch_age() == IngestPathOptions::kDefaultMaxBatchAge);
+    b.process(refused, intake::Carrier::udp);
+    CHECK_FALSE(b.holds_partial());
+    for (int i = 0; i < 4; ++i) b.process(batch, intake::Carrier::udp);
+    CHECK(later.flushes == 0);
+    CHECK(later.got.size() == 12);
+    CHECK(b.holds_partial());
+    b.flush();
+    CHECK(later.flushes == 1);
+    CHECK_FALSE(b.holds_partial());
 }

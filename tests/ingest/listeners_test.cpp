@@ -25,8 +25,10 @@ const Timestamp kWall = Timestamp::from_parts(1'700'000'100, 0);
 
 struct TcpRig {
     explicit TcpRig(IngestPolicy policy = {}, std::size_t max_connections = 16,
-                    std::chrono::milliseconds idle = std::chrono::milliseconds(0), std::size_t max_frame = 65535)
-        : steady(Timestamp{0}), wall(kWall), control(std::move(policy), steady), path(control, sink, wall) {
+                    std::chrono::milliseconds idle = std::chrono::milliseconds(0), std::size_t max_frame = 65535,
+                    IngestPathOptions path_options = {})
+        : steady(Timestamp{0}), wall(kWall), control(std::move(policy), steady),
+          path(control, sink, wall, std::move(path_options)) {
         TcpOptions o;
         o.listen = Endpoint{ip("127.0.0.1"), 0};
         o.max_connections = max_connections;
@@ -294,4 +296,29 @@ TEST_CASE("TCP: closing the listener closes every connection", "[ingest][net][tc
     rig.io.restart();
     rig.io.run_for(std::chrono::milliseconds(20));
     CHECK(rig.sink.got.empty());
+}
+
+TEST_CASE("TCP: partial batches wait for the flush timer, then go in one hand-over", "[ingest][net][tcp]") {
+    IngestPathOptions po;
+    po.max_batch_age = std::chrono::milliseconds(300);
+    TcpRig rig({}, 16, std::chrono::milliseconds(0), 65535, po);
+    auto client = rig.connect();
+    const auto one = test::encode(test::sip_message(test::kOptions));
+    for (int i = 0; i < 3; ++i) {
+        asio::write(client, asio::buffer(one));
+        REQUIRE(run_until(rig.io, [&] { return rig.sink.got.size() == static_cast<std::size_t>(i + 1); }));
+    }
+    CHECK(rig.sink.flushes == 0);  // three reads, no hand-over yet (unless this took 300 ms)
+    // Nothing more is sent: the timer hands the partial batch over by itself.
+    REQUIRE(run_until(rig.io, [&] { return rig.sink.flushes > 0; }));
+    CHECK(rig.sink.flushes == 1);
+    CHECK_FALSE(rig.path.holds_partial());
+    rig.io.restart();
+    rig.io.run_for(std::chrono::milliseconds(50));
+    CHECK(rig.sink.flushes == 1);
+
+    asio::write(client, asio::buffer(one));
+    REQUIRE(run_until(rig.io, [&] { return rig.sink.got.size() == 4; }));
+    rig.listener->close();  // shutdown hands over at once
+    CHECK(rig.sink.flushes == 2);
 }

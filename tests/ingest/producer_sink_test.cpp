@@ -77,6 +77,8 @@ TEST_CASE("two receive paths feed two shards; full queues are counted as queue_f
         path0.process(std::span<const Packet>(batch).subspan(i, 25), intake::Carrier::udp);
         path1.process(std::span<const Packet>(batch).subspan(i, 25), intake::Carrier::tcp);
     }
+    path0.flush();
+    path1.flush();
     const auto& s0 = path0.stats();
     const auto& s1 = path1.stats();
     CHECK(s0.received() == 200);

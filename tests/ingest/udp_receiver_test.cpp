@@ -5,11 +5,14 @@
 
 #include "hep_message.hpp"
 #include "ingest_support.hpp"
+#include "shard_support.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace hepd;
@@ -273,4 +276,96 @@ TEST_CASE("admission over real sockets", "[ingest][net][udp]") {
         CHECK(sinks[0]->got.size() == 10);
         rig.check_invariants();
     }
+}
+
+namespace {
+
+// One UDP receive thread handing over to a real shard.
+struct ShardedUdpRig {
+    explicit ShardedUdpRig(std::chrono::microseconds max_batch_age)
+        : steady(Timestamp{0}), wall(kWall), control(IngestPolicy{}, steady), sink(shards.pipeline->producer(0)) {
+        UdpOptions o;
+        o.listen = Endpoint{ip("127.0.0.1"), 0};
+        o.receive_buffer_bytes = 4u << 20;
+        IngestPathOptions po;
+        po.max_batch_age = max_batch_age;
+        receiver = std::make_unique<UdpReceiver>(o, control, po, [this](std::size_t) -> DatagramSink& { return sink; },
+                                                 wall);
+        receiver->start();
+    }
+    ~ShardedUdpRig() { receiver->stop(); }
+
+    test::ShardRig shards;
+    ManualClock steady;
+    ManualClock wall;
+    IngestControl control;
+    test::CountingProducerSink sink;
+    std::unique_ptr<UdpReceiver> receiver;
+};
+
+} // namespace
+
+TEST_CASE("UDP: a lone datagram reaches the shard by the age bound, without further traffic", "[ingest][net][udp]") {
+    ShardedUdpRig rig(IngestPathOptions::kDefaultMaxBatchAge);
+    asio::io_context io;
+    UdpSender sender(io, ip("127.0.0.1"), rig.receiver->local_endpoint());
+    sender.send(numbered(1));
+    // A partial batch of one: only the flush timer can hand it over.
+    CHECK(test::wait_until([&] { return rig.shards.worker->processed.load() == 1; }));
+    CHECK(rig.sink.flushes.load() == 1);
+    CHECK(rig.receiver->socket_stats(0).batches == 1);
+    // Nothing pending, nothing more to hand over.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK(rig.sink.flushes.load() == 1);
+}
+
+TEST_CASE("UDP: light traffic within the age bound is read and handed over together", "[ingest][net][udp]") {
+    ShardedUdpRig rig(std::chrono::milliseconds(500));
+    asio::io_context io;
+    UdpSender sender(io, ip("127.0.0.1"), rig.receiver->local_endpoint());
+    constexpr std::uint32_t kSent = 20;
+    for (std::uint32_t i = 0; i < kSent; ++i) {
+        sender.send(numbered(i));
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    REQUIRE(test::wait_until([&] { return rig.shards.worker->processed.load() == kSent; }));
+    const std::uint64_t calls = rig.receiver->socket_stats(0).batches;
+    INFO("receive calls " << calls << ", hand-overs " << rig.sink.flushes.load());
+    // The first datagram wakes the thread; the rest wait in the socket until the hand-over is
+    // due and are read then (a second hand-over only if sending them took longer than 500 ms).
+    CHECK(rig.sink.flushes.load() <= 2);
+    CHECK(calls <= 4);
+}
+
+TEST_CASE("UDP: heavy traffic is read as it comes but handed over by size or age, not per receive call",
+          "[ingest][net][udp]") {
+    ShardedUdpRig rig(std::chrono::milliseconds(500));
+    asio::io_context io;
+    UdpSender sender(io, ip("127.0.0.1"), rig.receiver->local_endpoint());
+    const auto one = numbered(1);
+    constexpr std::uint32_t kBursts = 10;
+    constexpr std::uint32_t kBurst = 200;  // over three receive batches of 64
+    for (std::uint32_t b = 0; b < kBursts; ++b) {
+        for (std::uint32_t i = 0; i < kBurst; ++i) sender.send(one);
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    REQUIRE(test::wait_until([&] { return rig.shards.worker->processed.load() == kBursts * kBurst; }));
+    const std::uint64_t calls = rig.receiver->socket_stats(0).batches;
+    INFO("receive calls " << calls << ", hand-overs " << rig.sink.flushes.load());
+    REQUIRE(calls >= kBursts);
+    // Full shard batches (256) go on their own; the rest waits for the age bound.
+    CHECK(rig.sink.flushes.load() < calls);
+    CHECK(rig.sink.flushes.load() <= 2);
+}
+
+TEST_CASE("UDP: stop hands over what waits in partial batches", "[ingest][net][udp]") {
+    ShardedUdpRig rig(std::chrono::seconds(3600));
+    asio::io_context io;
+    UdpSender sender(io, ip("127.0.0.1"), rig.receiver->local_endpoint());
+    for (std::uint32_t i = 0; i < 3; ++i) sender.send(numbered(i));
+    REQUIRE(test::wait_until([&] { return rig.receiver->merged_stats().accepted() == 3; }));
+    CHECK(rig.sink.flushes.load() == 0);
+    rig.receiver->stop();
+    CHECK(rig.sink.flushes.load() == 1);
+    CHECK(test::wait_until([&] { return rig.shards.worker->processed.load() == 3; }));
 }
