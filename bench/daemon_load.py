@@ -457,6 +457,36 @@ def peer_summary(reps):
     return out
 
 
+def offline_part(a):
+    """The same packets offline: hepd_load --pcap-out writes what a paced run at each rate sends
+    (the same cycles), `hepd pcap --cores 1` (pinned like the daemon) processes them; CPU per
+    packet from the child's rusage. The live figure over this one is what the live path adds:
+    the kernel's receive, the hand-over between threads, the wake-ups."""
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="hepd-offline.") as tmp:
+        for rate in a.rates:
+            path = os.path.join(tmp, f"load-{rate}.pcap")
+            # At least 300,000 packets, so that hepd's start-up and report stay out of the figure.
+            duration = max(a.duration, 300_000 / rate)
+            gen = subprocess.run([os.path.join(a.build, "bench/hepd_load"), "--to", "127.0.0.1:9060", "--rate", str(rate),
+                                  "--duration", str(duration), "--calls", str(a.calls), "--pcap-out", path],
+                                 stdout=subprocess.PIPE, check=True)
+            packets = json.loads(gen.stdout)["packets"]
+            runs = []
+            for _ in range(a.repetitions):
+                proc = spawn([os.path.join(a.build, "daemon/app/hepd"), "pcap", "--cores", "1", "--log-level", "warn", path],
+                             PEER_CPU, a.pin, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                _, status, ru = os.wait4(proc.pid, 0)
+                if status != 0:
+                    raise RuntimeError(f"hepd pcap exited with status {status}")
+                runs.append(1e6 * (ru.ru_utime + ru.ru_stime) / packets)
+            out[str(rate)] = {"packets": packets, "cpu_us_per_packet": statistics.median(runs),
+                              "runs": [round(r, 3) for r in runs]}
+            print(f"offline {rate}/s corpus: {packets} packets, {statistics.median(runs):.2f} µs/packet "
+                  f"(runs {', '.join(f'{r:.2f}' for r in runs)})", file=sys.stderr)
+    return out
+
+
 def rate_limit_part(a):
     limit = 20000
     h = Hepd(a.build, ["--hep-rate-limit", str(limit)], pin=a.pin)
@@ -527,6 +557,15 @@ def print_table(result, out=sys.stderr):
              ("  there: CPU µs per packet", lambda p: fmt((p["at_lossless"] or {}).get("cpu_us_per_packet"), ".2f")),
              ("  there: CPU % of one core", lambda p: fmt((p["at_lossless"] or {}).get("cpu_pct"), ".1f")),
              ("  there: context switches/s", lambda p: fmt((p["at_lossless"] or {}).get("ctx_switches_per_s"), ".0f"))]
+    offline = result.get("offline")
+    if offline:
+        for rate in result["method"]["rates"]:
+            r = str(rate)
+            rows += [(f"{rate}/s: offline, same packets: CPU µs/packet",
+                      lambda p, r=r: fmt(offline[r]["cpu_us_per_packet"], ".2f") if p is peers.get("hepd") else "-"),
+                     (f"{rate}/s: live / offline",
+                      lambda p, r=r: fmt(p[r]["cpu_us_per_packet"] / offline[r]["cpu_us_per_packet"], ".1f")
+                      if p is peers.get("hepd") and p[r]["cpu_us_per_packet"] else "-")]
     w0 = max(len(r[0]) for r in rows)
     cells = [[f(peers[n]) for n in names] for _, f in rows]
     w = [max([len(n)] + [len(c[i]) for c in cells]) for i, n in enumerate(names)]
@@ -622,6 +661,8 @@ def main():
 
     if a.rate_limit and "hepd" in kinds:
         result["rate_limit"] = rate_limit_part(a)
+    if "hepd" in kinds:
+        result["offline"] = offline_part(a)
 
     print_table(result)
     print(json.dumps(result, indent=2))

@@ -1,6 +1,7 @@
 // HEP load generator: replays generated SIP calls as HEPv3 to a collector at a target rate.
 //   hepd_load --to HOST:PORT [--tcp] [--rate PPS] [--duration S] [--calls N] [--media-seconds S]
 //             [--rtcp-every N] [--batch N] [--senders N] [--capture-id N] [--auth-key KEY] [--seed S]
+//             [--pcap-out FILE]
 //
 // Each SIP packet of bench/gen/call_generator becomes a HEPv3 message of type 1 (SIP); raw RTP is
 // not sent, but every --rtcp-every media packets of a stream (and at its end) the receiving side
@@ -9,7 +10,10 @@
 // ("gen-" becomes a cycle tag) and shifts the capture times past the previous cycle, so every
 // cycle is a fresh set of calls. Sending is token-paced (--rate 0: as fast as possible) over UDP
 // (sendmmsg, one socket per --senders, round robin) or TCP (one connection per --senders).
-// Prints one JSON object: offered and sent packets, achieved rate, errors.
+// Prints one JSON object: offered and sent packets, achieved rate, errors. --pcap-out writes the
+// same packets (rate x duration of them, the same cycles) to a pcap file instead of sending
+// them, as UDP from 127.0.0.1 to --to, frame times paced at --rate: `hepd pcap` on that file does
+// offline exactly the work a daemon does live, which is how bench/daemon_load.py compares them.
 #include "core/address.hpp"
 #include "core/bytes.hpp"
 #include "core/time.hpp"
@@ -54,6 +58,7 @@ struct Options {
     std::uint32_t capture_id = 2001;
     std::string auth_key;
     std::uint64_t seed = 1;
+    std::string pcap_out;  // write instead of sending
 };
 
 // One encoded HEP message and the places a cycle rewrites.
@@ -111,7 +116,7 @@ std::optional<double> parse_double(const char* s) {
 int usage(const char* why) {
     std::fprintf(stderr,
                  "hepd_load: %s\nusage: hepd_load --to HOST:PORT [--tcp] [--rate PPS] [--duration S] [--calls N]\n"
-                 "                 [--media-seconds S] [--rtcp-every N] [--batch N] [--senders N]\n"
+                 "                 [--media-seconds S] [--rtcp-every N] [--batch N] [--senders N] [--pcap-out FILE]\n"
                  "                 [--capture-id N] [--auth-key KEY] [--seed S]\n",
                  why);
     return kExitUsage;
@@ -183,6 +188,8 @@ std::optional<Options> parse_args(int argc, char** argv) {
             o.capture_id = static_cast<std::uint32_t>(*n);
         } else if (k == "--auth-key") {
             o.auth_key = v;
+        } else if (k == "--pcap-out") {
+            o.pcap_out = v;
         } else if (k == "--seed") {
             const auto n = need_u64(~std::uint64_t{0});
             if (!n) return std::nullopt;
@@ -460,6 +467,87 @@ bool send_tcp(int fd, const std::vector<Encoded>& m, std::size_t first, std::siz
     return true;
 }
 
+// Classic pcap, Ethernet + IPv4 + UDP around each HEP message.
+class PcapWriter {
+public:
+    PcapWriter(const std::string& path, const Endpoint& to) : file_(std::fopen(path.c_str(), "wb")), to_(to) {
+        if (file_ == nullptr) return;
+        const std::uint32_t header[6] = {0xa1b2c3d4U, 0x00040002U, 0, 0, 65535, 1};  // v2.4, Ethernet
+        std::fwrite(header, sizeof header, 1, file_);
+    }
+    ~PcapWriter() {
+        if (file_ != nullptr) std::fclose(file_);
+    }
+    PcapWriter(const PcapWriter&) = delete;
+    PcapWriter& operator=(const PcapWriter&) = delete;
+    bool ok() const noexcept { return file_ != nullptr && to_.address.is_v4(); }
+
+    void write(Timestamp at, const std::vector<std::uint8_t>& payload) {
+        std::uint8_t frame[14 + 20 + 8] = {};
+        frame[12] = 0x08;  // IPv4
+        std::uint8_t* ip = frame + 14;
+        const std::size_t ip_len = 20 + 8 + payload.size();
+        ip[0] = 0x45;
+        ip[2] = static_cast<std::uint8_t>(ip_len >> 8);
+        ip[3] = static_cast<std::uint8_t>(ip_len);
+        ip[8] = 64;
+        ip[9] = 17;
+        const std::uint8_t loopback[4] = {127, 0, 0, 1};
+        std::memcpy(ip + 12, loopback, 4);
+        std::memcpy(ip + 16, to_.address.bytes().data(), 4);
+        std::uint32_t sum = 0;
+        for (int i = 0; i < 20; i += 2) sum += static_cast<std::uint32_t>(ip[i] << 8 | ip[i + 1]);
+        while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+        ip[10] = static_cast<std::uint8_t>(~sum >> 8);
+        ip[11] = static_cast<std::uint8_t>(~sum);
+        std::uint8_t* udp = ip + 20;
+        udp[0] = 0xc3;  // source port 50000
+        udp[1] = 0x50;
+        udp[2] = static_cast<std::uint8_t>(to_.port >> 8);
+        udp[3] = static_cast<std::uint8_t>(to_.port);
+        udp[4] = static_cast<std::uint8_t>((8 + payload.size()) >> 8);
+        udp[5] = static_cast<std::uint8_t>(8 + payload.size());
+        const auto caplen = static_cast<std::uint32_t>(sizeof frame + payload.size());
+        const std::uint32_t record[4] = {static_cast<std::uint32_t>(at.us / 1'000'000),
+                                         static_cast<std::uint32_t>(at.us % 1'000'000), caplen, caplen};
+        std::fwrite(record, sizeof record, 1, file_);
+        std::fwrite(frame, sizeof frame, 1, file_);
+        std::fwrite(payload.data(), payload.size(), 1, file_);
+    }
+
+private:
+    std::FILE* file_;
+    Endpoint to_;
+};
+
+// --pcap-out: the packets a paced run would send, written instead (see the top of the file).
+int write_pcap(const Options& o, Corpus& corpus) {
+    PcapWriter out(o.pcap_out, o.to);
+    if (!out.ok()) {
+        std::fprintf(stderr, "hepd_load: cannot write %s (an IPv4 --to is needed)\n", o.pcap_out.c_str());
+        return 1;
+    }
+    const double rate = o.rate > 0 ? o.rate : 100'000;
+    const auto packets = static_cast<std::uint64_t>(rate * o.duration);
+    const Timestamp start = corpus.messages.front().time;
+    std::size_t next = 0;
+    std::uint64_t cycle = 0;
+    std::uint64_t bytes = 0;
+    for (std::uint64_t i = 0; i < packets; ++i) {
+        out.write(Timestamp{start.us + static_cast<std::int64_t>(static_cast<double>(i) * 1e6 / rate)},
+                  corpus.messages[next].bytes);
+        bytes += corpus.messages[next].bytes.size();
+        if (++next == corpus.messages.size()) {
+            next = 0;
+            apply_cycle(corpus, ++cycle);
+        }
+    }
+    std::printf("{\"pcap_out\": \"%s\", \"packets\": %llu, \"bytes\": %llu, \"rate\": %.0f, \"cycles\": %llu}\n",
+                o.pcap_out.c_str(), static_cast<unsigned long long>(packets), static_cast<unsigned long long>(bytes), rate,
+                static_cast<unsigned long long>(cycle));
+    return 0;
+}
+
 std::string json_escape(const std::string& s) {
     std::string out;
     for (char c : s) {
@@ -484,6 +572,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "hepd_load: the corpus is empty\n");
         return 1;
     }
+
+    if (!o.pcap_out.empty()) return write_pcap(o, corpus);
 
     std::map<std::string, std::uint64_t> errors;
     std::vector<int> fds;
