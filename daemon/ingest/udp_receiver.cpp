@@ -268,7 +268,7 @@ private:
     // Until then: under light traffic (the last wake-up found less than one receive batch) the
     // thread sleeps until the hand-over is due and then reads everything that came meanwhile, one
     // or two wake-ups per max_batch_age instead of one per datagram, and no datagram waits longer
-    // than the bound. The socket buffer holds what arrives meanwhile (8 MiB by default: 2 ms of
+    // than the bound. The socket buffer holds what arrives meanwhile (8 MiB by default: 10 ms of
     // well over 1M packets/s). Heavier traffic fills a receive batch at every wake-up and is read
     // as it comes, the wait for readability then timing out when the hand-over is due. With
     // nothing pending the thread waits for readability without a timeout.
