@@ -72,11 +72,14 @@ intake::IntakeStats merged_stats(const ingest::IngestPath& tcp_path,
 void log_summary(const intake::IntakeStats& s, std::string_view when) {
     std::uint64_t decode_errors = 0;
     for (const auto& n : s.decode_errors) decode_errors += n.value();
-    spdlog::info("{}: {} HEP packets received, {} accepted (sip {}, rtcp {}, rtcp_json {}, qos {}, log {}, other {}), "
-                 "{} decode errors, {} dropped by the rate limit, {} dropped for auth, {} not allowed",
-                 when, s.received(), s.accepted(), s.by_class(PayloadClass::sip), s.by_class(PayloadClass::rtcp),
-                 s.by_class(PayloadClass::rtcp_json), s.by_class(PayloadClass::qos), s.by_class(PayloadClass::log),
-                 s.by_class(PayloadClass::other), decode_errors, s.drops(intake::DropReason::rate_limit),
+    std::string by_class;
+    for (std::size_t c = 0; c < kPayloadClassCount; ++c) {
+        const auto cls = static_cast<PayloadClass>(c);
+        by_class += fmt::format("{}{} {}", c == 0 ? "" : ", ", to_string(cls), s.by_class(cls));
+    }
+    spdlog::info("{}: {} HEP packets received, {} accepted ({}), {} decode errors, {} dropped by the rate limit, "
+                 "{} dropped for auth, {} not allowed",
+                 when, s.received(), s.accepted(), by_class, decode_errors, s.drops(intake::DropReason::rate_limit),
                  s.drops(intake::DropReason::auth), s.drops(intake::DropReason::not_allowed));
 }
 

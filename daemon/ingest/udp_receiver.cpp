@@ -16,6 +16,7 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -23,6 +24,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 
 namespace hepd::ingest {
 
@@ -245,6 +247,7 @@ public:
     // the receive thread is gone).
     void stop() {
         if (thread_.joinable()) {
+            stopping_.store(true, std::memory_order_release);
             const char byte = 1;
             while (::write(wake_[1], &byte, 1) < 0 && errno == EINTR) {
             }
@@ -264,59 +267,93 @@ private:
     // hand-over deadline again (the next poll returns at once when more is queued).
     static constexpr int kRoundsPerWakeup = 16;
 
+    // What a queued datagram costs the socket buffer beyond its payload (the kernel charges the
+    // buffer with its whole skb): a conservative estimate for the blind windows below.
+    static constexpr std::size_t kQueuedOverheadBytes = 1024;
+
     // Partial batches are handed over when the oldest datagram in them is max_batch_age old.
-    // Until then: under light traffic (the last wake-up found less than one receive batch) the
-    // thread sleeps until the hand-over is due and then reads everything that came meanwhile, one
-    // or two wake-ups per max_batch_age instead of one per datagram, and no datagram waits longer
-    // than the bound. The socket buffer holds what arrives meanwhile (8 MiB by default: 10 ms of
-    // well over 1M packets/s). Heavier traffic fills a receive batch at every wake-up and is read
-    // as it comes, the wait for readability then timing out when the hand-over is due. With
-    // nothing pending the thread waits for readability without a timeout.
+    // Until then the thread need not wake for every datagram: it may stop watching the socket
+    // for a while and read, when it next wakes, everything that came meanwhile (a few wake-ups
+    // per max_batch_age instead of one per datagram). While it does not watch, the socket buffer
+    // must hold what arrives, and the buffer granted may be small (a hardened unit cannot raise
+    // it above net.core.rmem_max, 208 KiB by default). So the blind wait adapts to what it finds:
+    // it doubles (up to the hand-over) while a wake-up finds traffic filling less than a quarter
+    // of the buffer, halves when it finds more than half, and drops to watching (below 1 ms) when the
+    // kernel dropped a datagram. Each window of partial batches starts watching for 1 ms.
+    // With nothing pending the thread waits for readability without a timeout.
     void run() {
         const int fd = socket_.socket().native_handle();
-        const auto max_age = path_.max_batch_age();
+        const auto max_age = std::chrono::duration_cast<Clock::duration>(path_.max_batch_age());
+        const double budget = static_cast<double>(socket_.receive_buffer_bytes());
+        constexpr Clock::duration kFirstBlind = std::chrono::milliseconds(1);
         Clock::time_point due{};
-        bool light = false;
+        Clock::duration blind_for = kFirstBlind;
         while (true) {
             int timeout_ms = -1;
             bool watch = true;
             if (path_.holds_partial()) {
-                const auto left = std::chrono::ceil<std::chrono::milliseconds>(due - Clock::now());
+                const auto now = Clock::now();
+                auto until = due;
+                if (blind_for >= std::chrono::milliseconds(1)) {
+                    until = std::min(due, now + blind_for);
+                    watch = false;
+                }
+                const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - now);
                 timeout_ms = static_cast<int>(std::max<std::int64_t>(left.count(), 0));
-                watch = !light;
             }
             pollfd fds[2] = {{wake_[0], POLLIN, 0}, {watch ? fd : -1, POLLIN, 0}};
             const int r = ::poll(fds, 2, timeout_ms);
-            if (r < 0 && errno != EINTR) {
-                log_throttled(failure_log_, steady_.now(), spdlog::level::err, [&](auto level, std::uint64_t more) {
-                    spdlog::log(level, "hep udp receive thread {}: poll: {} ({} more suppressed)", index_,
-                                std::strerror(errno), more);
-                });
-                continue;
+            if (r < 0) {
+                if (errno != EINTR) {
+                    log_throttled(failure_log_, steady_.now(), spdlog::level::err, [&](auto level, std::uint64_t more) {
+                        spdlog::log(level, "hep udp receive thread {}: poll: {} ({} more suppressed)", index_,
+                                    std::strerror(errno), more);
+                    });
+                    // Not a busy loop on a persistent failure: stop() and the hand-over still
+                    // come through the checks below.
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                }
+                if (stopping_.load(std::memory_order_acquire)) return;
+                fds[0].revents = 0;
+                fds[1].revents = 0;
             }
             if (fds[0].revents != 0) return;  // stop()
+            const auto woke = Clock::now();
             const bool was_pending = path_.holds_partial();
-            const bool is_due = was_pending && Clock::now() >= due;
-            if (fds[1].revents != 0 || is_due) {
-                const std::size_t got = drain();
-                light = got < socket_.batch_size();
+            if (fds[1].revents != 0 || (was_pending && !watch)) {
+                const std::uint64_t drops_before = socket_.stats().kernel_drops;
+                const auto [datagrams, bytes] = drain();
+                if (was_pending && !watch) {
+                    const double found = static_cast<double>(bytes + datagrams * kQueuedOverheadBytes);
+                    if (socket_.stats().kernel_drops != drops_before) {
+                        blind_for = Clock::duration::zero();
+                    } else if (found > budget / 2) {
+                        blind_for /= 2;
+                    } else if (datagrams > 0 && found < budget / 4) {
+                        // Only traffic is evidence: a quiet spell says nothing of the next burst.
+                        blind_for = std::min(blind_for * 2, max_age);
+                    }
+                }
             }
-            if (!path_.holds_partial()) continue;
-            if (is_due) {
-                path_.flush();
-            } else if (!was_pending) {
-                due = Clock::now() + max_age;
+            if (was_pending && woke >= due) {
+                if (path_.holds_partial()) path_.flush();
+            } else if (!was_pending && path_.holds_partial()) {
+                due = woke + max_age;
+                blind_for = std::max(blind_for, kFirstBlind);
             }
         }
     }
 
-    // Reads and processes what waits (at most kRoundsPerWakeup receive calls); the datagrams read.
-    std::size_t drain() {
+    // Reads and processes what waits (at most kRoundsPerWakeup receive calls): the datagrams and
+    // bytes read.
+    std::pair<std::size_t, std::size_t> drain() {
         std::size_t got = 0;
+        std::size_t bytes = 0;
         for (int round = 0; round < kRoundsPerWakeup; ++round) {
             const auto packets = socket_.receive();
             if (packets.empty()) break;
             got += packets.size();
+            for (const auto& p : packets) bytes += p.bytes.size();
             try {
                 path_.process(packets, intake::Carrier::udp);
             } catch (const std::exception& e) {
@@ -328,7 +365,7 @@ private:
             }
             if (packets.size() < socket_.batch_size()) break;
         }
-        return got;
+        return {got, bytes};
     }
 
     std::size_t index_;
@@ -336,6 +373,7 @@ private:
     UdpBatchSocket socket_;
     IngestPath path_;
     int wake_[2] = {-1, -1};  // stop() writes to [1], the loop polls [0]
+    std::atomic<bool> stopping_{false};  // also set by stop(), for when poll() itself fails
     std::thread thread_;
     SteadyClock steady_;
     LogThrottle failure_log_;

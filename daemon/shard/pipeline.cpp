@@ -619,6 +619,9 @@ Pipeline::Pipeline(PipelineOptions options, std::vector<std::unique_ptr<Worker>>
 
 Pipeline::~Pipeline() {
     if (!finished_) {
+        // As finish() does: a shard holding media for a peer's SIP must not wait for SIP that a
+        // producer abandoned (unwinding from an exception) in a partial batch.
+        published_.store(UINT64_MAX, std::memory_order_release);
         producers_done_.store(true, std::memory_order_release);
         for (auto& t : threads_) t->bell.ring();
         for (auto& t : threads_) t->join();

@@ -50,7 +50,11 @@ public:
 
     // Approximate from either side; exact when the other side is idle.
     std::size_t size() const noexcept {
-        return tail_.load(std::memory_order_acquire) - head_.load(std::memory_order_acquire);
+        // Head first: read from a third thread (a scrape), a tail read first could fall behind a
+        // head that moved meanwhile and the difference would wrap.
+        const std::size_t head = head_.load(std::memory_order_acquire);
+        const std::size_t tail = tail_.load(std::memory_order_acquire);
+        return tail > head ? tail - head : 0;
     }
 
 private:

@@ -282,11 +282,11 @@ namespace {
 
 // One UDP receive thread handing over to a real shard.
 struct ShardedUdpRig {
-    explicit ShardedUdpRig(std::chrono::microseconds max_batch_age)
+    explicit ShardedUdpRig(std::chrono::microseconds max_batch_age, std::size_t receive_buffer_bytes = 4u << 20)
         : steady(Timestamp{0}), wall(kWall), control(IngestPolicy{}, steady), sink(shards.pipeline->producer(0)) {
         UdpOptions o;
         o.listen = Endpoint{ip("127.0.0.1"), 0};
-        o.receive_buffer_bytes = 4u << 20;
+        o.receive_buffer_bytes = receive_buffer_bytes;
         IngestPathOptions po;
         po.max_batch_age = max_batch_age;
         receiver = std::make_unique<UdpReceiver>(o, control, po, [this](std::size_t) -> DatagramSink& { return sink; },
@@ -324,17 +324,51 @@ TEST_CASE("UDP: light traffic within the age bound is read and handed over toget
     asio::io_context io;
     UdpSender sender(io, ip("127.0.0.1"), rig.receiver->local_endpoint());
     constexpr std::uint32_t kSent = 20;
-    for (std::uint32_t i = 0; i < kSent; ++i) {
-        sender.send(numbered(i));
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
+    auto send_slowly = [&](std::uint32_t from) {
+        for (std::uint32_t i = from; i < from + kSent; ++i) {
+            sender.send(numbered(i));
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+    };
+    // The first window is read as it comes: the thread does not know yet how fast the socket
+    // buffer fills. It measures that window.
+    send_slowly(0);
     REQUIRE(test::wait_until([&] { return rig.shards.worker->processed.load() == kSent; }));
-    const std::uint64_t calls = rig.receiver->socket_stats(0).batches;
-    INFO("receive calls " << calls << ", hand-overs " << rig.sink.flushes.load());
-    // The first datagram wakes the thread; the rest wait in the socket until the hand-over is
-    // due and are read then (a second hand-over only if sending them took longer than 500 ms).
-    CHECK(rig.sink.flushes.load() <= 2);
+    const std::uint64_t calls_before = rig.receiver->socket_stats(0).batches;
+    const std::uint64_t flushes_before = rig.sink.flushes.load();
+    // The next: the first datagram wakes the thread; the rest wait in the socket (a few KiB of a
+    // 4 MiB buffer) until the hand-over is due and are read then (a second hand-over only if
+    // sending them took longer than 500 ms).
+    send_slowly(kSent);
+    REQUIRE(test::wait_until([&] { return rig.shards.worker->processed.load() == 2 * kSent; }));
+    const std::uint64_t calls = rig.receiver->socket_stats(0).batches - calls_before;
+    const std::uint64_t flushes = rig.sink.flushes.load() - flushes_before;
+    INFO("receive calls " << calls << ", hand-overs " << flushes);
+    CHECK(flushes <= 2);
     CHECK(calls <= 4);
+}
+
+TEST_CASE("UDP: with a small socket buffer the thread keeps watching instead of letting it overflow",
+          "[ingest][net][udp]") {
+    // 64 KiB asked (the kernel grants about that, or its minimum): a blind 500 ms window would
+    // have to hold 300 datagrams, ~400 KiB as the kernel charges them.
+    ShardedUdpRig rig(std::chrono::milliseconds(500), 64u << 10);
+    asio::io_context io;
+    UdpSender sender(io, ip("127.0.0.1"), rig.receiver->local_endpoint());
+    constexpr std::uint32_t kPerWindow = 300;
+    std::uint32_t sent = 0;
+    for (int window = 0; window < 3; ++window) {
+        for (std::uint32_t i = 0; i < kPerWindow; ++i) {
+            sender.send(numbered(sent++));
+            if (i % 10 == 9) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        INFO("window " << window << ": kernel drops " << rig.receiver->socket_stats(0).kernel_drops
+                       << ", receive calls " << rig.receiver->socket_stats(0).batches << ", granted buffer "
+                       << rig.receiver->receive_buffer_bytes());
+        REQUIRE(test::wait_until([&] { return rig.shards.worker->processed.load() == sent; }));
+    }
+    CHECK(rig.receiver->socket_stats(0).kernel_drops == 0);
+    CHECK(rig.receiver->merged_stats().accepted() == sent);
 }
 
 TEST_CASE("UDP: heavy traffic is read as it comes but handed over by size or age, not per receive call",
