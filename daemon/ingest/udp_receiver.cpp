@@ -288,10 +288,13 @@ private:
         constexpr Clock::duration kFirstBlind = std::chrono::milliseconds(1);
         Clock::time_point due{};
         Clock::duration blind_for = kFirstBlind;
+        bool backlog = false;  // the last wake-up left datagrams in the socket: read on at once
         while (true) {
             int timeout_ms = -1;
             bool watch = true;
-            if (path_.holds_partial()) {
+            if (backlog) {
+                timeout_ms = 0;
+            } else if (path_.holds_partial()) {
                 const auto now = Clock::now();
                 auto until = due;
                 if (blind_for >= std::chrono::milliseconds(1)) {
@@ -318,16 +321,18 @@ private:
                 fds[1].revents = 0;
             }
             if (fds[0].revents != 0) return;  // stop()
+            if (backlog && fds[1].revents == 0) backlog = false;  // read by then after all
             const auto woke = Clock::now();
             const bool was_pending = path_.holds_partial();
             if (fds[1].revents != 0 || (was_pending && !watch)) {
                 const std::uint64_t drops_before = socket_.stats().kernel_drops;
-                const auto [datagrams, bytes] = drain();
+                const auto [datagrams, bytes, more] = drain();
+                backlog = more;
                 if (was_pending && !watch) {
                     const double found = static_cast<double>(bytes + datagrams * kQueuedOverheadBytes);
                     if (socket_.stats().kernel_drops != drops_before) {
                         blind_for = Clock::duration::zero();
-                    } else if (found > budget / 2) {
+                    } else if (more || found > budget / 2) {
                         blind_for /= 2;
                     } else if (datagrams > 0 && found < budget / 4) {
                         // Only traffic is evidence: a quiet spell says nothing of the next burst.
@@ -344,9 +349,13 @@ private:
         }
     }
 
-    // Reads and processes what waits (at most kRoundsPerWakeup receive calls): the datagrams and
-    // bytes read.
-    std::pair<std::size_t, std::size_t> drain() {
+    // Reads and processes what waits (at most kRoundsPerWakeup receive calls).
+    struct Drained {
+        std::size_t datagrams = 0;
+        std::size_t bytes = 0;
+        bool more = false;  // stopped at kRoundsPerWakeup: the socket may hold more
+    };
+    Drained drain() {
         std::size_t got = 0;
         std::size_t bytes = 0;
         for (int round = 0; round < kRoundsPerWakeup; ++round) {
@@ -363,9 +372,9 @@ private:
                                 e.what(), more);
                 });
             }
-            if (packets.size() < socket_.batch_size()) break;
+            if (packets.size() < socket_.batch_size()) return {got, bytes, false};
         }
-        return {got, bytes};
+        return {got, bytes, got > 0};
     }
 
     std::size_t index_;
