@@ -2,10 +2,12 @@
 # Interoperability with a real sender: sipp places calls through a Kamailio proxy whose siptrace
 # mirrors them to hepd as HEPv3; hepd must account for exactly the calls sipp completed and the
 # ones that failed (with their codes). Loopback only; every step is bounded in time.
-#   kamailio_sipp_test.sh HEPD_BINARY
+#   kamailio_sipp_test.sh HEPD_BINARY [udp|tcp]
+# The HEP transport is UDP unless `tcp` is given (siptrace's duplicate_uri with ;transport=tcp).
 # Exit 77 (skipped) when kamailio or sipp is not installed.
 set -euo pipefail
 HEPD=$1
+HEP_TRANSPORT=${2:-udp}
 HERE=$(cd "$(dirname "$0")" && pwd)
 command -v kamailio >/dev/null && command -v sipp >/dev/null || { echo "kamailio or sipp missing: skipped"; exit 77; }
 
@@ -32,7 +34,9 @@ mkdir -p "$WORK/state"
 
 sed -e "s/@KAMAILIO_PORT@/$KAM_PORT/" -e "s/@HEP_PORT@/$HEP_PORT/" -e "s/@UAS_PORT@/$UAS_PORT/" \
     -e "s/@BUSY_PORT@/$BUSY_PORT/" "$HERE/kamailio.cfg.in" >"$WORK/kamailio.cfg"
-kamailio -f "$WORK/kamailio.cfg" -A WITH_SIPTRACE -DD -E -P "$WORK/kamailio.pid" >"$WORK/kamailio.log" 2>&1 &
+KAMAILIO_DEFINES=(-A WITH_SIPTRACE)
+if [ "$HEP_TRANSPORT" = tcp ]; then KAMAILIO_DEFINES+=(-A WITH_HEP_TCP); fi
+kamailio -f "$WORK/kamailio.cfg" "${KAMAILIO_DEFINES[@]}" -DD -E -P "$WORK/kamailio.pid" >"$WORK/kamailio.log" 2>&1 &
 PIDS+=("$!")
 
 timeout 60 sipp -sn uas -i 127.0.0.1 -p "$UAS_PORT" -nostdin >"$WORK/uas.log" 2>&1 &
@@ -58,9 +62,10 @@ sleep 2
 curl -s "http://127.0.0.1:$METRICS_PORT/metrics" > "$WORK/metrics.txt" 2>/dev/null || true
 
 status=0
-python3 - "$METRICS_PORT" "$WORK/uac.csv" "$WORK/busy_uac.csv" "$COMPLETED" "$BUSY" <<'PY' || status=1
+python3 - "$METRICS_PORT" "$WORK/uac.csv" "$WORK/busy_uac.csv" "$COMPLETED" "$BUSY" "$HEP_TRANSPORT" <<'PY' || status=1
 import csv, re, sys, urllib.request
 port, uac_csv, busy_csv, want_ok, want_busy = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+transport = sys.argv[6]
 
 def sipp_counts(path):
     rows = list(csv.reader(open(path), delimiter=";"))
@@ -94,6 +99,8 @@ checks = [
     ("hepd INVITE 4xx responses (both hops)", metric("hepd_sip_responses_total", method="INVITE", status_class="4xx"), 2 * busy_done),
     ("hepd BYE requests (both hops)", metric("hepd_sip_requests_total", method="BYE"), 2 * ok),
     ("hepd HEP decode errors", metric("hepd_hep_decode_errors_total"), 0),
+    (f"HEP packets received over {transport} (all of them)",
+     metric("hepd_hep_received_packets_total", transport=transport), metric("hepd_hep_received_packets_total")),
 ]
 bad = 0
 for what, got, want in checks:
