@@ -35,7 +35,8 @@ Usage:
   hepd check-config FILE [--print]
                                  validate FILE; --print shows the effective configuration
   hepd snapshot show FILE        print a snapshot (dialogs and streams in progress) as JSON
-  hepd --version | --help
+  hepd -V | --version            print the version and the commit it was built from
+  hepd -h | --help               print this help
 
 Options (each overrides the configuration file):
   --config FILE                  YAML configuration (see /etc/hepd/hepd.yaml for every key)
@@ -45,10 +46,15 @@ Options (each overrides the configuration file):
                                  senders; 0 means unlimited (default 0)
   --metrics-listen ADDR:PORT     Prometheus endpoint (default 0.0.0.0:9469, path /metrics)
   --state-dir DIR                where snapshots are kept (default /var/lib/hepd)
-  --cores N                      reconstruction shards; 0 = one per hardware thread (default 0)
+  --cores N                      reconstruction shards; 0 = one per hardware thread, less the
+                                 daemon's UDP receive threads (default 0)
   --log-level LEVEL              trace, debug, info, warn, error, critical or off (default info)
 
-Exit status: 0 on success, 64 on a usage error, 78 on a configuration error.
+Signals: SIGTERM or SIGINT stops the daemon after a final snapshot; SIGHUP re-reads --config.
+
+Exit status: 0 success, 64 usage error, 65 bad input file (pcap, snapshot show), 69 a HEP
+listener or the metrics port cannot be opened, 73 unusable state directory, 78 configuration
+error.
 )";
 }
 
