@@ -36,7 +36,7 @@ Usage:
                                  validate FILE; --print shows the effective configuration
   hepd snapshot show FILE        print a snapshot (dialogs and streams in progress) as JSON
   hepd -V | --version            print the version and the commit it was built from
-  hepd -h | --help               print this help
+  hepd -h | --help               print this help (also after a subcommand)
 
 Options (each overrides the configuration file):
   --config FILE                  YAML configuration (see /etc/hepd/hepd.yaml for every key)
@@ -67,6 +67,13 @@ CommandLine parse_command_line(int argc, char** argv) {
         return std::string(args[++i]);
     };
 
+    // Help wins wherever it is asked for, so that every subcommand has it (`hepd pcap --help`).
+    for (const auto arg : args) {
+        if (arg == "--help" || arg == "-h") {
+            cl.verb = Verb::help;
+            return cl;
+        }
+    }
     if (!args.empty() && args[0] == "snapshot") {
         if (args.size() != 3 || args[1] != "show") throw UsageError("usage: hepd snapshot show FILE");
         cl.verb = Verb::snapshot_show;
@@ -110,10 +117,6 @@ CommandLine parse_command_line(int argc, char** argv) {
                 cl.pcap_files.emplace_back(arg);
                 continue;
             }
-        }
-        if (arg == "--help" || arg == "-h") {
-            cl.verb = Verb::help;
-            return cl;
         }
         if (arg == "--version" || arg == "-V") {
             cl.verb = Verb::version;
