@@ -10,7 +10,6 @@ describe the same command line:
 
   help_manpage_test.py HEPD_BINARY MANPAGE CLI_SOURCE
 """
-import os
 import re
 import subprocess
 import sys
