@@ -21,6 +21,7 @@ only when no prometheus binary is installed.
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -174,6 +175,7 @@ def all_ended(site):
 
 
 def main():
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # killed from outside: clean up all the same
     prometheus_binary = shutil.which("prometheus") or "/usr/bin/prometheus"
     if not os.access(prometheus_binary, os.X_OK):
         print("skipped: prometheus is not installed (Debian package prometheus)")
