@@ -35,7 +35,8 @@ Usage:
   hepd check-config FILE [--print]
                                  validate FILE; --print shows the effective configuration
   hepd snapshot show FILE        print a snapshot (dialogs and streams in progress) as JSON
-  hepd --version | --help
+  hepd -V | --version            print the version and the commit it was built from
+  hepd -h | --help               print this help (also after a subcommand)
 
 Options (each overrides the configuration file):
   --config FILE                  YAML configuration (see /etc/hepd/hepd.yaml for every key)
@@ -45,10 +46,15 @@ Options (each overrides the configuration file):
                                  senders; 0 means unlimited (default 0)
   --metrics-listen ADDR:PORT     Prometheus endpoint (default 0.0.0.0:9469, path /metrics)
   --state-dir DIR                where snapshots are kept (default /var/lib/hepd)
-  --cores N                      reconstruction shards; 0 = one per hardware thread (default 0)
+  --cores N                      reconstruction shards; 0 = one per hardware thread, less the
+                                 daemon's UDP receive threads (default 0)
   --log-level LEVEL              trace, debug, info, warn, error, critical or off (default info)
 
-Exit status: 0 on success, 64 on a usage error, 78 on a configuration error.
+Signals: SIGTERM or SIGINT stops the daemon after a final snapshot; SIGHUP re-reads --config.
+
+Exit status: 0 success, 64 usage error, 65 bad input file (pcap, snapshot show), 69 a HEP
+listener or the metrics port cannot be opened, 73 unusable state directory, 78 configuration
+error.
 )";
 }
 
@@ -61,6 +67,13 @@ CommandLine parse_command_line(int argc, char** argv) {
         return std::string(args[++i]);
     };
 
+    // Help wins wherever it is asked for, so that every subcommand has it (`hepd pcap --help`).
+    for (const auto arg : args) {
+        if (arg == "--help" || arg == "-h") {
+            cl.verb = Verb::help;
+            return cl;
+        }
+    }
     if (!args.empty() && args[0] == "snapshot") {
         if (args.size() != 3 || args[1] != "show") throw UsageError("usage: hepd snapshot show FILE");
         cl.verb = Verb::snapshot_show;
@@ -104,10 +117,6 @@ CommandLine parse_command_line(int argc, char** argv) {
                 cl.pcap_files.emplace_back(arg);
                 continue;
             }
-        }
-        if (arg == "--help" || arg == "-h") {
-            cl.verb = Verb::help;
-            return cl;
         }
         if (arg == "--version" || arg == "-V") {
             cl.verb = Verb::version;

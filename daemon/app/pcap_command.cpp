@@ -56,9 +56,10 @@ std::uint64_t rss_anon_bytes() {
 int run_pcap(const PcapArgs& args, const config::Config& cfg) {
     const auto wall0 = std::chrono::steady_clock::now();
     const double cpu0 = cpu_seconds();
-    const std::uint32_t shards =
-        args.cores ? std::max<std::uint32_t>(*args.cores, 1)
-                   : config::effective_shard_count(cfg.shards, std::thread::hardware_concurrency());
+    // --cores 0 means automatic, as for the daemon.
+    const std::uint32_t shards = args.cores.value_or(0) != 0
+                                     ? *args.cores
+                                     : config::effective_shard_count(cfg.shards, std::thread::hardware_concurrency());
 
     const auto sc = shard_config(cfg);
     std::vector<std::unique_ptr<report::ShardCollector>> collectors;

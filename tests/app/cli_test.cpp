@@ -53,6 +53,13 @@ TEST_CASE("hepd --version and --help", "[app]") {
         INFO(flag);
         CHECK(h.output.find(flag) != std::string::npos);
     }
+    // Every subcommand has the same help, even where its arguments are missing.
+    for (const char* args : {"-h", "pcap --help", "check-config --help", "snapshot show --help", "snapshot -h"}) {
+        INFO(args);
+        auto sub = run(args);
+        CHECK(sub.status == 0);
+        CHECK(sub.output == h.output);
+    }
 }
 
 TEST_CASE("hepd check-config accepts the shipped configuration", "[app]") {
