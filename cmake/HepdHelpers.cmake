@@ -56,3 +56,20 @@ function(hepd_bench name)
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} benchmark::benchmark_main)
   hepd_apply_warnings(${name})
 endfunction()
+
+# hepd_runnable(var target): how a test script starts one of the project's programs: the program
+# itself, or in a cross build a wrapper that starts it under CMAKE_CROSSCOMPILING_EMULATOR
+# (qemu-user), since ctest adds the emulator only to the commands it starts itself.
+function(hepd_runnable var target)
+  if(CMAKE_CROSSCOMPILING_EMULATOR)
+    list(JOIN CMAKE_CROSSCOMPILING_EMULATOR " " emulator)
+    set(wrapper ${CMAKE_BINARY_DIR}/emulated/${target})
+    file(GENERATE OUTPUT ${wrapper}
+         CONTENT "#!/bin/sh\nexec ${emulator} \"$<TARGET_FILE:${target}>\" \"$@\"\n"
+         FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
+                          WORLD_READ WORLD_EXECUTE)
+    set(${var} ${wrapper} PARENT_SCOPE)
+  else()
+    set(${var} $<TARGET_FILE:${target}> PARENT_SCOPE)
+  endif()
+endfunction()

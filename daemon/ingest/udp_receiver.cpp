@@ -404,6 +404,12 @@ UdpReceiver::UdpReceiver(const UdpOptions& options, IngestControl& control, cons
         spdlog::warn("hep udp {}: SO_RCVBUF of {} bytes requested, the kernel granted {}; raise net.core.rmem_max",
                      local_endpoint().to_string(), options.receive_buffer_bytes, granted);
     }
+    if (!counts_kernel_drops()) {
+        // qemu-user, for one, does not emulate the option: say so rather than report 0 drops.
+        spdlog::warn("hep udp {}: SO_RXQ_OVFL unavailable, hepd_udp_kernel_drops_total stays 0; "
+                     "watch RcvbufErrors in /proc/net/snmp instead",
+                     local_endpoint().to_string());
+    }
 }
 
 UdpReceiver::~UdpReceiver() { stop(); }

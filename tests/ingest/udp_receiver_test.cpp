@@ -123,7 +123,9 @@ TEST_CASE("kernel drops on an overflowing socket are counted from SO_RXQ_OVFL", 
     asio::io_context io;
     UdpBatchSocket socket(io, Endpoint{ip("127.0.0.1"), 0}, false, 4096, 64);
     if (!socket.counts_kernel_drops()) {
+        // qemu-user (the arm64 test run) does not emulate the option; the daemon logs it.
         WARN("SO_RXQ_OVFL is not available here; kernel drop counting not tested");
+        SUCCEED("skipped");
         return;
     }
     const Endpoint at = socket.local_endpoint();
