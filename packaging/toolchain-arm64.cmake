@@ -17,3 +17,6 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 if(HEPD_ARM64_SYSROOT)
   list(APPEND CMAKE_PREFIX_PATH ${HEPD_ARM64_SYSROOT}/usr)
 endif()
+# The arm64 runtime libraries are installed multiarch (/usr/lib/aarch64-linux-gnu), so no RUNPATH:
+# one into the sysroot would end up in the package.
+set(CMAKE_SKIP_RPATH ON)
