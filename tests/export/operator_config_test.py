@@ -23,17 +23,16 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from hepd_live import Daemon, hep3, now_us  # noqa: E402
 
 SKIP = 77
-EX_UNAVAILABLE = 69  # hepd could not listen (a free port taken meanwhile): start again
 TARGET_LABELS = {"instance", "job"}  # added by Prometheus to every scraped series
 HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
 DEADLINE = time.monotonic() + 100  # ctest kills the test at 120 s
@@ -51,48 +50,7 @@ def remaining(timeout):
     return max(0.0, min(timeout, DEADLINE - time.monotonic()))
 
 
-# --- the daemon ------------------------------------------------------------------------------
-
-def free_port(kind=socket.SOCK_STREAM):
-    s = socket.socket(socket.AF_INET, kind)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def free_hep_port():
-    """A port free for both UDP and TCP (hepd binds both)."""
-    for _ in range(50):
-        port = free_port(socket.SOCK_DGRAM)
-        t = socket.socket()
-        try:
-            t.bind(("127.0.0.1", port))
-            return port
-        except OSError:
-            continue
-        finally:
-            t.close()
-    raise RuntimeError("no free port")
-
-
-def chunk(t, value):
-    return struct.pack("!HHH", 0, t, 6 + len(value)) + value
-
-
-def hep3(sip, capture_id, src, dst):
-    """A HEPv3 message as Kamailio's siptrace writes it, stamped now."""
-    now_us = time.time_ns() // 1000
-    seconds, micros = divmod(now_us, 1_000_000)
-    body = b"".join([
-        chunk(1, b"\x02"), chunk(2, b"\x11"),
-        chunk(3, socket.inet_aton(src[0])), chunk(4, socket.inet_aton(dst[0])),
-        chunk(7, struct.pack("!H", src[1])), chunk(8, struct.pack("!H", dst[1])),
-        chunk(9, struct.pack("!I", seconds)), chunk(10, struct.pack("!I", micros)),
-        chunk(11, b"\x01"), chunk(12, struct.pack("!I", capture_id)), chunk(15, sip.encode()),
-    ])
-    return b"HEP3" + struct.pack("!H", 6 + len(body)) + body
-
+# --- the calls it is fed ----------------------------------------------------------------------
 
 def sip(start, call_id, cseq, to_tag=True, extra=""):
     return (f"{start}\r\n"
@@ -121,62 +79,6 @@ def calls():
         (2001, sip("OPTIONS sip:ping@10.0.0.2 SIP/2.0", ping, "1 OPTIONS", to_tag=False), True),
         (2001, sip("SIP/2.0 200 OK", ping, "1 OPTIONS"), False),
     ]
-
-
-class Daemon:
-    def __init__(self, hepd, work):
-        config = os.path.join(work, "hepd.yaml")
-        with open(config, "w") as f:
-            f.write("agents:\n"
-                    "  - {name: kamailio-edge, capture_id: 2001}\n"
-                    "  - {name: asterisk-pbx, capture_id: 2002}\n")
-        state = os.path.join(work, "state")
-        os.makedirs(state, exist_ok=True)
-        self.log = open(os.path.join(work, "hepd.log"), "w+")
-        for _ in range(3):
-            self.hep_port, self.metrics_port = free_hep_port(), free_port()
-            self.proc = subprocess.Popen(
-                [hepd, "--config", config, "--hep-listen", f"127.0.0.1:{self.hep_port}",
-                 "--metrics-listen", f"127.0.0.1:{self.metrics_port}", "--state-dir", state, "--cores", "2"],
-                stdout=self.log, stderr=subprocess.STDOUT)
-            if self.wait(lambda text: text != "", timeout=20):
-                return
-            if self.proc.poll() != EX_UNAVAILABLE:
-                break
-        self.stop()
-        raise RuntimeError("hepd did not start:\n" + self.text())
-
-    def scrape(self):
-        try:
-            return urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5).read().decode()
-        except OSError:  # not up yet, or slow under load: the caller polls again
-            return None
-
-    def wait(self, ready, timeout=10):
-        """Scrapes until ready(text) holds; returns that text, or None when the time is up."""
-        deadline = time.monotonic() + remaining(timeout)
-        while True:
-            text = self.scrape()
-            if text is not None and ready(text):
-                return text
-            if time.monotonic() >= deadline or self.proc.poll() is not None:
-                return None
-            time.sleep(0.1)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        return self.proc.returncode
-
-    def text(self):
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()
 
 
 # --- what hepd serves ------------------------------------------------------------------------
@@ -353,20 +255,25 @@ def main():
         check("every dashboard query parses (promtool)", rc == 0, out)
 
         # What a real hepd serves, once it has seen calls from both named agents.
-        daemon = Daemon(hepd, work)
+        config = os.path.join(work, "hepd.yaml")
+        with open(config, "w") as f:
+            f.write("agents:\n"
+                    "  - {name: kamailio-edge, capture_id: 2001}\n"
+                    "  - {name: asterisk-pbx, capture_id: 2002}\n")
+        daemon = Daemon(hepd, work, config, DEADLINE)
         udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         caller, callee = ("10.0.0.1", 5060), ("10.0.0.2", 5060)
         for capture_id, message, forward in calls():
             src, dst = (caller, callee) if forward else (callee, caller)
-            udp.sendto(hep3(message, capture_id, src, dst), ("127.0.0.1", daemon.hep_port))
+            udp.sendto(hep3(message, now_us(), capture_id, src, dst), ("127.0.0.1", daemon.hep_port))
             time.sleep(0.002)
         udp.close()
 
-        def traffic_seen(text):
-            s = Exposition(text)
+        def traffic_seen(scrape):
+            s = Exposition(scrape.text)
             return all(s.has_samples(f) for f in s.types)
 
-        text = daemon.wait(traffic_seen, timeout=15) or daemon.scrape() or ""
+        text = daemon.wait(traffic_seen, timeout=15).text
         served = Exposition(text)
         hepd_families = sorted(f for f in served.types if f.startswith("hepd_"))
         check("hepd serves its catalogue", len(hepd_families) > 50, str(len(hepd_families)))
