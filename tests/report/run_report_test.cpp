@@ -1,0 +1,121 @@
+// The offline report's text and one-line summary, rendered from a small input whose every
+// figure is known: statistics set by hand, two dialogs fed to a collector as the dialog table
+// would remove them. The expected text is written out here from the input, not copied from a
+// run of the renderer.
+#include "core/version.hpp"
+#include "report/run_report.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+
+using namespace hepd;
+using namespace hepd::report;
+
+namespace {
+
+struct Input {
+    pcap::CaptureStats capture;
+    sip::DialogStats dialogs;
+    rtp::StreamStats streams;
+    ShardCollector collector;
+    RunInfo info;
+
+    Input() {
+        info.files = {"calls.pcap"};
+        info.shards = 2;
+        info.wall_seconds = 2.0;
+        info.cpu_seconds = 1.5;
+        info.peak_rss_bytes = 8 * 1024 * 1024;
+        info.rss_anon_bytes = 3 * 1024 * 1024;
+        capture.frames = 3'000'000;  // over 2 s of wall time: 1.5 M frames/s
+        capture.bytes = 123'456'789;
+        capture.datagrams = 2'999'990;
+
+        // Two calls: one answered, one refused with 486 (Q.850 17), PDD 0.5 s and 1.25 s.
+        dialogs.dialogs_created.add(2);
+        dialogs.dialogs_finished[static_cast<std::size_t>(sip::DialogOutcome::completed)].add();
+        dialogs.dialogs_finished[static_cast<std::size_t>(sip::DialogOutcome::failed)].add();
+        dialogs.pdd.observe(0.5);   // bucket le 0.5
+        dialogs.pdd.observe(1.25);  // bucket le 2
+        const Timestamp t0 = Timestamp::from_parts(1796013063, 512829);  // 2026-11-30T04:31:03.512829Z
+        sip::Dialog answered;
+        answered.state = sip::DialogState::terminated;
+        answered.invite_time = t0;
+        answered.ringing_time = Timestamp{t0.us + 500'000};
+        answered.answer_time = Timestamp{t0.us + 2'000'000};
+        answered.bye_time = Timestamp{t0.us + 62'000'000};
+        collector.on_dialog_removed("ok-1@test", "tag-ok", answered, false);
+        sip::Dialog refused;
+        refused.state = sip::DialogState::failed;
+        refused.invite_time = Timestamp{t0.us + 1'000'000};
+        refused.ringing_time = Timestamp{t0.us + 2'250'000};
+        refused.final_status = 486;
+        refused.q850_cause = 17;
+        refused.caller = Endpoint{IpAddress::v4(0x0a000001U), 5060};
+        refused.callee = Endpoint{IpAddress::v4(0x0a000002U), 5062};
+        collector.on_dialog_removed("busy-1@test", "tag-busy", refused, false);
+
+        streams.streams_started.add(4);
+        streams.streams_finished[static_cast<std::size_t>(rtp::FinishReason::idle)].add(3);
+        streams.streams_finished[static_cast<std::size_t>(rtp::FinishReason::flushed)].add(1);
+        streams.rtp_packets.add(12'000);
+        streams.lost_packets.add(37);
+        streams.duplicate_packets.add(2);
+    }
+
+    nlohmann::json report() const {
+        RunInputs in;
+        in.capture = &capture;
+        in.dialogs = &dialogs;
+        in.streams = &streams;
+        in.collectors = {&collector};
+        return build_report(info, in);
+    }
+};
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+} // namespace
+
+TEST_CASE("summary: one line with the run's figures", "[report]") {
+    const Input input;
+    CHECK(render_summary(input.report()) ==
+          "3000000 frames in 2.000 s (1.50 M/s, 2 shard(s)); dialogs 2 (completed 1, failed 1); streams 4, "
+          "RTP packets 12000, lost 37");
+}
+
+TEST_CASE("text report: every section shows its figures", "[report]") {
+    const Input input;
+    const std::string text = render_text(input.report());
+    INFO(text);
+    CHECK(text.rfind(std::string("hepd ") + kVersion + " offline report\n  file calls.pcap\n\nRun\n", 0) == 0);
+    CHECK_FALSE(contains(text, "STOPPED EARLY"));
+    // 8 MiB and 3 MiB in KiB; 3,000,000 frames / 2 s.
+    CHECK(contains(text, "\nRun\n  shards 2, wall 2.000 s, cpu 1.500 s, 1500000 frames/s, peak RSS 8192 KiB "
+                         "(anonymous 3072 KiB)\n"));
+    CHECK(contains(text, "\nCapture\n  frames 3000000, bytes 123456789, datagrams 2999990\n  by kind: none\n"));
+    // PDD: n 2, mean (0.5 + 1.25) / 2 = 0.875; p50 is the bucket of the 1st of 2 (le 0.5), p95
+    // that of the 2nd (ceil(1.9) = 2: le 2). Setup: the answered call only, 2 s; duration 60 s.
+    CHECK(contains(text, "\nDialogs\n  created 2, finished: completed 1, failed 1\n  still active at the end: none\n"
+                         "  PDD: n=2 mean 0.875 s, min 0.500, max 1.250, p50<=0.50, p95<=2.00\n"));
+    CHECK(contains(text, "  setup: n=1 mean 2.000 s, min 2.000, max 2.000"));
+    CHECK(contains(text, "  duration: n=1 mean 60.000 s, min 60.000, max 60.000"));
+    // The refused call, and only it, in the failed list; its INVITE 1 s after t0.
+    CHECK(contains(text, "  failed calls (1, earliest 1):\n"
+                         "    2026-11-30T04:31:04.512829Z  failed 486 q850 17  10.0.0.1:5060 -> 10.0.0.2:5062"
+                         "  busy-1@test\n"));
+    CHECK_FALSE(contains(text, "ok-1@test"));
+    CHECK(contains(text, "\nStreams\n  started 4, finished: flushed 1, idle 3\n  RTP packets 12000, lost 37, "
+                         "duplicates 2, out of order 0, events 0\n"));
+    CHECK(contains(text, "  MOS: n/a\n"));  // no stream reported a quality estimate
+    CHECK_FALSE(contains(text, "worst streams"));
+}
+
+TEST_CASE("text report: a run that stopped early says where", "[report]") {
+    Input input;
+    input.info.error = "calls.pcap: record at offset 4096 runs past the end of the file";
+    const std::string text = render_text(input.report());
+    CHECK(contains(text, "  file calls.pcap\n  STOPPED EARLY: calls.pcap: record at offset 4096 runs past the end "
+                         "of the file\n\nRun\n"));
+}
