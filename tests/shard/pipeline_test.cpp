@@ -29,6 +29,7 @@ public:
         seen.push_back(text);
         processed.fetch_add(1, std::memory_order_release);
         if (slow) std::this_thread::sleep_for(std::chrono::microseconds(200));
+        while (held.load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::microseconds(100));
         if (text.rfind("bind:", 0) == 0) {
             MediaBinding b;
             b.media = Endpoint{IpAddress::v4(0x0a000063U), static_cast<std::uint16_t>(std::stoi(text.substr(5)))};
@@ -54,6 +55,7 @@ public:
     int finish_calls = 0;
     bool backwards = false;
     bool slow = false;
+    std::atomic<bool> held{false};  // process() does not return while set: a stalled shard
 };
 
 struct Run {
@@ -204,11 +206,14 @@ TEST_CASE("live mode drops and counts when a shard falls behind", "[shard][pipel
     o.queue_batches = 2;
     o.batch_datagrams = 4;
     auto run = make(2, o);
-    for (auto* w : run.workers) w->slow = true;
+    // Both shards stall on their first datagram until everything is pushed: their queues (2
+    // batches of 4) fill whatever the machine's speed, and the rest must be dropped.
+    for (auto* w : run.workers) w->held = true;
     run.pipeline->start();
     const std::string text = "x";
     constexpr int kSent = 5000;
     for (int i = 0; i < kSent; ++i) run.pipeline->producer(0).push(rtp_to(static_cast<std::uint16_t>(2 * (i % 8)), text, i));
+    for (auto* w : run.workers) w->held = false;
     run.pipeline->producer(0).flush();
     run.pipeline->finish(Timestamp{kSent});
     const std::size_t processed = run.workers[0]->seen.size() + run.workers[1]->seen.size();
@@ -255,33 +260,57 @@ TEST_CASE("tasks run on each shard's own thread, between batches", "[shard][pipe
     }
 }
 
-TEST_CASE("an idle live shard advances its clock by wall time", "[shard][pipeline]") {
+TEST_CASE("an idle live shard advances its clock by wall time, on its own tick", "[shard][pipeline]") {
+    // No tick(): the shard's own timer ticks. The wall clock is a ManualClock that moves only in
+    // whole periods, so every advance the shard makes is a whole number of periods of it (a
+    // shard timing its ticks on the steady clock instead would show some other amount).
+    constexpr std::int64_t kPeriod = 20'000;
+    ManualClock wall(Timestamp{1'700'000'000'000'000});
     PipelineOptions o;
     o.threaded = true;
-    o.idle_tick_us = 20'000;
+    o.idle_tick_us = kPeriod;
+    o.clock = &wall;
     auto run = make(1, o);
     run.pipeline->start();
     run.pipeline->producer(0).push(rtp_to(2, "x", 1'000'000));
     run.pipeline->producer(0).flush();
-    std::this_thread::sleep_for(std::chrono::milliseconds(150));
-    Timestamp clock{};
-    run.pipeline->run_on_shards([&](std::size_t, Worker& w) { clock = static_cast<RecordingWorker&>(w).clock; });
+    REQUIRE(eventually([&] { return run.workers[0]->processed.load(std::memory_order_acquire) == 1; }));
+    auto clock = [&] {
+        Timestamp t{};
+        run.pipeline->run_on_shards([&](std::size_t, Worker& w) { t = static_cast<RecordingWorker&>(w).clock; });
+        return t;
+    };
+    // The first tick after the datagram does not advance (traffic came), a later idle one does.
+    std::int64_t advanced = 0;
+    CHECK(eventually([&] {
+        wall.advance_us(kPeriod);
+        advanced += kPeriod;
+        return clock().us != 1'000'000;
+    }));
+    const std::int64_t moved = clock().us - 1'000'000;
     run.pipeline->finish(Timestamp{});
-    CHECK(clock.us > 1'000'000 + 60'000);  // at least a few ticks of wall time went by
-    CHECK(clock.us < 1'000'000 + 5'000'000);
+    CHECK(moved > 0);
+    CHECK(moved % kPeriod == 0);
+    CHECK(moved <= advanced - kPeriod);  // the first period went to the tick that saw the datagram
+    CHECK_FALSE(run.workers[0]->backwards);
 }
 
 TEST_CASE("an idle live pipeline sleeps, and a datagram wakes its shard", "[shard][pipeline]") {
-    SECTION("idle: one wake-up per tick at most") {
+    SECTION("idle: no wake-up before its next tick") {
+        // The wall clock stands still, so the next tick is an hour away: an idle shard has no
+        // reason to wake. The pause gives a sleep-poller time to show itself (it woke thousands
+        // of times); it is no bound on anything, and a slow machine cannot make the test fail.
+        ManualClock wall(Timestamp{1'700'000'000'000'000});
         PipelineOptions o;
         o.threaded = true;
-        o.idle_tick_us = 1'000'000;
+        o.idle_tick_us = 3'600'000'000;
+        o.clock = &wall;
         auto run = make(2, o);
         run.pipeline->start();
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
         for (std::size_t s = 0; s < 2; ++s) {
             INFO("shard " << s);
-            CHECK(run.pipeline->wakeups(s) <= 2);  // sleep-polling woke thousands of times
+            CHECK(run.pipeline->wakeups(s) <= 1);
         }
         run.pipeline->finish(Timestamp{});
     }
@@ -290,14 +319,22 @@ TEST_CASE("an idle live pipeline sleeps, and a datagram wakes its shard", "[shar
         o.threaded = true;  // no tick: nothing but the producer's ring can wake the shard
         auto run = make(2, o);
         run.pipeline->start();
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        const auto before = run.pipeline->wakeups(1);
-        run.pipeline->producer(0).push(rtp_to(port_of_shard(1, 2), "x", 1'000'000));
-        run.pipeline->producer(0).flush();
-        CHECK(eventually([&] { return run.workers[1]->processed.load(std::memory_order_acquire) == 1; }));
-        CHECK(run.pipeline->wakeups(1) > before);  // it was asleep
+        // The shard may still be awake when a datagram comes (then it finds it without a ring);
+        // its wake-up count tells. Send until one found it asleep: that one must be processed,
+        // and only a ring can have woken it.
+        std::size_t sent = 0;
+        bool woken = false;
+        while (!woken && sent < 1000) {
+            const auto before = run.pipeline->wakeups(1);
+            run.pipeline->producer(0).push(rtp_to(port_of_shard(1, 2), "x", 1'000'000));
+            run.pipeline->producer(0).flush();
+            ++sent;
+            REQUIRE(eventually([&] { return run.workers[1]->processed.load(std::memory_order_acquire) == sent; }));
+            woken = run.pipeline->wakeups(1) > before;
+        }
+        CHECK(woken);
         run.pipeline->finish(Timestamp{});
-        CHECK(run.workers[1]->seen == std::vector<std::string>{"x"});
+        CHECK(run.workers[1]->seen == std::vector<std::string>(sent, "x"));
         CHECK(run.workers[0]->seen.empty());
     }
 }
@@ -508,21 +545,13 @@ TEST_CASE("ordered mode: the final flush does not wait on a shard that waits for
     auto& producer = run.pipeline->producer(0);
     producer.push(rtp_to(to1, text, 0));
     for (int i = 1; i <= 4; ++i) producer.push(rtp_to(to0, text, i));  // the 4th sends [1, 2, 3]
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // shard 0 takes it and waits
+    REQUIRE(eventually([&] { return run.pipeline->queue_depth(0) == 0; }));  // shard 0 took it (and waits)
     for (int i = 5; i <= 10; ++i) producer.push(rtp_to(to0, text, i));
-
-    std::atomic<bool> done{false};
-    std::thread watchdog([&done] {
-        for (int i = 0; i < 1000 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        if (!done.load()) {
-            std::fprintf(stderr, "ordered pipeline: flush() hangs\n");
-            std::abort();
-        }
-    });
-    producer.flush();
-    run.pipeline->finish(Timestamp{10});
-    done = true;
-    watchdog.join();
+    {
+        Watchdog watchdog("ordered pipeline: flush()");
+        producer.flush();
+        run.pipeline->finish(Timestamp{10});
+    }
     CHECK(run.workers[0]->seen.size() == 10);
     CHECK(run.workers[1]->seen.size() == 1);
 }
