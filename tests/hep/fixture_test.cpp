@@ -11,7 +11,10 @@
 // client stream came from `tshark -z follow,tcp,raw,0`, was cut at the HEP lengths and replayed
 // as UDP through sngrep the same way; `tcp.payload[93:6] == 00:00:00:11:00:17` gave the same
 // correlation-id positions. In this capture each segment holds one message, so the test also
-// re-delivers the stream in pieces that split and join messages.
+// re-delivers the stream in pieces that split and join messages. The tables were checked once
+// more against the raw bytes by a stand-alone Python walk of the HEP3 chunks (type/length, no
+// code of this project): times, ports, first line, Call-ID, payload size, correlation chunk,
+// capture id 2001 and payload type 1 agree for all 120 messages.
 #include "hep/decoder.hpp"
 #include "hep/encoder.hpp"
 #include "hep/framer.hpp"
