@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Installs the amd64 package on this machine with apt, checks what an operator relies on, purges it
-# and checks that nothing is left. Run by `packaging/dev test` (as root, on the CI machine).
-#   packaging/deb_install_test.sh build-deb/hepd_<version>_amd64.deb
+# Installs the package of this machine's architecture with apt, checks what an operator relies on,
+# purges it and checks that nothing is left. Run by `packaging/dev test` (as root, on the CI machine).
+#   packaging/deb_install_test.sh build-deb/hepd_<version>_<arch>.deb
 set -euo pipefail
 
-deb=$(realpath "${1:?usage: $0 hepd_VERSION_amd64.deb}")
+deb=$(realpath "${1:?usage: $0 hepd_VERSION_ARCH.deb}")
 fail() { echo "deb install test: FAILED: $*" >&2; exit 1; }
 installed() { dpkg-query -W -f='${Status}' hepd 2>/dev/null | grep -q 'install ok installed'; }
 

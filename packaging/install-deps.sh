@@ -54,7 +54,8 @@ install_missing() {
 }
 
 install_missing "${build_pkgs[@]}"
-[[ -z "$arm64_sysroot" ]] && exit 0
+# Nothing to cross-build for on an arm64 machine.
+[[ -z "$arm64_sysroot" || "$(dpkg --print-architecture)" == arm64 ]] && exit 0
 
 # arm64: the cross compiler, qemu-user to run the tests, and the arm64 builds of what hepd links.
 # Multiarch installs those that are co-installable with the host's (Multi-Arch: same) beside them.
