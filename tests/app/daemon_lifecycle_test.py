@@ -19,6 +19,9 @@ import tempfile
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from hepd_live import Scrape  # noqa: E402
+
 HEPD = sys.argv[1]
 failures = []
 
@@ -94,15 +97,7 @@ class Daemon:
         return urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=2).read().decode()
 
     def metric(self, name, **labels):
-        total = 0.0
-        for line in self.scrape().splitlines():
-            m = re.match(r'([a-zA-Z0-9_:]+)(\{(.*)\})? ([0-9.e+-]+)$', line)
-            if not m or m.group(1) != name:
-                continue
-            got = dict(re.findall(r'(\w+)="([^"]*)"', m.group(3) or ""))
-            if all(got.get(k) == v for k, v in labels.items()):
-                total += float(m.group(4))
-        return total
+        return Scrape(self.scrape()).get(name, **labels)
 
     def wait_metric(self, want, name, **labels):
         deadline = time.time() + 5
