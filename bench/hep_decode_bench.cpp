@@ -138,7 +138,8 @@ BENCHMARK(BM_framer_next);
 void BM_inflate_zlib_invite(benchmark::State& state) {
     uLongf size = compressBound(static_cast<uLong>(invite.size()));
     std::vector<std::uint8_t> packed(size);
-    compress2(packed.data(), &size, reinterpret_cast<const Bytef*>(invite.data()), static_cast<uLong>(invite.size()), 6);
+    compress2(packed.data(), &size, reinterpret_cast<const Bytef*>(invite.data()), static_cast<uLong>(invite.size()),
+              6);
     packed.resize(size);
     std::vector<std::uint8_t> out(65536);
     Inflater inflater;

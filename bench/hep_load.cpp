@@ -65,8 +65,8 @@ struct Options {
 struct Encoded {
     Timestamp time;
     std::vector<std::uint8_t> bytes;
-    std::size_t seconds_at = 0;  // offset of the chunk 0x09 value
-    std::size_t micros_at = 0;   // offset of the chunk 0x0a value
+    std::size_t seconds_at = 0;           // offset of the chunk 0x09 value
+    std::size_t micros_at = 0;            // offset of the chunk 0x0a value
     std::vector<std::size_t> call_id_at;  // offsets of "gen-" in Call-IDs
 };
 
@@ -543,8 +543,8 @@ int write_pcap(const Options& o, Corpus& corpus) {
         }
     }
     std::printf("{\"pcap_out\": \"%s\", \"packets\": %llu, \"bytes\": %llu, \"rate\": %.0f, \"cycles\": %llu}\n",
-                o.pcap_out.c_str(), static_cast<unsigned long long>(packets), static_cast<unsigned long long>(bytes), rate,
-                static_cast<unsigned long long>(cycle));
+                o.pcap_out.c_str(), static_cast<unsigned long long>(packets), static_cast<unsigned long long>(bytes),
+                rate, static_cast<unsigned long long>(cycle));
     return 0;
 }
 
@@ -557,7 +557,7 @@ std::string json_escape(const std::string& s) {
     return out;
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
     const auto parsed = parse_args(argc, argv);
@@ -605,8 +605,8 @@ int main(int argc, char** argv) {
             if (due <= offered) {
                 // Wait for the next token, but never long: the loop re-checks the deadline.
                 const double next_at = static_cast<double>(offered + 1) / o.rate;
-                const auto wait = std::min(std::chrono::duration<double>(next_at - elapsed),
-                                           std::chrono::duration<double>(0.001));
+                const auto wait =
+                    std::min(std::chrono::duration<double>(next_at - elapsed), std::chrono::duration<double>(0.001));
                 std::this_thread::sleep_for(wait);
                 continue;
             }
@@ -646,15 +646,15 @@ int main(int argc, char** argv) {
         error_count += n;
         kinds += (kinds.empty() ? "" : ", ") + std::string("\"") + json_escape(what) + "\": " + std::to_string(n);
     }
-    std::printf("{\"transport\": \"%s\", \"target\": \"%s\", \"target_rate\": %.0f, \"duration_s\": %.3f, "
-                "\"offered_packets\": %llu, \"sent_packets\": %llu, \"sent_bytes\": %llu, \"achieved_rate\": %.1f, "
-                "\"errors\": %llu, \"error_kinds\": {%s}, \"corpus\": {\"calls\": %u, \"sip_messages\": %llu, "
-                "\"rtcp_reports\": %llu}, \"cycles\": %llu}\n",
-                o.tcp ? "tcp" : "udp", o.to.to_string().c_str(), o.rate, elapsed,
-                static_cast<unsigned long long>(offered), static_cast<unsigned long long>(sent),
-                static_cast<unsigned long long>(bytes), elapsed > 0 ? static_cast<double>(sent) / elapsed : 0.0,
-                static_cast<unsigned long long>(error_count), kinds.c_str(), o.calls,
-                static_cast<unsigned long long>(corpus.sip), static_cast<unsigned long long>(corpus.rtcp),
-                static_cast<unsigned long long>(cycle));
+    std::printf(
+        "{\"transport\": \"%s\", \"target\": \"%s\", \"target_rate\": %.0f, \"duration_s\": %.3f, "
+        "\"offered_packets\": %llu, \"sent_packets\": %llu, \"sent_bytes\": %llu, \"achieved_rate\": %.1f, "
+        "\"errors\": %llu, \"error_kinds\": {%s}, \"corpus\": {\"calls\": %u, \"sip_messages\": %llu, "
+        "\"rtcp_reports\": %llu}, \"cycles\": %llu}\n",
+        o.tcp ? "tcp" : "udp", o.to.to_string().c_str(), o.rate, elapsed, static_cast<unsigned long long>(offered),
+        static_cast<unsigned long long>(sent), static_cast<unsigned long long>(bytes),
+        elapsed > 0 ? static_cast<double>(sent) / elapsed : 0.0, static_cast<unsigned long long>(error_count),
+        kinds.c_str(), o.calls, static_cast<unsigned long long>(corpus.sip),
+        static_cast<unsigned long long>(corpus.rtcp), static_cast<unsigned long long>(cycle));
     return fds.empty() ? 1 : 0;
 }

@@ -69,21 +69,36 @@ int main(int argc, char** argv) {
         const char* v = argv[++i];
         const auto u32 = [v] { return static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10)); };
         const auto ms = [v] { return static_cast<std::int64_t>(std::strtod(v, nullptr) * 1000); };
-        if (k == "--calls") o.calls = u32();
-        else if (k == "--call-ids") o.call_ids = u32();
-        else if (k == "--stream-pairs") o.stream_pairs = u32();
-        else if (k == "--media-seconds") o.media_seconds = std::strtod(v, nullptr);
-        else if (k == "--loss") o.loss_percent = std::strtod(v, nullptr);
-        else if (k == "--duplicates") o.duplicate_percent = std::strtod(v, nullptr);
-        else if (k == "--reorder") o.reorder_percent = std::strtod(v, nullptr);
-        else if (k == "--jitter-ms") o.jitter_ms = std::strtod(v, nullptr);
-        else if (k == "--failed") o.failed_percent = std::strtod(v, nullptr);
-        else if (k == "--cancelled") o.cancelled_percent = std::strtod(v, nullptr);
-        else if (k == "--interval-us") o.call_interval_us = std::strtoll(v, nullptr, 10);
-        else if (k == "--seed") o.seed = std::strtoull(v, nullptr, 10);
-        else if (k == "--truth") truth_path = v;
-        else if (k == "--streams") streams_path = v;
-        else if (k == "--reuse-gap-ms") o.reuse_gap_us = ms();
+        if (k == "--calls")
+            o.calls = u32();
+        else if (k == "--call-ids")
+            o.call_ids = u32();
+        else if (k == "--stream-pairs")
+            o.stream_pairs = u32();
+        else if (k == "--media-seconds")
+            o.media_seconds = std::strtod(v, nullptr);
+        else if (k == "--loss")
+            o.loss_percent = std::strtod(v, nullptr);
+        else if (k == "--duplicates")
+            o.duplicate_percent = std::strtod(v, nullptr);
+        else if (k == "--reorder")
+            o.reorder_percent = std::strtod(v, nullptr);
+        else if (k == "--jitter-ms")
+            o.jitter_ms = std::strtod(v, nullptr);
+        else if (k == "--failed")
+            o.failed_percent = std::strtod(v, nullptr);
+        else if (k == "--cancelled")
+            o.cancelled_percent = std::strtod(v, nullptr);
+        else if (k == "--interval-us")
+            o.call_interval_us = std::strtoll(v, nullptr, 10);
+        else if (k == "--seed")
+            o.seed = std::strtoull(v, nullptr, 10);
+        else if (k == "--truth")
+            truth_path = v;
+        else if (k == "--streams")
+            streams_path = v;
+        else if (k == "--reuse-gap-ms")
+            o.reuse_gap_us = ms();
         else if (k == "--media-reuse") {
             if (std::strcmp(v, "restart") == 0) {
                 o.media_reuse = gen::MediaReuse::restart;
@@ -93,30 +108,38 @@ int main(int argc, char** argv) {
                 std::fprintf(stderr, "--media-reuse is restart or continue, not %s\n", v);
                 return 64;
             }
-        }
-        else if (k == "--reinvite") o.reinvite.percent = std::strtod(v, nullptr);
-        else if (k == "--reinvite-every") o.reinvite.every = u32();
-        else if (k == "--early-media") o.early_media.percent = std::strtod(v, nullptr);
-        else if (k == "--early-media-every") o.early_media.every = u32();
-        else if (k == "--ssrc-change") o.ssrc_change.percent = std::strtod(v, nullptr);
-        else if (k == "--ssrc-change-every") o.ssrc_change.every = u32();
-        else if (k == "--capture-from-ms") o.capture_from_us = ms();
-        else if (k == "--rtcp-interval-ms") o.rtcp_interval_us = ms();
-        else if (k == "--idle-timeout-s") o.stream_idle_timeout_us = ms() * 1000;
+        } else if (k == "--reinvite")
+            o.reinvite.percent = std::strtod(v, nullptr);
+        else if (k == "--reinvite-every")
+            o.reinvite.every = u32();
+        else if (k == "--early-media")
+            o.early_media.percent = std::strtod(v, nullptr);
+        else if (k == "--early-media-every")
+            o.early_media.every = u32();
+        else if (k == "--ssrc-change")
+            o.ssrc_change.percent = std::strtod(v, nullptr);
+        else if (k == "--ssrc-change-every")
+            o.ssrc_change.every = u32();
+        else if (k == "--capture-from-ms")
+            o.capture_from_us = ms();
+        else if (k == "--rtcp-interval-ms")
+            o.rtcp_interval_us = ms();
+        else if (k == "--idle-timeout-s")
+            o.stream_idle_timeout_us = ms() * 1000;
         else {
             std::fprintf(stderr, "unknown option %s\n", k.c_str());
             return 64;
         }
     }
     gen::PcapWriter out(argv[1]);
-    const auto truth = gen::generate(o, [&](Timestamp t, const Endpoint& s, const Endpoint& d, ByteSpan p,
-                                            const gen::PacketInfo& info) {
-        if (info.kind == gen::PacketKind::rtcp_json) {
-            out.hep3(t, s, d, p, 5, info.correlation_id);  // HEP payload type 5: RTCP as JSON
-        } else {
-            out.udp(t, s, d, p);
-        }
-    });
+    const auto truth = gen::generate(
+        o, [&](Timestamp t, const Endpoint& s, const Endpoint& d, ByteSpan p, const gen::PacketInfo& info) {
+            if (info.kind == gen::PacketKind::rtcp_json) {
+                out.hep3(t, s, d, p, 5, info.correlation_id);  // HEP payload type 5: RTCP as JSON
+            } else {
+                out.udp(t, s, d, p);
+            }
+        });
     std::map<gen::CallOutcome, std::uint64_t> outcomes;
     for (const auto& c : truth.calls) ++outcomes[c.outcome];
     std::uint64_t lost = 0;

@@ -26,8 +26,9 @@ const std::string& corpus_path() {
     static const std::string path = [] {
         const auto p = (std::filesystem::temp_directory_path() / "hepd_pcap_read_bench.pcap").string();
         gen::PcapWriter out(p);
-        gen::generate(gen::CorpusOptions{}, [&](Timestamp t, const Endpoint& s, const Endpoint& d,
-                                                ByteSpan payload) { out.udp(t, s, d, payload); });
+        gen::generate(gen::CorpusOptions{}, [&](Timestamp t, const Endpoint& s, const Endpoint& d, ByteSpan payload) {
+            out.udp(t, s, d, payload);
+        });
         return p;
     }();
     return path;

@@ -2,15 +2,15 @@
 // many streams alive (round robin, so every packet touches a different stream, as on a busy
 // shard), the same without the parse, with a dynamic payload type (four candidate clocks), and
 // the cost of a new stream at the cap (evicting one). Counters report memory per stream.
-#include <benchmark/benchmark.h>
-
-#include <cstdint>
-#include <vector>
-
 #include "core/bytes.hpp"
 #include "core/packet_meta.hpp"
 #include "rtp/rtp_packet.hpp"
 #include "rtp/stream_table.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <vector>
 
 using namespace hepd;
 using namespace hepd::rtp;
@@ -142,4 +142,4 @@ void BM_new_stream_at_cap(benchmark::State& state) {
 }
 BENCHMARK(BM_new_stream_at_cap);
 
-} // namespace
+}  // namespace

@@ -80,39 +80,48 @@ std::vector<Step> single_hop_call() {
     const std::string to_tagged = to + ";tag=asXXXXXXXX\n";
     const std::string common = std::string(kHeadersFrom) + kCallId;
     std::vector<Step> steps = {
-        {with_body("INVITE sip:+4930123456@voip.example.net;user=phone SIP/2.0\n" + via +
-                       "Max-Forwards: 70\n" + common + to + "\nCSeq: 31412 INVITE\n"
-                       "Contact: <sip:1001@10.20.30.40:5060;ob>\n"
-                       "Allow: PRACK, INVITE, ACK, BYE, CANCEL, UPDATE, INFO, SUBSCRIBE, NOTIFY, REFER, MESSAGE, OPTIONS\n"
-                       "Supported: replaces, 100rel, timer, norefersub\nSession-Expires: 1800\nMin-SE: 90\n"
-                       "User-Agent: Example SoftPhone 3.2.1\nContent-Type: application/sdp\n",
-                   kSdpOffer),
-         true, {}},
+        {with_body(
+             "INVITE sip:+4930123456@voip.example.net;user=phone SIP/2.0\n" + via + "Max-Forwards: 70\n" + common + to +
+                 "\nCSeq: 31412 INVITE\n"
+                 "Contact: <sip:1001@10.20.30.40:5060;ob>\n"
+                 "Allow: PRACK, INVITE, ACK, BYE, CANCEL, UPDATE, INFO, SUBSCRIBE, NOTIFY, REFER, MESSAGE, OPTIONS\n"
+                 "Supported: replaces, 100rel, timer, norefersub\nSession-Expires: 1800\nMin-SE: 90\n"
+                 "User-Agent: Example SoftPhone 3.2.1\nContent-Type: application/sdp\n",
+             kSdpOffer),
+         true,
+         {}},
         {with_body("SIP/2.0 100 Trying\n" + via + common + to + "\nCSeq: 31412 INVITE\n", ""), false, {}},
-        {with_body("SIP/2.0 180 Ringing\n" + via + common + to_tagged + "CSeq: 31412 INVITE\n"
+        {with_body("SIP/2.0 180 Ringing\n" + via + common + to_tagged +
+                       "CSeq: 31412 INVITE\n"
                        "Contact: <sip:+4930123456@192.0.2.50:5060>\n",
                    ""),
-         false, {}},
-        {with_body("SIP/2.0 200 OK\n" + via + common + to_tagged + "CSeq: 31412 INVITE\nServer: Asterisk PBX 18.10.0\n"
+         false,
+         {}},
+        {with_body("SIP/2.0 200 OK\n" + via + common + to_tagged +
+                       "CSeq: 31412 INVITE\nServer: Asterisk PBX 18.10.0\n"
                        "Allow: INVITE, ACK, CANCEL, OPTIONS, BYE, REFER, SUBSCRIBE, NOTIFY, INFO, PUBLISH, MESSAGE\n"
                        "Supported: replaces, timer\nSession-Expires: 1800;refresher=uas\n"
                        "Contact: <sip:+4930123456@192.0.2.50:5060>\nContent-Type: application/sdp\n",
                    kSdpAnswer),
-         false, {}},
+         false,
+         {}},
         {with_body("ACK sip:+4930123456@192.0.2.50:5060 SIP/2.0\n"
                    "Via: SIP/2.0/UDP 10.20.30.40:5060;rport;branch=z9hG4bKPjXXXXXXXX-2\nMax-Forwards: 70\n" +
                        common + to_tagged + "CSeq: 31412 ACK\n",
                    ""),
-         true, {}},
+         true,
+         {}},
         {with_body("BYE sip:+4930123456@192.0.2.50:5060 SIP/2.0\n"
                    "Via: SIP/2.0/UDP 10.20.30.40:5060;rport;branch=z9hG4bKPjXXXXXXXX-3\nMax-Forwards: 70\n" +
                        common + to_tagged + "CSeq: 31413 BYE\nReason: Q.850;cause=16;text=\"Normal call clearing\"\n",
                    ""),
-         true, {}},
+         true,
+         {}},
         {with_body("SIP/2.0 200 OK\nVia: SIP/2.0/UDP 10.20.30.40:5060;rport;branch=z9hG4bKPjXXXXXXXX-3\n" + common +
                        to_tagged + "CSeq: 31413 BYE\n",
                    ""),
-         false, {}},
+         false,
+         {}},
     };
     for (Step& s : steps)
         for (std::size_t at = s.text.find("XXXXXXXX"); at != std::string::npos; at = s.text.find("XXXXXXXX", at + 8))
@@ -155,15 +164,18 @@ void BM_call_parse_and_table(benchmark::State& state) {
     for (auto _ : state) {
         stamp(steps, ++n);
         for (std::size_t i = 0; i < steps.size(); ++i) {
-            const Disposition d = table.process(steps[i].text, meta_for(steps[i].from_caller, Timestamp{t + 1000 * static_cast<std::int64_t>(i)}));
-            if (d != Disposition::dialog_created && d != Disposition::dialog_updated) state.SkipWithError("not applied");
+            const Disposition d = table.process(
+                steps[i].text, meta_for(steps[i].from_caller, Timestamp{t + 1000 * static_cast<std::int64_t>(i)}));
+            if (d != Disposition::dialog_created && d != Disposition::dialog_updated)
+                state.SkipWithError("not applied");
         }
         table.expire(Timestamp{t});
         t += gap_us;
     }
     const auto messages = static_cast<double>(state.iterations() * steps.size());
     state.SetItemsProcessed(static_cast<std::int64_t>(messages));
-    state.counters["time_per_message"] = benchmark::Counter(messages, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+    state.counters["time_per_message"] =
+        benchmark::Counter(messages, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
     state.counters["table_size"] = static_cast<double>(table.size());
     benchmark::DoNotOptimize(sink.port_sum_);
 }
@@ -183,13 +195,15 @@ void BM_call_table_only(benchmark::State& state) {
     for (auto _ : state) {
         stamp(steps, ++n);
         for (std::size_t i = 0; i < steps.size(); ++i)
-            table.process(parsed[i], meta_for(steps[i].from_caller, Timestamp{t + 1000 * static_cast<std::int64_t>(i)}));
+            table.process(parsed[i],
+                          meta_for(steps[i].from_caller, Timestamp{t + 1000 * static_cast<std::int64_t>(i)}));
         table.expire(Timestamp{t});
         t += gap_us;
     }
     const auto messages = static_cast<double>(state.iterations() * steps.size());
     state.SetItemsProcessed(static_cast<std::int64_t>(messages));
-    state.counters["time_per_message"] = benchmark::Counter(messages, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+    state.counters["time_per_message"] =
+        benchmark::Counter(messages, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
     benchmark::DoNotOptimize(sink.port_sum_);
 }
 
@@ -223,7 +237,7 @@ void BM_memory_per_dialog(benchmark::State& state) {
     state.counters["sizeof_entry"] = static_cast<double>(sizeof(LruTable<DialogKey, Dialog>::Entry));
 }
 
-} // namespace
+}  // namespace
 
 BENCHMARK(BM_call_parse_and_table)->Arg(100)->Arg(1000);
 BENCHMARK(BM_call_table_only)->Arg(1000);

@@ -65,7 +65,8 @@ Min-SE: 90
 User-Agent: Example SoftPhone 3.2.1
 P-Asserted-Identity: "Reception Desk" <sip:1001@voip.example.net>
 Content-Type: application/sdp
-)", kInviteSdp);
+)",
+                                        kInviteSdp);
 
 const std::string kOkSdp = R"(v=0
 o=root 1193455112 1193455113 IN IP4 192.0.2.50
@@ -94,7 +95,8 @@ Supported: replaces, timer
 Session-Expires: 1800;refresher=uas
 Contact: <sip:+4930123456@192.0.2.50:5060>
 Content-Type: application/sdp
-)", kOkSdp);
+)",
+                                    kOkSdp);
 
 const std::string kBye = crlf(R"(BYE sip:+4930123456@192.0.2.50:5060 SIP/2.0
 Via: SIP/2.0/UDP 10.20.30.40:5060;rport;branch=z9hG4bKPj0a1b2c3d
@@ -154,7 +156,7 @@ void BM_invite_message_length(benchmark::State& state) {
     }
 }
 
-} // namespace
+}  // namespace
 
 BENCHMARK(BM_invite_with_sdp);
 BENCHMARK(BM_ok_200_with_sdp);

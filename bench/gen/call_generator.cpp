@@ -28,19 +28,34 @@ std::string_view to_string(ExpectedFinish finish) noexcept {
 namespace {
 
 constexpr std::int64_t kPacketUs = 20'000;
-constexpr std::int64_t kPauseUs = 100'000;        // media pause around a re-INVITE
-constexpr std::int64_t kRttUs = 20'000;           // the round trip every RTCP report implies
-constexpr std::int64_t kFinalReportUs = 10'007;   // after a stream's last packet (odd: no ties)
-constexpr std::int64_t kFirstReportUs = 3;        // added to the half interval (no ties)
+constexpr std::int64_t kPauseUs = 100'000;          // media pause around a re-INVITE
+constexpr std::int64_t kRttUs = 20'000;             // the round trip every RTCP report implies
+constexpr std::int64_t kFinalReportUs = 10'007;     // after a stream's last packet (odd: no ties)
+constexpr std::int64_t kFirstReportUs = 3;          // added to the half interval (no ties)
 constexpr std::uint32_t kPairsPerAddress = 13'000;  // media ports 10000 + 4k (+2 after a re-INVITE)
 constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
 constexpr std::int64_t kLongAgo = std::numeric_limits<std::int64_t>::min() / 2;
 
 enum Kind : std::uint8_t {
-    invite, trying, ringing, progress, ok_invite, ack, reinvite, ok_reinvite, ack_reinvite, bye, ok_bye,  // completed
-    busy, ack_busy,                                                                                      // failed
-    cancel, ok_cancel, terminated, ack_terminated,                                                       // cancelled
-    rtp, rtcp,
+    invite,
+    trying,
+    ringing,
+    progress,
+    ok_invite,
+    ack,
+    reinvite,
+    ok_reinvite,
+    ack_reinvite,
+    bye,
+    ok_bye,  // completed
+    busy,
+    ack_busy,  // failed
+    cancel,
+    ok_cancel,
+    terminated,
+    ack_terminated,  // cancelled
+    rtp,
+    rtcp,
 };
 
 struct Event {
@@ -66,10 +81,10 @@ struct Segment {
     std::uint32_t ssrc = 0;
     std::int64_t send0 = 0;
     std::uint32_t count = 0;
-    std::int64_t seq0 = 0;      // extended sequence number of packet 0
-    std::int64_t ts0 = 0;       // extended RTP timestamp of packet 0
-    bool continuation = false;  // sequence/timestamp carry on from the previous call's segment of this key
-    bool superseded = false;    // abandoned by its own call (moved media, early media, old SSRC)
+    std::int64_t seq0 = 0;         // extended sequence number of packet 0
+    std::int64_t ts0 = 0;          // extended RTP timestamp of packet 0
+    bool continuation = false;     // sequence/timestamp carry on from the previous call's segment of this key
+    bool superseded = false;       // abandoned by its own call (moved media, early media, old SSRC)
     std::vector<WirePacket> wire;  // captured packets, arrival order
     std::vector<WirePacket> full;  // every packet the receiver got (capture cut or not); RTCP only
     std::uint32_t stream = UINT32_MAX;
@@ -150,12 +165,15 @@ SipText render_sip(const Call& c, Kind kind) {
     const std::string caller = host(c.caller);
     const std::string callee = host(c.callee);
     const std::string uac_branch = "z9hG4bK-" + std::to_string(c.index) + "-";
-    const std::string from = "From: \"Caller " + std::to_string(c.index) + "\" <sip:" + std::to_string(1000 + c.index % 9000) +
-                             "@" + caller + ">;tag=" + c.from_tag + "\r\n";
+    const std::string from = "From: \"Caller " + std::to_string(c.index) +
+                             "\" <sip:" + std::to_string(1000 + c.index % 9000) + "@" + caller + ">;tag=" + c.from_tag +
+                             "\r\n";
     const std::string to_plain = "To: <sip:" + std::to_string(2000 + c.index % 9000) + "@" + callee + ">";
     const std::string to = to_plain + ";tag=" + c.to_tag + "\r\n";
     const std::string cid = "Call-ID: " + c.call_id + "\r\n";
-    const auto via_n = [&](int n) { return "Via: SIP/2.0/UDP " + caller + ":5060;branch=" + uac_branch + std::to_string(n) + ";rport\r\n"; };
+    const auto via_n = [&](int n) {
+        return "Via: SIP/2.0/UDP " + caller + ":5060;branch=" + uac_branch + std::to_string(n) + ";rport\r\n";
+    };
     const std::string via_invite = via_n(1);
     const std::string req_uri = "sip:" + std::to_string(2000 + c.index % 9000) + "@" + callee + ":5060";
     auto request = [&](const std::string& method, const std::string& via, const std::string& to_line, int cseq,
@@ -180,38 +198,46 @@ SipText render_sip(const Call& c, Kind kind) {
     case trying: return {response("100 Trying", to_plain + "\r\n", "INVITE", 1, via_invite, "", ""), false};
     case ringing: return {response("180 Ringing", to, "INVITE", 1, via_invite, "", ""), false};
     case progress:
-        return {response("183 Session Progress", to, "INVITE", 1, via_invite, "", sdp(c.early_media, c.index + 2)), false};
-    case ok_invite: return {response("200 OK", to, "INVITE", 1, via_invite, "", sdp(c.callee_media, c.index + 1)), false};
+        return {response("183 Session Progress", to, "INVITE", 1, via_invite, "", sdp(c.early_media, c.index + 2)),
+                false};
+    case ok_invite:
+        return {response("200 OK", to, "INVITE", 1, via_invite, "", sdp(c.callee_media, c.index + 1)), false};
     case ack: return {request("ACK", via_n(2), to, 1, ""), true};
     case reinvite: return {request("INVITE", via_n(4), to, 2, sdp(c.moved_media, c.index, 2)), true};
-    case ok_reinvite: return {response("200 OK", to, "INVITE", 2, via_n(4), "", sdp(c.callee_media, c.index + 1, 2)), false};
+    case ok_reinvite:
+        return {response("200 OK", to, "INVITE", 2, via_n(4), "", sdp(c.callee_media, c.index + 1, 2)), false};
     case ack_reinvite: return {request("ACK", via_n(5), to, 2, ""), true};
     case bye:
         if (c.callee_hangs_up) {
             // From and To swap roles for the callee's request.
-            const std::string via = "Via: SIP/2.0/UDP " + callee + ":5060;branch=z9hG4bK-b" + std::to_string(c.index) + "\r\n";
-            std::string s = "BYE sip:" + caller + ":5060 SIP/2.0\r\n" + via + "Max-Forwards: 70\r\nFrom: <sip:" +
-                            std::to_string(2000 + c.index % 9000) + "@" + callee + ">;tag=" + c.to_tag + "\r\nTo: <sip:" +
-                            std::to_string(1000 + c.index % 9000) + "@" + caller + ">;tag=" + c.from_tag + "\r\n" + cid +
-                            "CSeq: 1 BYE\r\nReason: Q.850;cause=16;text=\"Normal call clearing\"\r\nContent-Length: 0\r\n\r\n";
+            const std::string via =
+                "Via: SIP/2.0/UDP " + callee + ":5060;branch=z9hG4bK-b" + std::to_string(c.index) + "\r\n";
+            std::string s =
+                "BYE sip:" + caller + ":5060 SIP/2.0\r\n" + via +
+                "Max-Forwards: 70\r\nFrom: <sip:" + std::to_string(2000 + c.index % 9000) + "@" + callee +
+                ">;tag=" + c.to_tag + "\r\nTo: <sip:" + std::to_string(1000 + c.index % 9000) + "@" + caller +
+                ">;tag=" + c.from_tag + "\r\n" + cid +
+                "CSeq: 1 BYE\r\nReason: Q.850;cause=16;text=\"Normal call clearing\"\r\nContent-Length: 0\r\n\r\n";
             return {s, false};
         } else {
             return {request("BYE", via_n(3), to, c.bye_cseq, ""), true};
         }
     case ok_bye:
         if (c.callee_hangs_up) {
-            const std::string via = "Via: SIP/2.0/UDP " + callee + ":5060;branch=z9hG4bK-b" + std::to_string(c.index) + "\r\n";
+            const std::string via =
+                "Via: SIP/2.0/UDP " + callee + ":5060;branch=z9hG4bK-b" + std::to_string(c.index) + "\r\n";
             std::string s = "SIP/2.0 200 OK\r\n" + via + "From: <sip:" + std::to_string(2000 + c.index % 9000) + "@" +
-                            callee + ">;tag=" + c.to_tag + "\r\nTo: <sip:" + std::to_string(1000 + c.index % 9000) + "@" +
-                            caller + ">;tag=" + c.from_tag + "\r\n" + cid + "CSeq: 1 BYE\r\nContent-Length: 0\r\n\r\n";
+                            callee + ">;tag=" + c.to_tag + "\r\nTo: <sip:" + std::to_string(1000 + c.index % 9000) +
+                            "@" + caller + ">;tag=" + c.from_tag + "\r\n" + cid +
+                            "CSeq: 1 BYE\r\nContent-Length: 0\r\n\r\n";
             return {s, true};
         } else {
             return {response("200 OK", to, "BYE", c.bye_cseq, via_n(3), "", ""), false};
         }
     case busy:
-        return {response("486 Busy Here", to, "INVITE", 1, via_invite,
-                         "Reason: Q.850;cause=17;text=\"User busy\"\r\n", ""),
-                false};
+        return {
+            response("486 Busy Here", to, "INVITE", 1, via_invite, "Reason: Q.850;cause=17;text=\"User busy\"\r\n", ""),
+            false};
     case ack_busy: return {request("ACK", via_invite, to, 1, ""), true};
     case cancel: return {request("CANCEL", via_invite, to_plain + "\r\n", 1, ""), true};
     case ok_cancel: return {response("200 OK", to, "CANCEL", 1, via_invite, "", ""), false};
@@ -304,6 +330,7 @@ void render_rtcp(std::vector<std::uint8_t>& out, const Report& r, const Segment&
     out.resize(out.size() + 4);
     put32(out, r.reporter_ssrc);
     const std::uint8_t block[36] = {
+        // clang-format off
         7, 0, 0, 8,  // BT = VoIP metrics, 8 words
         static_cast<std::uint8_t>(s.ssrc >> 24), static_cast<std::uint8_t>(s.ssrc >> 16),
         static_cast<std::uint8_t>(s.ssrc >> 8), static_cast<std::uint8_t>(s.ssrc),
@@ -314,6 +341,7 @@ void render_rtcp(std::vector<std::uint8_t>& out, const Report& r, const Segment&
         r.r_factor, 127, r.mos_x10, r.mos_x10,  // R, external R, MOS-LQ, MOS-CQ
         0, 0, 0, 40,                 // RX config, reserved, JB nominal
         0, 80, 0, 200,               // JB maximum, JB absolute maximum
+        // clang-format on
     };
     out.insert(out.end(), block, block + sizeof block);
     put_header(out, at, 0, 207);
@@ -332,13 +360,13 @@ std::string render_rtcp_json(const Report& r, const Segment& s) {
                       r.packets);
         json += buf;
     }
-    std::snprintf(buf, sizeof buf,
-                  "\"ssrc\":%u,\"type\":%u,\"report_count\":1,\"report_blocks\":[{\"source_ssrc\":%u,\"highest_seq_no\":%u,"
-                  "\"fraction_lost\":%u,\"ia_jitter\":%u,\"packets_lost\":%u,\"lsr\":%u,\"dlsr\":%u}],"
-                  "\"sdes_report_count\":1,\"sdes_information\": [ {\"sdes_chunk_ssrc\":%u,\"type\":1,\"text\":\"%s\"} ]}",
-                  r.reporter_ssrc, r.sr ? 200U : 201U, s.ssrc, r.highest, unsigned{r.fraction}, r.jitter,
-                  static_cast<unsigned>(r.cumulative) & 0x00FF'FFFFU, r.lsr, r.dlsr, r.reporter_ssrc,
-                  cname_of(s.dst).c_str());
+    std::snprintf(
+        buf, sizeof buf,
+        "\"ssrc\":%u,\"type\":%u,\"report_count\":1,\"report_blocks\":[{\"source_ssrc\":%u,\"highest_seq_no\":%u,"
+        "\"fraction_lost\":%u,\"ia_jitter\":%u,\"packets_lost\":%u,\"lsr\":%u,\"dlsr\":%u}],"
+        "\"sdes_report_count\":1,\"sdes_information\": [ {\"sdes_chunk_ssrc\":%u,\"type\":1,\"text\":\"%s\"} ]}",
+        r.reporter_ssrc, r.sr ? 200U : 201U, s.ssrc, r.highest, unsigned{r.fraction}, r.jitter,
+        static_cast<unsigned>(r.cumulative) & 0x00FF'FFFFU, r.lsr, r.dlsr, r.reporter_ssrc, cname_of(s.dst).c_str());
     json += buf;
     return json;
 }
@@ -370,7 +398,8 @@ public:
         calls_.reserve(o_.calls);
         for (std::uint32_t i = 0; i < o_.calls; ++i) make_call(i);
         std::stable_sort(events_.begin(), events_.end(), [](const Event& a, const Event& b) { return a.t < b.t; });
-        const auto first_seen = std::find_if(events_.begin(), events_.end(), [&](const Event& e) { return e.t >= cut_; });
+        const auto first_seen =
+            std::find_if(events_.begin(), events_.end(), [&](const Event& e) { return e.t >= cut_; });
         if (first_seen != events_.end()) {
             truth_.first = Timestamp{first_seen->t};
             truth_.last = Timestamp{events_.back().t};
@@ -405,13 +434,14 @@ private:
         ct.call_id = c.call_id;
         ct.from_tag = c.from_tag;
         ct.index = i;
-        ct.outcome = r < o_.failed_percent / 100 ? CallOutcome::failed
+        ct.outcome = r < o_.failed_percent / 100                            ? CallOutcome::failed
                      : r < (o_.failed_percent + o_.cancelled_percent) / 100 ? CallOutcome::cancelled
-                                                                              : CallOutcome::completed;
+                                                                            : CallOutcome::completed;
         const bool can_split = per_direction_ >= 2;
         const bool moves = applies(o_.reinvite, i, scenario_rng_) && ct.outcome == CallOutcome::completed && can_split;
         const bool early = applies(o_.early_media, i, scenario_rng_) && ct.outcome == CallOutcome::completed;
-        const bool new_ssrc = applies(o_.ssrc_change, i, scenario_rng_) && ct.outcome == CallOutcome::completed && can_split;
+        const bool new_ssrc =
+            applies(o_.ssrc_change, i, scenario_rng_) && ct.outcome == CallOutcome::completed && can_split;
 
         const std::int64_t nominal = o_.start.us + static_cast<std::int64_t>(i) * o_.call_interval_us;
         const std::int64_t t0 = std::max({nominal, pair_free_[p] + o_.reuse_gap_us, id_free_[k] + o_.reuse_gap_us});
@@ -473,7 +503,8 @@ private:
                 Sender& s = senders[2];
                 const bool carries_on = start_call(s, p, 2);
                 const std::int64_t send0 = t0 + pdd + 20'000;
-                const auto count = static_cast<std::uint32_t>(std::max<std::int64_t>(0, (t_final - 10'000 - send0) / kPacketUs + 1));
+                const auto count =
+                    static_cast<std::uint32_t>(std::max<std::int64_t>(0, (t_final - 10'000 - send0) / kPacketUs + 1));
                 if (count > 0) add_segment(i, s, c.early_media, c.caller_media, send0, count, true, carries_on);
             }
             if (moves) {
@@ -496,7 +527,8 @@ private:
                     bind(c.early_media, c.caller_media, t0 + pdd, i);
                 }
             }
-            const std::int64_t t_bye = media0 + static_cast<std::int64_t>(n - 1) * kPacketUs + (moves ? kPauseUs : 0) + 40'000;
+            const std::int64_t t_bye =
+                media0 + static_cast<std::int64_t>(n - 1) * kPacketUs + (moves ? kPauseUs : 0) + 40'000;
             add(t_bye, bye);
             add(t_bye + 8'000, ok_bye);
             ct.duration_us = t_bye - t_final;
@@ -555,7 +587,8 @@ private:
         std::uint32_t visible_from = 0;
         if (cut_ > send0) {
             const auto margin = static_cast<std::int64_t>(o_.jitter_ms * 1000) + 2'000;
-            visible_from = static_cast<std::uint32_t>(std::min<std::int64_t>(count, (cut_ - send0 - margin + kPacketUs - 1) / kPacketUs));
+            visible_from = static_cast<std::uint32_t>(
+                std::min<std::int64_t>(count, (cut_ - send0 - margin + kPacketUs - 1) / kPacketUs));
         }
         const auto inner = [&](std::uint32_t n) {
             return n >= 3 && n + 2 < count && !(n >= visible_from && n < visible_from + 3);
@@ -650,13 +683,16 @@ private:
                 received_prior = received;
                 r.fraction = expected_interval == 0 || lost_interval <= 0
                                  ? 0
-                                 : static_cast<std::uint8_t>(std::min<std::int64_t>(255, (lost_interval << 8) / expected_interval));
+                                 : static_cast<std::uint8_t>(
+                                       std::min<std::int64_t>(255, (lost_interval << 8) / expected_interval));
                 r.highest = static_cast<std::uint32_t>((base & 0xFFFF) + (max_ext - base));
                 r.jitter = static_cast<std::uint32_t>(jitter);
-                r.loss_rate = lost > 0 ? static_cast<std::uint8_t>(std::min<std::int64_t>(255, lost * 256 / expected)) : 0;
-                const double r_factor = lost > 0 ? std::max(0.0, 93.0 - 2.5 * 100.0 * static_cast<double>(lost) /
-                                                                            static_cast<double>(expected))
-                                                 : 93.0;
+                r.loss_rate =
+                    lost > 0 ? static_cast<std::uint8_t>(std::min<std::int64_t>(255, lost * 256 / expected)) : 0;
+                const double r_factor =
+                    lost > 0
+                        ? std::max(0.0, 93.0 - 2.5 * 100.0 * static_cast<double>(lost) / static_cast<double>(expected))
+                        : 93.0;
                 r.r_factor = static_cast<std::uint8_t>(std::lround(r_factor));
                 r.mos_x10 = mos_x10_of(r_factor);
                 reports_.push_back(r);
@@ -680,7 +716,8 @@ private:
                 r.reporter_ssrc = back.ssrc;
                 if (back.dst != s.src || r.t < back.send0 || r.t > back.last_send() + kPacketUs) continue;
                 r.sr = true;
-                const auto sent = static_cast<std::uint32_t>(std::min<std::int64_t>(back.count, (r.t - back.send0) / kPacketUs + 1));
+                const auto sent =
+                    static_cast<std::uint32_t>(std::min<std::int64_t>(back.count, (r.t - back.send0) / kPacketUs + 1));
                 r.packets = sent;
                 r.octets = sent * 160;
                 r.rtp_ts = static_cast<std::uint32_t>(back.ts0 + (r.t - back.send0) * 8 / 1000);
@@ -790,8 +827,8 @@ private:
                     a.origin_us = w.arrival;
                     a.origin_ts = ts;
                 }
-                const double transit = static_cast<double>(w.arrival - a.origin_us) * 8000.0 / 1e6 -
-                                       static_cast<double>(ts - a.origin_ts);
+                const double transit =
+                    static_cast<double>(w.arrival - a.origin_us) * 8000.0 / 1e6 - static_cast<double>(ts - a.origin_ts);
                 if (a.any) a.jitter += (std::fabs(transit - a.prev_transit) - a.jitter) / 16.0;
                 a.prev_transit = transit;
                 a.any = true;
@@ -838,7 +875,8 @@ private:
                 const Endpoint to = rtcp_of(s.src);
                 if (o_.rtcp) {
                     render_rtcp(compound, r, s, o_.rtcp_xr);
-                    sink(Timestamp{e.t}, from, to, ByteSpan(compound.data(), compound.size()), PacketInfo{PacketKind::rtcp, {}});
+                    sink(Timestamp{e.t}, from, to, ByteSpan(compound.data(), compound.size()),
+                         PacketInfo{PacketKind::rtcp, {}});
                     ++truth_.rtcp_packets;
                 }
                 if (o_.rtcp_json) {
@@ -894,7 +932,7 @@ private:
     std::map<BindingKey, std::vector<std::pair<std::int64_t, std::uint32_t>>> bindings_;
 };
 
-} // namespace
+}  // namespace
 
 Truth generate(const CorpusOptions& options, const TaggedPacketSink& sink) { return Generator(options).run(sink); }
 
@@ -905,4 +943,4 @@ Truth generate(const CorpusOptions& options, const PacketSink& sink) {
                                                       const PacketInfo&) { sink(t, s, d, p); }));
 }
 
-} // namespace hepd::gen
+}  // namespace hepd::gen

@@ -53,15 +53,15 @@ struct Share {
 
 struct CorpusOptions {
     std::uint32_t calls = 5000;
-    std::uint32_t call_ids = 0;      // distinct Call-IDs, re-used round robin (0 = one per call)
-    std::uint32_t stream_pairs = 0;  // distinct media address pairs (0 = one per call)
-    double media_seconds = 1.0;      // per direction, one packet every 20 ms
-    double loss_percent = 0;         // media packets dropped
-    double duplicate_percent = 0;    // media packets sent twice
-    double reorder_percent = 0;      // media packets swapped with the next one
-    double jitter_ms = 0;            // uniform extra delay in [0, jitter_ms) per media packet
-    double failed_percent = 0;       // calls rejected with 486 (Reason Q.850 cause 17)
-    double cancelled_percent = 0;    // calls cancelled while ringing
+    std::uint32_t call_ids = 0;            // distinct Call-IDs, re-used round robin (0 = one per call)
+    std::uint32_t stream_pairs = 0;        // distinct media address pairs (0 = one per call)
+    double media_seconds = 1.0;            // per direction, one packet every 20 ms
+    double loss_percent = 0;               // media packets dropped
+    double duplicate_percent = 0;          // media packets sent twice
+    double reorder_percent = 0;            // media packets swapped with the next one
+    double jitter_ms = 0;                  // uniform extra delay in [0, jitter_ms) per media packet
+    double failed_percent = 0;             // calls rejected with 486 (Reason Q.850 cause 17)
+    double cancelled_percent = 0;          // calls cancelled while ringing
     std::int64_t call_interval_us = 2000;  // between call starts (at least; re-use may delay them)
     std::uint64_t seed = 1;
     Timestamp start = Timestamp::from_parts(1'700'000'000, 0);
@@ -78,9 +78,9 @@ struct CorpusOptions {
     // whose INVITE is dropped are invisible: no dialog, and their streams have no Call-ID.
     std::int64_t capture_from_us = 0;
 
-    bool rtcp = false;       // raw RTCP SR/RR (+ SDES) from each stream's receiver, port + 1
-    bool rtcp_xr = false;    // with rtcp: an XR VoIP metrics block in each compound
-    bool rtcp_json = false;  // the same reports as HEP type 5 RTCP-JSON, correlation id = Call-ID
+    bool rtcp = false;                          // raw RTCP SR/RR (+ SDES) from each stream's receiver, port + 1
+    bool rtcp_xr = false;                       // with rtcp: an XR VoIP metrics block in each compound
+    bool rtcp_json = false;                     // the same reports as HEP type 5 RTCP-JSON, correlation id = Call-ID
     std::int64_t rtcp_interval_us = 1'000'000;  // 5 s is standard; the calls are short
 
     // The collector's stream idle timeout (timers.stream_idle_timeout): the truth's expected
@@ -93,7 +93,7 @@ enum class CallOutcome : std::uint8_t { completed, failed, cancelled };
 struct CallTruth {
     std::string call_id;
     std::string from_tag;
-    std::uint32_t index = 0;       // generator's call number
+    std::uint32_t index = 0;  // generator's call number
     CallOutcome outcome = CallOutcome::completed;
     std::uint16_t final_code = 200;
     std::int64_t pdd_us = 0;       // INVITE -> 180 (or 183)
@@ -119,14 +119,14 @@ inline constexpr std::uint32_t kNoRtt = 0xFFFF'FFFFU;
 
 // The last RTCP receiver report about a stream (what a collector keeps as its receiver view).
 struct ReceiverTruth {
-    std::uint32_t reports = 0;        // report blocks about the stream: raw SR/RR + RTCP-JSON
-    std::uint32_t xr_reports = 0;     // XR VoIP metrics blocks
-    std::uint8_t fraction_lost = 0;   // last report, /256 (RFC 3550 A.3, since the previous one)
-    std::int32_t cumulative_lost = 0; // last report
-    std::uint32_t highest_seq = 0;    // last report, extended
-    std::uint32_t jitter = 0;         // last report, RTP timestamp units
-    std::uint32_t rtt_us = kNoRtt;    // from the last report with an LSR (RFC 3550 6.4.1)
-    std::uint8_t xr_loss_rate = 0;    // last XR block
+    std::uint32_t reports = 0;         // report blocks about the stream: raw SR/RR + RTCP-JSON
+    std::uint32_t xr_reports = 0;      // XR VoIP metrics blocks
+    std::uint8_t fraction_lost = 0;    // last report, /256 (RFC 3550 A.3, since the previous one)
+    std::int32_t cumulative_lost = 0;  // last report
+    std::uint32_t highest_seq = 0;     // last report, extended
+    std::uint32_t jitter = 0;          // last report, RTP timestamp units
+    std::uint32_t rtt_us = kNoRtt;     // from the last report with an LSR (RFC 3550 6.4.1)
+    std::uint8_t xr_loss_rate = 0;     // last XR block
     std::uint8_t xr_discard_rate = 0;
     std::uint8_t xr_r_factor = 127;
     std::uint8_t xr_mos_lq_x10 = 127;
@@ -141,22 +141,22 @@ struct StreamTruth {
     Endpoint src;
     Endpoint dst;
     std::uint32_t ssrc = 0;
-    Timestamp first;               // first and last packet on the wire (arrival)
+    Timestamp first;  // first and last packet on the wire (arrival)
     Timestamp last;
-    std::uint64_t sent = 0;        // packets the sender produced between first and last
-    std::uint64_t received = 0;    // packets on the wire (after loss, with duplicates)
-    std::uint64_t lost = 0;        // observable loss: missing packets between first and last
+    std::uint64_t sent = 0;      // packets the sender produced between first and last
+    std::uint64_t received = 0;  // packets on the wire (after loss, with duplicates)
+    std::uint64_t lost = 0;      // observable loss: missing packets between first and last
     std::uint64_t duplicates = 0;
-    double jitter_ms = 0;          // RFC 3550 A.8 over the arrival order
+    double jitter_ms = 0;  // RFC 3550 A.8 over the arrival order
     ExpectedFinish finish = ExpectedFinish::unknown;
-    bool has_receiver = false;     // RTCP reports about it were captured
+    bool has_receiver = false;  // RTCP reports about it were captured
     ReceiverTruth receiver;
 };
 
 struct Truth {
-    std::vector<CallTruth> calls;      // the dialogs a collector must find (visible calls only)
+    std::vector<CallTruth> calls;  // the dialogs a collector must find (visible calls only)
     std::vector<StreamTruth> streams;
-    std::uint64_t hidden_calls = 0;    // calls whose INVITE was not captured (or no SIP at all)
+    std::uint64_t hidden_calls = 0;  // calls whose INVITE was not captured (or no SIP at all)
     std::uint64_t sip_packets = 0;
     std::uint64_t rtp_packets = 0;
     std::uint64_t rtcp_packets = 0;       // raw RTCP compounds
@@ -185,4 +185,4 @@ Truth generate(const CorpusOptions& options, const TaggedPacketSink& sink);
 // which needs the packet kind and correlation id.
 Truth generate(const CorpusOptions& options, const PacketSink& sink);
 
-} // namespace hepd::gen
+}  // namespace hepd::gen

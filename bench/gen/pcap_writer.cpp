@@ -17,7 +17,7 @@ void put32le(std::uint8_t* p, std::uint32_t v) {
     put16le(p, static_cast<std::uint16_t>(v));
     put16le(p + 2, static_cast<std::uint16_t>(v >> 16));
 }
-} // namespace
+}  // namespace
 
 PcapWriter::PcapWriter(const std::string& path) {
     if (!path.empty()) {
@@ -101,9 +101,9 @@ void PcapWriter::hep3(Timestamp t, const Endpoint& src, const Endpoint& dst, Byt
     m.capture_id = capture_id;
     m.payload = payload;
     m.correlation_id = as_bytes(correlation_id);
-    for (const Field f : {Field::ip_family, Field::ip_protocol, Field::src_address, Field::dst_address, Field::src_port,
-                          Field::dst_port, Field::seconds, Field::micros, Field::payload_type, Field::capture_id,
-                          Field::payload})
+    for (const Field f :
+         {Field::ip_family, Field::ip_protocol, Field::src_address, Field::dst_address, Field::src_port,
+          Field::dst_port, Field::seconds, Field::micros, Field::payload_type, Field::capture_id, Field::payload})
         m.mark(f);
     if (!correlation_id.empty()) m.mark(Field::correlation_id);
     hep_.clear();
@@ -111,4 +111,4 @@ void PcapWriter::hep3(Timestamp t, const Endpoint& src, const Endpoint& dst, Byt
     udp(t, hep_agent(), hep_collector(), ByteSpan(hep_.data(), hep_.size()));
 }
 
-} // namespace hepd::gen
+}  // namespace hepd::gen

@@ -44,4 +44,4 @@ private:
     std::uint64_t frames_ = 0;
 };
 
-} // namespace hepd::gen
+}  // namespace hepd::gen

@@ -21,7 +21,7 @@ constexpr FlagKey kOverrideFlags[] = {
     {"--log-level", "log_level"},
 };
 
-} // namespace
+}  // namespace
 
 std::string usage_text() {
     return R"(hepd - HEP collector: rebuilds SIP dialogs and RTP streams, exports them to Prometheus
@@ -140,4 +140,4 @@ CommandLine parse_command_line(int argc, char** argv) {
     return cl;
 }
 
-} // namespace hepd::app
+}  // namespace hepd::app

@@ -11,16 +11,16 @@ namespace hepd::app {
 enum class Verb { daemon, check_config, pcap, snapshot_show, help, version };
 
 struct Override {
-    std::string flag;   // as typed, for error messages
-    std::string key;    // configuration key path
+    std::string flag;  // as typed, for error messages
+    std::string key;   // configuration key path
     std::string value;
 };
 
 struct CommandLine {
     Verb verb = Verb::daemon;
-    std::string config_path;                                 // --config, or check-config's FILE
-    std::string snapshot_path;                               // snapshot show FILE
-    bool print_config = false;                               // check-config --print
+    std::string config_path;          // --config, or check-config's FILE
+    std::string snapshot_path;        // snapshot show FILE
+    bool print_config = false;        // check-config --print
     std::vector<Override> overrides;  // in command-line order
     // pcap verb
     std::vector<std::string> pcap_files;
@@ -35,4 +35,4 @@ struct UsageError : std::runtime_error {
 CommandLine parse_command_line(int argc, char** argv);
 std::string usage_text();
 
-} // namespace hepd::app
+}  // namespace hepd::app

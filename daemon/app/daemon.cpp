@@ -10,12 +10,12 @@
 #include "shard/shard_worker.hpp"
 #include "snapshot/snapshot.hpp"
 // HEP intake and listeners.
-#include "intake/hep_intake.hpp"
 #include "ingest/ingest_control.hpp"
 #include "ingest/ingest_path.hpp"
 #include "ingest/listeners.hpp"
 #include "ingest/producer_sink.hpp"
 #include "ingest/udp_receiver.hpp"
+#include "intake/hep_intake.hpp"
 
 #include <spdlog/spdlog.h>
 #ifdef HEPD_WITH_SYSTEMD
@@ -77,10 +77,11 @@ void log_summary(const intake::IntakeStats& s, std::string_view when) {
         const auto cls = static_cast<PayloadClass>(c);
         by_class += fmt::format("{}{} {}", c == 0 ? "" : ", ", to_string(cls), s.by_class(cls));
     }
-    spdlog::info("{}: {} HEP packets received, {} accepted ({}), {} decode errors, {} dropped by the rate limit, "
-                 "{} dropped for auth, {} not allowed",
-                 when, s.received(), s.accepted(), by_class, decode_errors, s.drops(intake::DropReason::rate_limit),
-                 s.drops(intake::DropReason::auth), s.drops(intake::DropReason::not_allowed));
+    spdlog::info(
+        "{}: {} HEP packets received, {} accepted ({}), {} decode errors, {} dropped by the rate limit, "
+        "{} dropped for auth, {} not allowed",
+        when, s.received(), s.accepted(), by_class, decode_errors, s.drops(intake::DropReason::rate_limit),
+        s.drops(intake::DropReason::auth), s.drops(intake::DropReason::not_allowed));
 }
 
 // SIGHUP: re-read the file and apply what can change live; say what could not.
@@ -122,7 +123,7 @@ void reload(const std::string& path, config::Config& current, ingest::IngestCont
     current.log_level = next.log_level;
 }
 
-} // namespace
+}  // namespace
 
 Daemon::Daemon(config::Config cfg, std::string config_path)
     : cfg_(std::move(cfg)), config_path_(std::move(config_path)), snapshot_path_(cfg_.state.dir + "/hepd.snapshot") {}
@@ -153,8 +154,8 @@ int Daemon::start() {
     std::size_t udp_threads = 0;
     if (cfg_.hep.udp.enabled)
         udp_threads = cfg_.hep.listen.size() * std::max<std::uint32_t>(cfg_.hep.udp.receive_threads, 1);
-    const std::uint32_t shard_count = config::effective_shard_count(
-        cfg_.shards, std::thread::hardware_concurrency(), static_cast<unsigned>(udp_threads));
+    const std::uint32_t shard_count = config::effective_shard_count(cfg_.shards, std::thread::hardware_concurrency(),
+                                                                    static_cast<unsigned>(udp_threads));
     auto sc = app::shard_config(cfg_);
     sc.flush_at_end = false;  // open calls go to the snapshot, not into the statistics
     std::vector<std::unique_ptr<shard::Worker>> owned;
@@ -177,8 +178,8 @@ int Daemon::start() {
     spdlog::info("{} reconstruction shards", shard_count);
 
     if (const int failure = open_listeners(); failure != 0) return failure;
-    snapshots_ = std::make_unique<SnapshotScheduler>(snapshot_path_, cfg_.state.snapshot_interval,
-                                                     [this] { return capture_shards(); }, snapshot_state_, clock_);
+    snapshots_ = std::make_unique<SnapshotScheduler>(
+        snapshot_path_, cfg_.state.snapshot_interval, [this] { return capture_shards(); }, snapshot_state_, clock_);
     if (const int failure = serve_metrics(); failure != 0) return failure;
 
     pipeline_->start();
@@ -331,4 +332,4 @@ void Daemon::shutdown() {
     log_summary(merged_stats(*tcp_path_, udp_), "at exit");
 }
 
-} // namespace hepd::app
+}  // namespace hepd::app

@@ -21,18 +21,18 @@
 namespace hepd::shard {
 class Pipeline;
 class ShardWorker;
-} // namespace hepd::shard
+}  // namespace hepd::shard
 namespace hepd::ingest {
 class IngestControl;
 class IngestPath;
 class ProducerSink;
 class TcpListener;
 class UdpReceiver;
-} // namespace hepd::ingest
+}  // namespace hepd::ingest
 namespace hepd::metrics {
 class Collector;
 class Exporter;
-} // namespace hepd::metrics
+}  // namespace hepd::metrics
 
 namespace hepd::app {
 
@@ -90,4 +90,4 @@ private:
     std::uint64_t watchdog_us_ = 0;
 };
 
-} // namespace hepd::app
+}  // namespace hepd::app

@@ -51,7 +51,7 @@ std::uint64_t rss_anon_bytes() {
     return 0;
 }
 
-} // namespace
+}  // namespace
 
 int run_pcap(const PcapArgs& args, const config::Config& cfg) {
     const auto wall0 = std::chrono::steady_clock::now();
@@ -143,4 +143,4 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
     return info.error.empty() ? 0 : kExitDataError;
 }
 
-} // namespace hepd::app
+}  // namespace hepd::app

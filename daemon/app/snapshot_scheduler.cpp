@@ -70,4 +70,4 @@ void SnapshotScheduler::write_now() {
                  state_.last_duration_seconds.load(), copy_seconds);
 }
 
-} // namespace hepd::app
+}  // namespace hepd::app

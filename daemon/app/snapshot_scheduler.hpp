@@ -60,4 +60,4 @@ private:
     std::thread thread_;
 };
 
-} // namespace hepd::app
+}  // namespace hepd::app

@@ -63,9 +63,7 @@ ingest::IngestPolicy ingest_policy(const config::Config& cfg) {
         case config::AgentConfig::Selector::node_name:
             rules.push_back(intake::AgentRule::by_node_name(a.name, a.node_name));
             break;
-        case config::AgentConfig::Selector::cidr:
-            rules.push_back(intake::AgentRule::by_source(a.name, a.cidr));
-            break;
+        case config::AgentConfig::Selector::cidr: rules.push_back(intake::AgentRule::by_source(a.name, a.cidr)); break;
         }
     }
     p.agents = intake::AgentMap(std::move(rules));
@@ -75,4 +73,4 @@ ingest::IngestPolicy ingest_policy(const config::Config& cfg) {
     return p;
 }
 
-} // namespace hepd::app
+}  // namespace hepd::app

@@ -1,8 +1,8 @@
 #pragma once
 // Configuration → the options each module takes (modules do not depend on the config module).
 #include "config/config.hpp"
-#include "intake/hep_intake.hpp"
 #include "ingest/ingest_control.hpp"
+#include "intake/hep_intake.hpp"
 #include "pcap/capture_source.hpp"
 #include "shard/shard_worker.hpp"
 
@@ -17,4 +17,4 @@ pcap::CaptureOptions capture_options(const config::Config& cfg);
 // What ingest can change on SIGHUP: rate limits, auth key, allow list, agent names.
 ingest::IngestPolicy ingest_policy(const config::Config& cfg);
 
-} // namespace hepd::app
+}  // namespace hepd::app

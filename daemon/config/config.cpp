@@ -37,7 +37,7 @@ namespace {
 
 constexpr std::string_view kLogLevelNames[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
 
-} // namespace
+}  // namespace
 
 std::string_view to_string(LogLevel level) noexcept {
     const auto i = static_cast<std::size_t>(level);
@@ -194,10 +194,14 @@ std::optional<std::uint64_t> parse_uint(std::string_view text) {
     std::uint64_t value = 0;
     for (char c : text) {
         unsigned digit = 0;
-        if (c >= '0' && c <= '9') digit = static_cast<unsigned>(c - '0');
-        else if (base == 16 && c >= 'a' && c <= 'f') digit = static_cast<unsigned>(c - 'a' + 10);
-        else if (base == 16 && c >= 'A' && c <= 'F') digit = static_cast<unsigned>(c - 'A' + 10);
-        else return std::nullopt;
+        if (c >= '0' && c <= '9')
+            digit = static_cast<unsigned>(c - '0');
+        else if (base == 16 && c >= 'a' && c <= 'f')
+            digit = static_cast<unsigned>(c - 'a' + 10);
+        else if (base == 16 && c >= 'A' && c <= 'F')
+            digit = static_cast<unsigned>(c - 'A' + 10);
+        else
+            return std::nullopt;
         if (value > (std::numeric_limits<std::uint64_t>::max() - digit) / base) return std::nullopt;
         value = value * base + digit;
     }
@@ -265,10 +269,17 @@ bool is_clean_text(std::string_view text) {
         }
         std::size_t len = 0;
         std::uint32_t cp = 0;
-        if ((c & 0xe0) == 0xc0) { len = 2; cp = c & 0x1fu; }
-        else if ((c & 0xf0) == 0xe0) { len = 3; cp = c & 0x0fu; }
-        else if ((c & 0xf8) == 0xf0) { len = 4; cp = c & 0x07u; }
-        else return false;
+        if ((c & 0xe0) == 0xc0) {
+            len = 2;
+            cp = c & 0x1fu;
+        } else if ((c & 0xf0) == 0xe0) {
+            len = 3;
+            cp = c & 0x0fu;
+        } else if ((c & 0xf8) == 0xf0) {
+            len = 4;
+            cp = c & 0x07u;
+        } else
+            return false;
         if (i + len > text.size()) return false;
         for (std::size_t k = 1; k < len; ++k) {
             const auto cc = static_cast<unsigned char>(text[i + k]);
@@ -284,9 +295,9 @@ bool is_clean_text(std::string_view text) {
 }
 
 std::string read_string(const Ctx& ctx, const Item& item, std::size_t min_len, std::size_t max_len) {
-    const std::string expected = min_len == 0 ? "a string of at most " + std::to_string(max_len) + " bytes"
-                                              : "a string of " + std::to_string(min_len) + " to " +
-                                                    std::to_string(max_len) + " bytes";
+    const std::string expected =
+        min_len == 0 ? "a string of at most " + std::to_string(max_len) + " bytes"
+                     : "a string of " + std::to_string(min_len) + " to " + std::to_string(max_len) + " bytes";
     const std::string& text = scalar_or_fail(ctx, item, expected);
     if (text.size() < min_len || text.size() > max_len) fail_expected(ctx, item, expected);
     if (!is_clean_text(text)) fail_expected(ctx, item, expected, "control characters or invalid UTF-8");
@@ -297,8 +308,8 @@ std::string read_string(const Ctx& ctx, const Item& item, std::size_t min_len, s
 bool is_name(std::string_view text) {
     if (text.empty() || text.size() > 64) return false;
     return std::all_of(text.begin(), text.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-               c == '-' || c == '.';
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+               c == '.';
     });
 }
 
@@ -427,8 +438,7 @@ void for_each_entry(Ctx& ctx, const Item& item, const std::vector<std::string_vi
         const YAML::Node value = entry.second;
         Where key_where = where_of(key_node);
         if (key_where.line == 0) key_where = item.where;
-        if (!key_node.IsScalar())
-            ctx.fail(key_where, item.path, "keys must be plain names, got " + describe(key_node));
+        if (!key_node.IsScalar()) ctx.fail(key_where, item.path, "keys must be plain names, got " + describe(key_node));
         const std::string& key = key_node.Scalar();
         const std::string path = join(item.path, key);
         if (std::find(known.begin(), known.end(), key) == known.end())
@@ -468,7 +478,9 @@ using FieldType = std::remove_reference_t<decltype(std::declval<Get>()(std::decl
 
 template <class Get>
 Field bool_field(std::string_view key, Get get) {
-    return Field{key, {}, [get](Config& c, Ctx& ctx, const Item& item) { get(c) = read_bool(ctx, item); },
+    return Field{key,
+                 {},
+                 [get](Config& c, Ctx& ctx, const Item& item) { get(c) = read_bool(ctx, item); },
                  [get](const Config& c, YAML::Emitter& out) { out << (get(c) ? "true" : "false"); }};
 }
 
@@ -477,7 +489,8 @@ Field uint_field(std::string_view key, Get get, std::uint64_t min, std::uint64_t
     using T = FieldType<Get>;
     static_assert(std::is_unsigned_v<T>);
     max = std::min<std::uint64_t>(max, std::numeric_limits<T>::max());
-    return Field{key, {},
+    return Field{key,
+                 {},
                  [get, min, max](Config& c, Ctx& ctx, const Item& item) {
                      get(c) = static_cast<T>(read_uint(ctx, item, min, max));
                  },
@@ -488,7 +501,8 @@ template <class Get>
 Field size_field(std::string_view key, Get get, std::uint64_t min, std::uint64_t max) {
     using T = FieldType<Get>;
     max = std::min<std::uint64_t>(max, std::numeric_limits<T>::max());
-    return Field{key, {},
+    return Field{key,
+                 {},
                  [get, min, max](Config& c, Ctx& ctx, const Item& item) {
                      get(c) = static_cast<T>(read_size(ctx, item, min, max));
                  },
@@ -497,7 +511,8 @@ Field size_field(std::string_view key, Get get, std::uint64_t min, std::uint64_t
 
 template <class Get>
 Field duration_field(std::string_view key, Get get, DurationRange range) {
-    return Field{key, {},
+    return Field{key,
+                 {},
                  [get, range](Config& c, Ctx& ctx, const Item& item) { get(c) = read_duration(ctx, item, range); },
                  [get](const Config& c, YAML::Emitter& out) { out << format_duration(get(c)); }};
 }
@@ -505,7 +520,8 @@ Field duration_field(std::string_view key, Get get, DurationRange range) {
 template <class Get>
 Field string_field(std::string_view key, Get get, std::size_t min_len, std::size_t max_len,
                    std::function<void(const Ctx&, const Item&, const std::string&)> check = {}) {
-    return Field{key, {},
+    return Field{key,
+                 {},
                  [get, min_len, max_len, check](Config& c, Ctx& ctx, const Item& item) {
                      std::string value = read_string(ctx, item, min_len, max_len);
                      if (check) check(ctx, item, value);
@@ -516,7 +532,9 @@ Field string_field(std::string_view key, Get get, std::size_t min_len, std::size
 
 template <class Get>
 Field endpoint_field(std::string_view key, Get get) {
-    return Field{key, {}, [get](Config& c, Ctx& ctx, const Item& item) { get(c) = read_endpoint(ctx, item); },
+    return Field{key,
+                 {},
+                 [get](Config& c, Ctx& ctx, const Item& item) { get(c) = read_endpoint(ctx, item); },
                  [get](const Config& c, YAML::Emitter& out) { out << YAML::DoubleQuoted << get(c).to_string(); }};
 }
 
@@ -524,7 +542,8 @@ Field endpoint_field(std::string_view key, Get get) {
 // listed twice).
 template <class Get, class Read, class Print>
 Field scalar_list_field(std::string_view key, Get get, std::size_t max_items, Read read, Print print) {
-    Field f{key, {},
+    Field f{key,
+            {},
             [get, max_items, read](Config& c, Ctx& ctx, const Item& item) {
                 FieldType<Get> values;
                 std::vector<Where> wheres;
@@ -553,9 +572,8 @@ Field scalar_list_field(std::string_view key, Get get, std::size_t max_items, Re
 
 template <class Get>
 Field endpoint_list_field(std::string_view key, Get get) {
-    return scalar_list_field(key, get, 64, read_endpoint, [](YAML::Emitter& out, const Endpoint& e) {
-        out << YAML::DoubleQuoted << e.to_string();
-    });
+    return scalar_list_field(key, get, 64, read_endpoint,
+                             [](YAML::Emitter& out, const Endpoint& e) { out << YAML::DoubleQuoted << e.to_string(); });
 }
 
 template <class Get>
@@ -574,10 +592,10 @@ Field port_list_field(std::string_view key, Get get) {
 }
 
 Field log_level_field() {
-    return Field{"log_level", {},
+    return Field{"log_level",
+                 {},
                  [](Config& c, Ctx& ctx, const Item& item) {
-                     constexpr std::string_view kExpected =
-                         "one of trace, debug, info, warn, error, critical, off";
+                     constexpr std::string_view kExpected = "one of trace, debug, info, warn, error, critical, off";
                      const auto level = parse_log_level(scalar_or_fail(ctx, item, kExpected));
                      if (!level) fail_expected(ctx, item, kExpected);
                      c.log_level = *level;
@@ -666,37 +684,36 @@ Field agents_field() {
             std::string_view selector_key;
             Where name_where = entry.where;
             Where selector_where = entry.where;
-            for_each_entry(ctx, entry, {"name", "capture_id", "cidr", "node_name"},
-                           [&](std::string_view key, const Item& value) {
-                               present.insert(key);
-                               if (key == "name") {
-                                   agent.name = read_name(ctx, value);
-                                   if (agent.name == "other")
-                                       ctx.fail(value.where, value.path,
-                                                "\"other\" is reserved for traffic from unnamed agents");
-                                   name_where = value.where;
-                                   return;
-                               }
-                               if (!selector_key.empty())
-                                   ctx.fail(value.where, value.path,
-                                            "an agent is matched by exactly one of capture_id, cidr, node_name; "
-                                            "this one already has " + std::string(selector_key));
-                               selector_key = key;
-                               selector_where = value.where;
-                               if (key == "capture_id") {
-                                   agent.selector = AgentConfig::Selector::capture_id;
-                                   agent.capture_id = static_cast<std::uint32_t>(read_uint(ctx, value, 0, 0xffffffffu));
-                               } else if (key == "cidr") {
-                                   agent.selector = AgentConfig::Selector::cidr;
-                                   agent.cidr = read_cidr(ctx, value);
-                               } else {
-                                   agent.selector = AgentConfig::Selector::node_name;
-                                   agent.node_name = read_string(ctx, value, 1, 256);
-                               }
-                           });
+            for_each_entry(
+                ctx, entry, {"name", "capture_id", "cidr", "node_name"}, [&](std::string_view key, const Item& value) {
+                    present.insert(key);
+                    if (key == "name") {
+                        agent.name = read_name(ctx, value);
+                        if (agent.name == "other")
+                            ctx.fail(value.where, value.path, "\"other\" is reserved for traffic from unnamed agents");
+                        name_where = value.where;
+                        return;
+                    }
+                    if (!selector_key.empty())
+                        ctx.fail(value.where, value.path,
+                                 "an agent is matched by exactly one of capture_id, cidr, node_name; "
+                                 "this one already has " +
+                                     std::string(selector_key));
+                    selector_key = key;
+                    selector_where = value.where;
+                    if (key == "capture_id") {
+                        agent.selector = AgentConfig::Selector::capture_id;
+                        agent.capture_id = static_cast<std::uint32_t>(read_uint(ctx, value, 0, 0xffffffffu));
+                    } else if (key == "cidr") {
+                        agent.selector = AgentConfig::Selector::cidr;
+                        agent.cidr = read_cidr(ctx, value);
+                    } else {
+                        agent.selector = AgentConfig::Selector::node_name;
+                        agent.node_name = read_string(ctx, value, 1, 256);
+                    }
+                });
             require_keys(ctx, entry, present, {"name"});
-            if (selector_key.empty())
-                ctx.fail(entry.where, entry.path, "needs one of capture_id, cidr, node_name");
+            if (selector_key.empty()) ctx.fail(entry.where, entry.path, "needs one of capture_id, cidr, node_name");
             if (const auto dup = names.find(agent.name); dup != names.end())
                 ctx.fail(name_where, entry.path + ".name",
                          "duplicate agent name " + quote(agent.name) + first_at(dup->second));
@@ -748,14 +765,14 @@ Field agents_field() {
 }
 
 void check_metrics_path(const Ctx& ctx, const Item& item, const std::string& path) {
-    const bool ok = !path.empty() && path.front() == '/' &&
-                    std::none_of(path.begin(), path.end(), [](char c) {
-                        return c == ' ' || c == '?' || c == '#' || static_cast<unsigned char>(c) >= 0x80;
-                    });
+    const bool ok = !path.empty() && path.front() == '/' && std::none_of(path.begin(), path.end(), [](char c) {
+        return c == ' ' || c == '?' || c == '#' || static_cast<unsigned char>(c) >= 0x80;
+    });
     if (!ok) fail_expected(ctx, item, "an URL path starting with '/' (no spaces, '?' or '#')");
 }
 
-#define HEPD_CONFIG_AT(member) [](auto& c) -> auto& { return c.member; }
+#define HEPD_CONFIG_AT(member) \
+    [](auto& c) -> auto& { return c.member; }
 
 const std::vector<Field>& schema() {
     using std::chrono::hours;
@@ -768,40 +785,39 @@ const std::vector<Field>& schema() {
     constexpr std::uint64_t kMaxEntries = 100'000'000;
     static const std::vector<Field> fields{
         log_level_field(),
-        section("hep",
-                {
-                    endpoint_list_field("listen", HEPD_CONFIG_AT(hep.listen)),
-                    section("udp",
-                            {
-                                bool_field("enabled", HEPD_CONFIG_AT(hep.udp.enabled)),
-                                uint_field("receive_threads", HEPD_CONFIG_AT(hep.udp.receive_threads), 1, 256),
-                                size_field("receive_buffer_bytes", HEPD_CONFIG_AT(hep.udp.receive_buffer_bytes), 0,
-                                           kGiB),
-                                uint_field("batch_size", HEPD_CONFIG_AT(hep.udp.batch_size), 1, 1024),
-                            }),
-                    section("tcp",
-                            {
-                                bool_field("enabled", HEPD_CONFIG_AT(hep.tcp.enabled)),
-                                uint_field("max_connections", HEPD_CONFIG_AT(hep.tcp.max_connections), 1, 1'000'000),
-                                duration_field("idle_timeout", HEPD_CONFIG_AT(hep.tcp.idle_timeout),
-                                               {seconds(1), hours(24), true}),
-                                size_field("max_frame_bytes", HEPD_CONFIG_AT(hep.tcp.max_frame_bytes), 6, 65535),
-                            }),
-                    section("rate_limit",
-                            {
-                                uint_field("rate", HEPD_CONFIG_AT(hep.rate_limit.rate), 0, kMaxRate),
-                                uint_field("burst", HEPD_CONFIG_AT(hep.rate_limit.burst), 0, kMaxRate),
-                                uint_field("per_agent_rate", HEPD_CONFIG_AT(hep.rate_limit.per_agent_rate), 0, kMaxRate),
-                                uint_field("per_agent_burst", HEPD_CONFIG_AT(hep.rate_limit.per_agent_burst), 0,
-                                           kMaxRate),
-                            }),
-                    string_field("auth_key", HEPD_CONFIG_AT(hep.auth_key), 0, 1024),
-                    cidr_list_field("allow", HEPD_CONFIG_AT(hep.allow)),
-                    size_field("max_decompressed_bytes", HEPD_CONFIG_AT(hep.max_decompressed_bytes), kKiB, 64 * kMiB),
-                    duration_field("clock_offset_limit", HEPD_CONFIG_AT(hep.clock_offset_limit),
-                                   {milliseconds(100), hours(24)}),
-                    payload_types_field(),
-                }),
+        section(
+            "hep",
+            {
+                endpoint_list_field("listen", HEPD_CONFIG_AT(hep.listen)),
+                section("udp",
+                        {
+                            bool_field("enabled", HEPD_CONFIG_AT(hep.udp.enabled)),
+                            uint_field("receive_threads", HEPD_CONFIG_AT(hep.udp.receive_threads), 1, 256),
+                            size_field("receive_buffer_bytes", HEPD_CONFIG_AT(hep.udp.receive_buffer_bytes), 0, kGiB),
+                            uint_field("batch_size", HEPD_CONFIG_AT(hep.udp.batch_size), 1, 1024),
+                        }),
+                section("tcp",
+                        {
+                            bool_field("enabled", HEPD_CONFIG_AT(hep.tcp.enabled)),
+                            uint_field("max_connections", HEPD_CONFIG_AT(hep.tcp.max_connections), 1, 1'000'000),
+                            duration_field("idle_timeout", HEPD_CONFIG_AT(hep.tcp.idle_timeout),
+                                           {seconds(1), hours(24), true}),
+                            size_field("max_frame_bytes", HEPD_CONFIG_AT(hep.tcp.max_frame_bytes), 6, 65535),
+                        }),
+                section("rate_limit",
+                        {
+                            uint_field("rate", HEPD_CONFIG_AT(hep.rate_limit.rate), 0, kMaxRate),
+                            uint_field("burst", HEPD_CONFIG_AT(hep.rate_limit.burst), 0, kMaxRate),
+                            uint_field("per_agent_rate", HEPD_CONFIG_AT(hep.rate_limit.per_agent_rate), 0, kMaxRate),
+                            uint_field("per_agent_burst", HEPD_CONFIG_AT(hep.rate_limit.per_agent_burst), 0, kMaxRate),
+                        }),
+                string_field("auth_key", HEPD_CONFIG_AT(hep.auth_key), 0, 1024),
+                cidr_list_field("allow", HEPD_CONFIG_AT(hep.allow)),
+                size_field("max_decompressed_bytes", HEPD_CONFIG_AT(hep.max_decompressed_bytes), kKiB, 64 * kMiB),
+                duration_field("clock_offset_limit", HEPD_CONFIG_AT(hep.clock_offset_limit),
+                               {milliseconds(100), hours(24)}),
+                payload_types_field(),
+            }),
         agents_field(),
         section("metrics",
                 {
@@ -828,18 +844,17 @@ const std::vector<Field>& schema() {
                     uint_field("max_pending_media", HEPD_CONFIG_AT(tables.max_pending_media), 1, kMaxEntries),
                     uint_field("max_transactions", HEPD_CONFIG_AT(tables.max_transactions), 1, kMaxEntries),
                 }),
-        section("timers",
-                {
-                    duration_field("invite_timeout", HEPD_CONFIG_AT(timers.invite_timeout),
-                                   {milliseconds(1), hours(24)}),
-                    duration_field("max_call_duration", HEPD_CONFIG_AT(timers.max_call_duration),
-                                   {seconds(1), hours(168)}),
-                    duration_field("stream_idle_timeout", HEPD_CONFIG_AT(timers.stream_idle_timeout),
-                                   {milliseconds(1), hours(24)}),
-                    duration_field("dialog_linger", HEPD_CONFIG_AT(timers.dialog_linger), {Duration(0), hours(24)}),
-                    duration_field("transaction_timeout", HEPD_CONFIG_AT(timers.transaction_timeout),
-                                   {milliseconds(1), hours(24)}),
-                }),
+        section(
+            "timers",
+            {
+                duration_field("invite_timeout", HEPD_CONFIG_AT(timers.invite_timeout), {milliseconds(1), hours(24)}),
+                duration_field("max_call_duration", HEPD_CONFIG_AT(timers.max_call_duration), {seconds(1), hours(168)}),
+                duration_field("stream_idle_timeout", HEPD_CONFIG_AT(timers.stream_idle_timeout),
+                               {milliseconds(1), hours(24)}),
+                duration_field("dialog_linger", HEPD_CONFIG_AT(timers.dialog_linger), {Duration(0), hours(24)}),
+                duration_field("transaction_timeout", HEPD_CONFIG_AT(timers.transaction_timeout),
+                               {milliseconds(1), hours(24)}),
+            }),
         section("pcap",
                 {
                     port_list_field("hep_ports", HEPD_CONFIG_AT(pcap.hep_ports)),
@@ -862,8 +877,10 @@ std::vector<std::string_view> keys_of(const std::vector<Field>& fields) {
 void parse_section(const std::vector<Field>& fields, Config& config, Ctx& ctx, const Item& item) {
     for_each_entry(ctx, item, keys_of(fields), [&](std::string_view key, const Item& value) {
         const auto field = std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.key == key; });
-        if (!field->children.empty()) parse_section(field->children, config, ctx, value);
-        else field->parse(config, ctx, value);
+        if (!field->children.empty())
+            parse_section(field->children, config, ctx, value);
+        else
+            field->parse(config, ctx, value);
     });
 }
 
@@ -871,8 +888,10 @@ void emit_section(const std::vector<Field>& fields, const Config& config, YAML::
     out << YAML::BeginMap;
     for (const auto& f : fields) {
         out << YAML::Key << std::string(f.key) << YAML::Value;
-        if (!f.children.empty()) emit_section(f.children, config, out);
-        else f.emit(config, out);
+        if (!f.children.empty())
+            emit_section(f.children, config, out);
+        else
+            f.emit(config, out);
     }
     out << YAML::EndMap;
 }
@@ -880,8 +899,10 @@ void emit_section(const std::vector<Field>& fields, const Config& config, YAML::
 void collect_paths(const std::vector<Field>& fields, const std::string& prefix, std::vector<std::string>& out) {
     for (const auto& f : fields) {
         const std::string path = join(prefix, f.key);
-        if (f.children.empty()) out.push_back(path);
-        else collect_paths(f.children, path, out);
+        if (f.children.empty())
+            out.push_back(path);
+        else
+            collect_paths(f.children, path, out);
     }
 }
 
@@ -907,9 +928,9 @@ void validate(const Config& c, const Ctx& ctx) {
     if (c.hep.tcp.enabled) {
         for (const auto& e : c.hep.listen) {
             if (binds_clash(e, c.metrics.listen))
-                ctx.fail(ctx.where_of_key("metrics.listen"), "metrics.listen",
-                         c.metrics.listen.to_string() + " clashes with HEP over TCP on " + e.to_string() +
-                             " (hep.listen)");
+                ctx.fail(
+                    ctx.where_of_key("metrics.listen"), "metrics.listen",
+                    c.metrics.listen.to_string() + " clashes with HEP over TCP on " + e.to_string() + " (hep.listen)");
         }
     }
     for (const auto port : c.pcap.sip_ports) {
@@ -963,7 +984,7 @@ std::string_view trim(std::string_view s) {
     return s;
 }
 
-} // namespace
+}  // namespace
 
 Config defaults() { return Config{}; }
 
@@ -1068,11 +1089,10 @@ std::vector<std::string> key_paths() {
     return paths;
 }
 
-std::uint32_t effective_shard_count(const ShardsConfig& shards, unsigned hardware_threads,
-                                    unsigned reserved_threads) {
+std::uint32_t effective_shard_count(const ShardsConfig& shards, unsigned hardware_threads, unsigned reserved_threads) {
     if (shards.count != 0) return shards.count;
     const unsigned left = hardware_threads > reserved_threads ? hardware_threads - reserved_threads : 0;
     return std::clamp<std::uint32_t>(left, 1, 1024);
 }
 
-} // namespace hepd::config
+}  // namespace hepd::config

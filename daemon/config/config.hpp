@@ -2,9 +2,9 @@
 // The daemon's configuration: YAML in, typed and validated structs out, with every default
 // embedded here (config/hepd.yaml documents the same values and a test keeps them equal).
 // Start-up code: errors are thrown as ConfigError and the process exits with kExitConfig.
+#include "core/address.hpp"
 #include "core/cidr.hpp"
 #include "core/payload_class.hpp"
-#include "core/address.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -44,7 +44,6 @@ enum class LogLevel : std::uint8_t { trace, debug, info, warn, error, critical, 
 std::string_view to_string(LogLevel level) noexcept;  // the spdlog level name
 std::optional<LogLevel> parse_log_level(std::string_view text) noexcept;
 
-
 struct UdpConfig {
     bool enabled = true;
     std::uint32_t receive_threads = 1;
@@ -83,8 +82,8 @@ struct HepConfig {
     UdpConfig udp;
     TcpConfig tcp;
     RateLimitConfig rate_limit;
-    std::string auth_key;      // required value of chunk 0x0e when non-empty
-    std::vector<Cidr> allow;   // empty = everyone
+    std::string auth_key;     // required value of chunk 0x0e when non-empty
+    std::vector<Cidr> allow;  // empty = everyone
     std::uint64_t max_decompressed_bytes = 64u << 10;
     // Live only: a sender whose capture times are further than this from the receive time has
     // its times shifted by its measured offset (timers must not run on a wrong clock).
@@ -189,4 +188,4 @@ std::vector<std::string> key_paths();
 std::uint32_t effective_shard_count(const ShardsConfig& shards, unsigned hardware_threads,
                                     unsigned reserved_threads = 0);
 
-} // namespace hepd::config
+}  // namespace hepd::config

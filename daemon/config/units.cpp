@@ -36,8 +36,10 @@ std::size_t read_digits(std::string_view text, std::uint64_t& value, bool& overf
     constexpr auto kMax = std::numeric_limits<std::uint64_t>::max();
     while (i < text.size() && is_digit(text[i])) {
         const auto digit = static_cast<std::uint64_t>(text[i] - '0');
-        if (value > (kMax - digit) / 10) overflow = true;
-        else value = value * 10 + digit;
+        if (value > (kMax - digit) / 10)
+            overflow = true;
+        else
+            value = value * 10 + digit;
         ++i;
     }
     return i;
@@ -49,7 +51,7 @@ bool checked_mul(std::uint64_t a, std::uint64_t b, std::uint64_t& out) noexcept 
     return true;
 }
 
-} // namespace
+}  // namespace
 
 std::string_view to_string(UnitError e) noexcept {
     switch (e) {
@@ -140,4 +142,4 @@ std::string format_size(std::uint64_t bytes) {
     return std::to_string(bytes);
 }
 
-} // namespace hepd::config
+}  // namespace hepd::config

@@ -35,4 +35,4 @@ std::string format_duration(std::chrono::microseconds d);
 // Largest binary unit that divides the value exactly: 65536 -> "64KiB", 1500 -> "1500".
 std::string format_size(std::uint64_t bytes);
 
-} // namespace hepd::config
+}  // namespace hepd::config

@@ -17,10 +17,9 @@ IpAddress IpAddress::v4(std::span<const std::uint8_t, 4> bytes) noexcept {
 }
 
 IpAddress IpAddress::v4(std::uint32_t host_order) noexcept {
-    const std::array<std::uint8_t, 4> b{static_cast<std::uint8_t>(host_order >> 24),
-                                        static_cast<std::uint8_t>(host_order >> 16),
-                                        static_cast<std::uint8_t>(host_order >> 8),
-                                        static_cast<std::uint8_t>(host_order)};
+    const std::array<std::uint8_t, 4> b{
+        static_cast<std::uint8_t>(host_order >> 24), static_cast<std::uint8_t>(host_order >> 16),
+        static_cast<std::uint8_t>(host_order >> 8), static_cast<std::uint8_t>(host_order)};
     return v4(std::span<const std::uint8_t, 4>(b));
 }
 
@@ -47,8 +46,8 @@ std::optional<IpAddress> IpAddress::parse(std::string_view text) noexcept {
 }
 
 std::uint32_t IpAddress::v4_host_order() const noexcept {
-    return (std::uint32_t{bytes_[0]} << 24) | (std::uint32_t{bytes_[1]} << 16) |
-           (std::uint32_t{bytes_[2]} << 8) | std::uint32_t{bytes_[3]};
+    return (std::uint32_t{bytes_[0]} << 24) | (std::uint32_t{bytes_[1]} << 16) | (std::uint32_t{bytes_[2]} << 8) |
+           std::uint32_t{bytes_[3]};
 }
 
 std::string IpAddress::to_string() const {
@@ -71,8 +70,7 @@ std::optional<Endpoint> parse_endpoint(std::string_view text) noexcept {
     std::string_view port_text;
     if (!text.empty() && text.front() == '[') {
         const auto close = text.find(']');
-        if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':')
-            return std::nullopt;
+        if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') return std::nullopt;
         host = text.substr(1, close - 1);
         port_text = text.substr(close + 2);
     } else {
@@ -109,4 +107,4 @@ std::uint64_t hash_endpoint(const Endpoint& e) noexcept {
     return mix64(h ^ (std::uint64_t{e.port} << 8) ^ static_cast<std::uint64_t>(e.address.family()));
 }
 
-} // namespace hepd
+}  // namespace hepd

@@ -57,4 +57,4 @@ std::optional<Endpoint> parse_endpoint(std::string_view text) noexcept;
 std::uint64_t hash_address(const IpAddress& a) noexcept;
 std::uint64_t hash_endpoint(const Endpoint& e) noexcept;
 
-} // namespace hepd
+}  // namespace hepd

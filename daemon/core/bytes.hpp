@@ -24,8 +24,7 @@ inline std::uint16_t load_be16(const std::uint8_t* p) noexcept {
     return static_cast<std::uint16_t>((p[0] << 8) | p[1]);
 }
 inline std::uint32_t load_be32(const std::uint8_t* p) noexcept {
-    return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
-           std::uint32_t{p[3]};
+    return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | std::uint32_t{p[3]};
 }
 inline std::uint64_t load_be64(const std::uint8_t* p) noexcept {
     return (std::uint64_t{load_be32(p)} << 32) | load_be32(p + 4);
@@ -34,8 +33,7 @@ inline std::uint16_t load_le16(const std::uint8_t* p) noexcept {
     return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
 }
 inline std::uint32_t load_le32(const std::uint8_t* p) noexcept {
-    return std::uint32_t{p[0]} | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16) |
-           (std::uint32_t{p[3]} << 24);
+    return std::uint32_t{p[0]} | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16) | (std::uint32_t{p[3]} << 24);
 }
 
 inline void store_be16(std::uint8_t* p, std::uint16_t v) noexcept {
@@ -49,4 +47,4 @@ inline void store_be32(std::uint8_t* p, std::uint32_t v) noexcept {
     p[3] = static_cast<std::uint8_t>(v);
 }
 
-} // namespace hepd
+}  // namespace hepd

@@ -29,7 +29,7 @@ bool host_bits_clear(const IpAddress& address, unsigned prefix_len) noexcept {
     return true;
 }
 
-} // namespace
+}  // namespace
 
 std::string_view to_string(CidrError e) noexcept {
     switch (e) {
@@ -77,8 +77,6 @@ bool Cidr::contains(const IpAddress& address) const noexcept {
     return network_.is_v4() && v4.is_v4() && same_prefix(network_.bytes().data(), v4.bytes().data(), prefix_len_);
 }
 
-std::string Cidr::to_string() const {
-    return network_.to_string() + "/" + std::to_string(prefix_len_);
-}
+std::string Cidr::to_string() const { return network_.to_string() + "/" + std::to_string(prefix_len_); }
 
-} // namespace hepd
+}  // namespace hepd

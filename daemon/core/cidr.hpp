@@ -46,4 +46,4 @@ private:
     std::uint8_t prefix_len_ = 0;
 };
 
-} // namespace hepd
+}  // namespace hepd

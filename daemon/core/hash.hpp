@@ -38,4 +38,4 @@ inline std::uint64_t hash_bytes(const void* data, std::size_t size) noexcept {
 
 inline std::uint64_t hash_text(std::string_view s) noexcept { return hash_bytes(s.data(), s.size()); }
 
-} // namespace hepd
+}  // namespace hepd

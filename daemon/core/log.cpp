@@ -10,8 +10,7 @@
 namespace hepd {
 
 namespace {
-constexpr std::array<std::string_view, 7> kLevels{"trace", "debug", "info",    "warn",
-                                                  "error", "critical", "off"};
+constexpr std::array<std::string_view, 7> kLevels{"trace", "debug", "info", "warn", "error", "critical", "off"};
 }
 
 bool is_valid_log_level(std::string_view level) noexcept {
@@ -20,9 +19,7 @@ bool is_valid_log_level(std::string_view level) noexcept {
     return false;
 }
 
-void set_log_level(std::string_view level) {
-    spdlog::set_level(spdlog::level::from_str(std::string(level)));
-}
+void set_log_level(std::string_view level) { spdlog::set_level(spdlog::level::from_str(std::string(level))); }
 
 void setup_logging(std::string_view level) {
     auto logger = spdlog::stderr_color_mt("hepd");
@@ -36,4 +33,4 @@ void setup_logging(std::string_view level) {
     set_log_level(level);
 }
 
-} // namespace hepd
+}  // namespace hepd

@@ -51,4 +51,4 @@ void log_throttled(LogThrottle& throttle, Timestamp now, spdlog::level::level_en
     if (const auto suppressed = throttle.allow(now)) write(level, *suppressed);
 }
 
-} // namespace hepd
+}  // namespace hepd

@@ -183,8 +183,14 @@ private:
 
     void unlink(std::uint32_t at) noexcept {
         Entry& e = entries_[at];
-        if (e.prev != kNone) entries_[e.prev].next = e.next; else head_ = e.next;
-        if (e.next != kNone) entries_[e.next].prev = e.prev; else tail_ = e.prev;
+        if (e.prev != kNone)
+            entries_[e.prev].next = e.next;
+        else
+            head_ = e.next;
+        if (e.next != kNone)
+            entries_[e.next].prev = e.prev;
+        else
+            tail_ = e.prev;
         e.prev = e.next = kNone;
     }
 
@@ -199,4 +205,4 @@ private:
     std::uint32_t tail_ = kNone;
 };
 
-} // namespace hepd
+}  // namespace hepd

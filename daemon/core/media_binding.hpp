@@ -14,8 +14,8 @@ namespace hepd {
 struct CodecInfo {
     std::uint8_t payload_type = 0;
     std::uint8_t channels = 1;
-    std::uint32_t clock_rate = 0;     // Hz, from a=rtpmap or the RFC 3551 static table
-    std::array<char, 16> name{};      // encoding name as in rtpmap ("PCMA", "telephone-event"), NUL-padded
+    std::uint32_t clock_rate = 0;  // Hz, from a=rtpmap or the RFC 3551 static table
+    std::array<char, 16> name{};   // encoding name as in rtpmap ("PCMA", "telephone-event"), NUL-padded
 
     std::string_view name_view() const noexcept {
         std::size_t n = 0;
@@ -31,16 +31,16 @@ struct CodecInfo {
 inline constexpr std::size_t kMaxBindingCodecs = 8;
 
 struct MediaBinding {
-    Endpoint media;               // RTP destination announced in SDP: c= address + m= port
+    Endpoint media;  // RTP destination announced in SDP: c= address + m= port
     // The other end of the same media line, from the matching offer or answer: a stream from
     // `peer` to `media` belongs to this call even where `media` is shared by many calls (a UAS
     // or media server port). Port 0 when not known (an offer not answered yet).
     Endpoint peer;
-    Timestamp time;               // time of the SIP message that carried the SDP
+    Timestamp time;  // time of the SIP message that carried the SDP
     // Position of that SIP message in the input (pipeline order): offline, a shard applies
     // bindings from other shards exactly where a single shard would have.
     std::uint64_t order = 0;
-    std::string_view call_id;     // a view: whoever queues a binding copies the text
+    std::string_view call_id;  // a view: whoever queues a binding copies the text
     // Which dialog of that Call-ID (a hash of its From-tag, never 0): a Call-ID re-used by a
     // later call is another call.
     std::uint32_t dialog = 0;
@@ -54,4 +54,4 @@ inline Endpoint media_key(const Endpoint& e) noexcept {
     return Endpoint{e.address, static_cast<std::uint16_t>(e.port & ~1U)};
 }
 
-} // namespace hepd
+}  // namespace hepd

@@ -18,4 +18,4 @@ struct PacketMeta {
     std::uint16_t agent = 0;
 };
 
-} // namespace hepd
+}  // namespace hepd

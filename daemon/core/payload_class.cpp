@@ -7,7 +7,7 @@ namespace hepd {
 namespace {
 constexpr std::array<std::string_view, kPayloadClassCount> kNames{"sip", "rtp", "rtcp", "rtcp_json",
                                                                   "qos", "log", "other"};
-} // namespace
+}  // namespace
 
 std::string_view to_string(PayloadClass c) noexcept {
     const auto i = static_cast<std::size_t>(c);
@@ -20,4 +20,4 @@ std::optional<PayloadClass> parse_payload_class(std::string_view text) noexcept 
     return std::nullopt;
 }
 
-} // namespace hepd
+}  // namespace hepd

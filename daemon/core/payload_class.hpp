@@ -15,4 +15,4 @@ std::string_view to_string(PayloadClass c) noexcept;
 // The names above, exactly; nullopt for anything else.
 std::optional<PayloadClass> parse_payload_class(std::string_view text) noexcept;
 
-} // namespace hepd
+}  // namespace hepd

@@ -21,7 +21,7 @@ template <class T, class E>
 class [[nodiscard]] Result {
 public:
     Result(T value) : value_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit by design
-    Result(Unexpected<E> e) : value_(std::in_place_index<1>, e.error) {}  // NOLINT: implicit by design
+    Result(Unexpected<E> e) : value_(std::in_place_index<1>, e.error) {}   // NOLINT: implicit by design
 
     bool ok() const noexcept { return value_.index() == 0; }
     explicit operator bool() const noexcept { return ok(); }
@@ -40,4 +40,4 @@ private:
     std::variant<T, E> value_;
 };
 
-} // namespace hepd
+}  // namespace hepd

@@ -109,4 +109,4 @@ private:
     std::atomic<double> sum_{0.0};
 };
 
-} // namespace hepd
+}  // namespace hepd

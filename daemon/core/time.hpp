@@ -60,4 +60,4 @@ private:
     std::atomic<std::int64_t> now_us_;
 };
 
-} // namespace hepd
+}  // namespace hepd

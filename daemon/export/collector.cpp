@@ -7,9 +7,9 @@
 #include "hep/framer.hpp"
 #include "hep/payload_type.hpp"
 #include "hep/timestamp.hpp"
+#include "ingest/tcp_stats.hpp"
 #include "intake/agent_map.hpp"
 #include "intake/intake_stats.hpp"
-#include "ingest/tcp_stats.hpp"
 #include "rtp/stream_stats.hpp"
 #include "shard/pipeline.hpp"
 #include "shard/shard_worker.hpp"
@@ -201,12 +201,14 @@ void Collector::collect_intake(Writer& out, const intake::IntakeStats& in) const
     out.add(as_double(accepted));
     out.counter("hepd_tcp_connections_closed_total", "HEP-over-TCP connections closed, by reason.");
     out.by_enum<ingest::TcpCloseReason>("reason", closed);
-    out.counter("hepd_tcp_accept_errors_total", "Failed accept() calls on the HEP TCP listeners (e.g. out of descriptors).");
+    out.counter("hepd_tcp_accept_errors_total",
+                "Failed accept() calls on the HEP TCP listeners (e.g. out of descriptors).");
     out.add(as_double(accept_errors));
     out.counter("hepd_tcp_frame_errors_total", "HEP-over-TCP streams cut because a frame header was bad, by error.");
     out.by_enum<hep::FramerError>("reason", frame_errors);
 
-    out.counter("hepd_udp_kernel_drops_total", "Datagrams the kernel dropped on the HEP UDP sockets (receive buffer full).");
+    out.counter("hepd_udp_kernel_drops_total",
+                "Datagrams the kernel dropped on the HEP UDP sockets (receive buffer full).");
     out.add(as_double(kernel_drops_ ? kernel_drops_() : 0));
 }
 
@@ -220,8 +222,9 @@ void Collector::collect_shards(Writer& out) const {
     out.counter("hepd_shard_queue_dropped_bindings_total",
                 "Media bindings lost between shards because a shard-to-shard queue was full.");
     out.add(as_double(pipeline_ != nullptr ? pipeline_->binding_drops() : 0));
-    out.counter("hepd_shard_wakeups_total",
-                "Times a shard thread slept for want of work and was woken (by traffic, a peer, a snapshot or its idle tick).");
+    out.counter(
+        "hepd_shard_wakeups_total",
+        "Times a shard thread slept for want of work and was woken (by traffic, a peer, a snapshot or its idle tick).");
     if (pipeline_ != nullptr)
         for (std::size_t s = 0; s < pipeline_->shards(); ++s)
             out.add(as_double(pipeline_->wakeups(s)), {{"shard", std::to_string(s)}});
@@ -252,7 +255,8 @@ void Collector::collect_sip(Writer& out, const sip::DialogStats& d) const {
     auto method_name = [](std::size_t m) { return to_string(static_cast<sip::Method>(m)); };
 
     // method x agent (x status class) is large and mostly empty: only series seen are exported.
-    out.counter("hepd_sip_requests_total", "SIP requests seen (retransmissions included), by method and capture agent.");
+    out.counter("hepd_sip_requests_total",
+                "SIP requests seen (retransmissions included), by method and capture agent.");
     for (std::size_t m = 0; m < sip::kMethodCount; ++m) {
         std::array<std::uint64_t, kMaxAgents> by_agent{};
         for (std::size_t a = 0; a < kMaxAgents; ++a) by_agent[agent_label(a)] += value_of(d.requests[m][a]);
@@ -267,9 +271,9 @@ void Collector::collect_sip(Writer& out, const sip::DialogStats& d) const {
             for (std::size_t a = 0; a < kMaxAgents; ++a) by_agent[agent_label(a)] += value_of(d.responses[m][c][a]);
             for (std::size_t a = 0; a < names.size(); ++a)
                 if (by_agent[a] != 0)
-                    out.add(as_double(by_agent[a]), {{"method", method_name(m)},
-                                                     {"status_class", sip::status_class_name(c)},
-                                                     {"agent", names[a]}});
+                    out.add(
+                        as_double(by_agent[a]),
+                        {{"method", method_name(m)}, {"status_class", sip::status_class_name(c)}, {"agent", names[a]}});
         }
     }
     out.counter("hepd_sip_retransmissions_total", "SIP retransmissions recognised, by method.");
@@ -314,8 +318,8 @@ void Collector::collect_sip(Writer& out, const sip::DialogStats& d) const {
     for (std::size_t m = 0; m < sip::kMethodCount; ++m)
         for (std::size_t o = 0; o < sip::kTransactionOutcomeCount; ++o)
             if (const std::uint64_t n = value_of(d.transactions_finished[m][o]); n != 0)
-                out.add(as_double(n), {{"method", method_name(m)},
-                                       {"outcome", to_string(static_cast<sip::TransactionOutcome>(o))}});
+                out.add(as_double(n),
+                        {{"method", method_name(m)}, {"outcome", to_string(static_cast<sip::TransactionOutcome>(o))}});
     out.gauge("hepd_sip_transactions_active",
               "Non-INVITE transactions held: pending (no final response yet) or lingering (answered, absorbing "
               "retransmissions).");
@@ -340,7 +344,8 @@ void Collector::collect_rtp(Writer& out, const rtp::StreamStats& s) {
     out.add(as_double(value_of(s.rtp_packets)));
     out.counter("hepd_rtp_payload_bytes_total", "RTP payload bytes received.");
     out.add(as_double(value_of(s.rtp_bytes)));
-    out.counter("hepd_rtp_lost_packets_total", "RTP packets lost (expected minus received), counted when a stream ends.");
+    out.counter("hepd_rtp_lost_packets_total",
+                "RTP packets lost (expected minus received), counted when a stream ends.");
     out.add(as_double(value_of(s.lost_packets)));
     out.counter("hepd_rtp_duplicate_packets_total", "RTP packets received more than once.");
     out.add(as_double(value_of(s.duplicate_packets)));
@@ -405,4 +410,4 @@ void Collector::collect_snapshot(Writer& out) const {
     out.add(f.last_success_unix_seconds);
 }
 
-} // namespace hepd::metrics
+}  // namespace hepd::metrics

@@ -17,24 +17,24 @@
 namespace hepd::shard {
 class Pipeline;
 class ShardWorker;
-} // namespace hepd::shard
+}  // namespace hepd::shard
 
 namespace hepd::intake {
 class AgentMap;
 struct IntakeStats;
-} // namespace hepd::intake
+}  // namespace hepd::intake
 
 namespace hepd::ingest {
 struct TcpStats;
-} // namespace hepd::ingest
+}  // namespace hepd::ingest
 
 namespace hepd::sip {
 struct DialogStats;
-} // namespace hepd::sip
+}  // namespace hepd::sip
 
 namespace hepd::rtp {
 struct StreamStats;
-} // namespace hepd::rtp
+}  // namespace hepd::rtp
 
 namespace hepd::metrics {
 
@@ -107,4 +107,4 @@ private:
     std::function<SnapshotFigures()> snapshot_;
 };
 
-} // namespace hepd::metrics
+}  // namespace hepd::metrics

@@ -36,4 +36,4 @@ prometheus::ClientMetric::Histogram to_client_histogram(const Histogram<N>& h) {
     return out;
 }
 
-} // namespace hepd::metrics
+}  // namespace hepd::metrics

@@ -96,13 +96,12 @@ void knock(const Endpoint& listening) noexcept {
     ::close(fd);
 }
 
-} // namespace
+}  // namespace
 
 std::string listening_ports_spec(const Endpoint& at) {
     const std::string port = std::to_string(at.port);
     if (at.address.is_v4()) return at.address.to_string() + ":" + port;
-    if (at.address == IpAddress{} || at.address == IpAddress::v6(std::array<std::uint8_t, 16>{}))
-        return "+" + port;
+    if (at.address == IpAddress{} || at.address == IpAddress::v6(std::array<std::uint8_t, 16>{})) return "+" + port;
     return "[" + at.address.to_string() + "]:" + port;
 }
 
@@ -116,7 +115,8 @@ Exporter::Exporter(const ExporterOptions& options, std::shared_ptr<prometheus::C
     if (options.listen.address.is_v6() && !civetweb_has_ipv6())
         throw ExporterError("cannot serve metrics on " + where +
                             ": the civetweb library in use was built without IPv6 support; listen on an IPv4 "
-                            "address instead (0.0.0.0:" + std::to_string(options.listen.port) + " for all)");
+                            "address instead (0.0.0.0:" +
+                            std::to_string(options.listen.port) + " for all)");
     try {
         exposer_ = std::make_unique<prometheus::Exposer>(
             std::vector<std::string>{"listening_ports", listening_ports_spec(options.listen), "num_threads",
@@ -158,4 +158,4 @@ void Exporter::stop() noexcept {
 
 std::string Exporter::url() const { return "http://" + local_.to_string() + path_; }
 
-} // namespace hepd::metrics
+}  // namespace hepd::metrics

@@ -13,7 +13,7 @@
 namespace prometheus {
 class Collectable;
 class Exposer;
-} // namespace prometheus
+}  // namespace prometheus
 
 namespace hepd::metrics {
 
@@ -59,4 +59,4 @@ private:
 // IPv6 wildcard, dual-stack).
 std::string listening_ports_spec(const Endpoint& at);
 
-} // namespace hepd::metrics
+}  // namespace hepd::metrics

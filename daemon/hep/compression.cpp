@@ -9,8 +9,7 @@ namespace hepd::hep {
 Compression detect_compression(ByteSpan in) noexcept {
     if (in.size() >= 3 && in[0] == 0x1f && in[1] == 0x8b && in[2] == 0x08) return Compression::gzip;
     // RFC 1950: CM = 8 (deflate), CINFO <= 7, and the 16-bit header is a multiple of 31.
-    if (in.size() >= 2 && (in[0] & 0x0f) == 8 && (in[0] >> 4) <= 7 &&
-        ((in[0] << 8) | in[1]) % 31 == 0)
+    if (in.size() >= 2 && (in[0] & 0x0f) == 8 && (in[0] >> 4) <= 7 && ((in[0] << 8) | in[1]) % 31 == 0)
         return Compression::zlib;
     return Compression::none;
 }
@@ -79,4 +78,4 @@ Result<ByteSpan, DecodeError> decompress_payload(ByteSpan in, std::span<std::uin
     return inflater.inflate(in, out);
 }
 
-} // namespace hepd::hep
+}  // namespace hepd::hep

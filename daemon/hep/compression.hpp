@@ -38,4 +38,4 @@ private:
     std::unique_ptr<State> state_;
 };
 
-} // namespace hepd::hep
+}  // namespace hepd::hep

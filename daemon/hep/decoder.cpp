@@ -42,12 +42,8 @@ bool is_v3_prefix(ByteSpan d) noexcept {
     return true;
 }
 
-IpAddress v4_at(const std::uint8_t* p) noexcept {
-    return IpAddress::v4(std::span<const std::uint8_t, 4>(p, 4));
-}
-IpAddress v6_at(const std::uint8_t* p) noexcept {
-    return IpAddress::v6(std::span<const std::uint8_t, 16>(p, 16));
-}
+IpAddress v4_at(const std::uint8_t* p) noexcept { return IpAddress::v4(std::span<const std::uint8_t, 4>(p, 4)); }
+IpAddress v6_at(const std::uint8_t* p) noexcept { return IpAddress::v6(std::span<const std::uint8_t, 16>(p, 16)); }
 
 std::optional<DecodeError> decode_v3(ByteSpan d, Message& m) noexcept {
     if (d.size() < v3_header) return DecodeError::truncated;
@@ -103,10 +99,22 @@ std::optional<DecodeError> decode_v3(ByteSpan d, Message& m) noexcept {
         switch (type) {
         case chunk::ip_family: ok = u8(m.ip_family, Field::ip_family); break;
         case chunk::ip_protocol: ok = u8(m.ip_protocol, Field::ip_protocol); break;
-        case chunk::ipv4_src: ok = n == 4; src4 = v; break;
-        case chunk::ipv4_dst: ok = n == 4; dst4 = v; break;
-        case chunk::ipv6_src: ok = n == 16; src6 = v; break;
-        case chunk::ipv6_dst: ok = n == 16; dst6 = v; break;
+        case chunk::ipv4_src:
+            ok = n == 4;
+            src4 = v;
+            break;
+        case chunk::ipv4_dst:
+            ok = n == 4;
+            dst4 = v;
+            break;
+        case chunk::ipv6_src:
+            ok = n == 16;
+            src6 = v;
+            break;
+        case chunk::ipv6_dst:
+            ok = n == 16;
+            dst6 = v;
+            break;
         case chunk::src_port: ok = u16(m.src.port, Field::src_port); break;
         case chunk::dst_port: ok = u16(m.dst.port, Field::dst_port); break;
         case chunk::seconds: ok = u32(m.seconds, Field::seconds); break;
@@ -177,8 +185,7 @@ std::optional<DecodeError> decode_legacy(ByteSpan d, Message& m) noexcept {
     } else {
         return DecodeError::bad_ip_family;
     }
-    const std::size_t header =
-        legacy_header + 2 * address_size + (version == 2 ? v2_time_header : 0);
+    const std::size_t header = legacy_header + 2 * address_size + (version == 2 ? v2_time_header : 0);
     if (d.size() < header) return DecodeError::truncated;
 
     const std::uint8_t* p = d.data();
@@ -194,9 +201,8 @@ std::optional<DecodeError> decode_legacy(ByteSpan d, Message& m) noexcept {
         m.src.address = v6_at(p + 8);
         m.dst.address = v6_at(p + 24);
     }
-    m.present = Message::bit(Field::ip_family) | Message::bit(Field::ip_protocol) |
-                Message::bit(Field::src_address) | Message::bit(Field::dst_address) |
-                Message::bit(Field::src_port) | Message::bit(Field::dst_port) |
+    m.present = Message::bit(Field::ip_family) | Message::bit(Field::ip_protocol) | Message::bit(Field::src_address) |
+                Message::bit(Field::dst_address) | Message::bit(Field::src_port) | Message::bit(Field::dst_port) |
                 Message::bit(Field::payload_type) | Message::bit(Field::payload);
     if (version == 2) {
         // Little-endian on the wire: Kamailio writes it so, captagent and sngrep copy host order.
@@ -204,8 +210,7 @@ std::optional<DecodeError> decode_legacy(ByteSpan d, Message& m) noexcept {
         m.seconds = load_le32(t);
         m.micros = load_le32(t + 4);
         m.capture_id = load_le16(t + 8);
-        m.present |= Message::bit(Field::seconds) | Message::bit(Field::micros) |
-                     Message::bit(Field::capture_id);
+        m.present |= Message::bit(Field::seconds) | Message::bit(Field::micros) | Message::bit(Field::capture_id);
     }
     // v1/v2 carry SIP only.
     m.payload_type = sip_payload_type;
@@ -232,4 +237,4 @@ Result<Message, DecodeError> decode(ByteSpan datagram) noexcept {
     return m;
 }
 
-} // namespace hepd::hep
+}  // namespace hepd::hep

@@ -22,4 +22,4 @@ Result<Message, DecodeError> decode(ByteSpan datagram) noexcept;
 // For callers that reuse one Message per batch.
 std::optional<DecodeError> decode_into(ByteSpan datagram, Message& out) noexcept;
 
-} // namespace hepd::hep
+}  // namespace hepd::hep

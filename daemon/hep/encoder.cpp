@@ -89,8 +89,7 @@ bool encode_v3(const Message& m, std::vector<std::uint8_t>& out) {
     if (m.has(Field::transaction_type)) w.bytes(chunk::transaction_type, m.transaction_type);
     if (m.has(Field::event_type)) w.u16(chunk::event_type, m.event_type);
     if (m.has(Field::extra_correlation)) w.bytes(chunk::extra_correlation, m.extra_correlation);
-    if (m.has(Field::payload))
-        w.bytes(m.compressed ? chunk::compressed_payload : chunk::payload, m.payload);
+    if (m.has(Field::payload)) w.bytes(m.compressed ? chunk::compressed_payload : chunk::payload, m.payload);
 
     const std::size_t total = out.size() - start;
     if (!ok || w.overflow() || total > max_message) {
@@ -134,4 +133,4 @@ bool encode_legacy(const Message& m, std::uint8_t version, std::vector<std::uint
     return true;
 }
 
-} // namespace hepd::hep
+}  // namespace hepd::hep

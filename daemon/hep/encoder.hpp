@@ -18,4 +18,4 @@ bool encode_v3(const Message& message, std::vector<std::uint8_t>& out);
 // capture id over 16 bits in v2.
 bool encode_legacy(const Message& message, std::uint8_t version, std::vector<std::uint8_t>& out);
 
-} // namespace hepd::hep
+}  // namespace hepd::hep

@@ -25,4 +25,4 @@ inline constexpr std::size_t decode_error_count = 11;
 
 std::string_view to_string(DecodeError e) noexcept;
 
-} // namespace hepd::hep
+}  // namespace hepd::hep

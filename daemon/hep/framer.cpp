@@ -32,4 +32,4 @@ FrameStatus StreamFramer::next(ByteSpan buffered) const noexcept {
     return {Kind::frame, length, FramerError::not_hep};
 }
 
-} // namespace hepd::hep
+}  // namespace hepd::hep

@@ -11,9 +11,9 @@
 namespace hepd::hep {
 
 enum class FramerError : std::uint8_t {
-    not_hep,          // the bytes are not "HEP3"/"EEP3"
-    length_too_small, // total length < 6
-    length_too_large, // total length > the configured maximum
+    not_hep,           // the bytes are not "HEP3"/"EEP3"
+    length_too_small,  // total length < 6
+    length_too_large,  // total length > the configured maximum
 };
 
 inline constexpr std::size_t framer_error_count = 3;
@@ -51,4 +51,4 @@ private:
     std::size_t max_frame_;
 };
 
-} // namespace hepd::hep
+}  // namespace hepd::hep

@@ -81,25 +81,25 @@ enum class Field : std::uint8_t {
 };
 
 struct Message {
-    std::uint8_t version = 3;     // 1, 2 or 3
-    std::uint32_t present = 0;    // bit (1 << Field) per field carried
+    std::uint8_t version = 3;   // 1, 2 or 3
+    std::uint32_t present = 0;  // bit (1 << Field) per field carried
 
-    std::uint8_t ip_family = 0;   // wire value: 2 IPv4, 10 IPv6
-    std::uint8_t ip_protocol = 0; // 6 TCP, 17 UDP, 132 SCTP, 22 (Kamailio: TLS/WS)
+    std::uint8_t ip_family = 0;    // wire value: 2 IPv4, 10 IPv6
+    std::uint8_t ip_protocol = 0;  // 6 TCP, 17 UDP, 132 SCTP, 22 (Kamailio: TLS/WS)
     Endpoint src;
     Endpoint dst;
-    std::uint32_t seconds = 0;    // raw, see normalise_timestamp()
-    std::uint32_t micros = 0;     // raw, may be >= 1e6 on the wire
+    std::uint32_t seconds = 0;  // raw, see normalise_timestamp()
+    std::uint32_t micros = 0;   // raw, may be >= 1e6 on the wire
     std::uint8_t payload_type = 0;
     std::uint32_t capture_id = 0;
     std::uint16_t keep_alive = 0;
     ByteSpan auth_key;
     ByteSpan payload;
-    bool compressed = false;      // payload came in chunk 0x10: zlib or gzip, see decompress_payload()
+    bool compressed = false;  // payload came in chunk 0x10: zlib or gzip, see decompress_payload()
     ByteSpan correlation_id;
     std::uint16_t vlan = 0;
     ByteSpan node_name;
-    ByteSpan mac_src;             // octets as sent (6 for Ethernet)
+    ByteSpan mac_src;  // octets as sent (6 for Ethernet)
     ByteSpan mac_dst;
     std::uint16_t ethertype = 0;
     std::uint8_t tcp_flags = 0;
@@ -109,7 +109,7 @@ struct Message {
     std::uint32_t jitter = 0;
     ByteSpan transaction_type;
     std::uint16_t event_type = 0;
-    ByteSpan extra_correlation;   // OpenSIPS chunk 0x65 (JSON)
+    ByteSpan extra_correlation;  // OpenSIPS chunk 0x65 (JSON)
 
     static constexpr std::uint32_t bit(Field f) noexcept { return std::uint32_t{1} << static_cast<unsigned>(f); }
     bool has(Field f) const noexcept { return (present & bit(f)) != 0; }
@@ -124,4 +124,4 @@ struct Message {
 // Field-by-field, comparing the bytes behind the views (not the pointers).
 bool operator==(const Message& a, const Message& b) noexcept;
 
-} // namespace hepd::hep
+}  // namespace hepd::hep

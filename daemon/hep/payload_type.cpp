@@ -36,4 +36,4 @@ std::string_view PayloadTypeTable::name(std::uint8_t code) const noexcept {
     return {e.text.data(), e.length};
 }
 
-} // namespace hepd::hep
+}  // namespace hepd::hep

@@ -14,7 +14,7 @@ namespace payload_type {
 inline constexpr std::uint8_t sip = 1;
 inline constexpr std::uint8_t rtp = 4;
 inline constexpr std::uint8_t rtcp_json = 5;
-inline constexpr std::uint8_t iax = 0x10;            // Asterisk res_hep
+inline constexpr std::uint8_t iax = 0x10;  // Asterisk res_hep
 inline constexpr std::uint8_t qos_report = 32;
 inline constexpr std::uint8_t rtp_agent_stats = 34;
 inline constexpr std::uint8_t rtcp_xr = 35;
@@ -51,4 +51,4 @@ private:
     std::array<Entry, 256> entries_{};
 };
 
-} // namespace hepd::hep
+}  // namespace hepd::hep

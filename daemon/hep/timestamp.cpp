@@ -24,7 +24,7 @@ constexpr std::uint32_t byte_swap(std::uint32_t v) noexcept {
 }
 
 struct Window {
-    std::int64_t low_s;   // inclusive, whole seconds
+    std::int64_t low_s;  // inclusive, whole seconds
     std::int64_t high_s;
     bool contains(std::int64_t seconds) const noexcept { return seconds >= low_s && seconds <= high_s; }
 };
@@ -73,4 +73,4 @@ NormalisedTime normalise_timestamp(const Message& message, Timestamp now) noexce
     return normalise_timestamp(message.seconds, message.micros, now);
 }
 
-} // namespace hepd::hep
+}  // namespace hepd::hep

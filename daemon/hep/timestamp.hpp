@@ -45,4 +45,4 @@ inline constexpr std::int64_t max_future_us = 86'400LL * 1'000'000;
 NormalisedTime normalise_timestamp(std::uint32_t seconds, std::uint32_t micros, Timestamp now) noexcept;
 NormalisedTime normalise_timestamp(const Message& message, Timestamp now) noexcept;
 
-} // namespace hepd::hep
+}  // namespace hepd::hep

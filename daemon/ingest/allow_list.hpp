@@ -27,4 +27,4 @@ private:
     std::vector<Cidr> prefixes_;
 };
 
-} // namespace hepd::ingest
+}  // namespace hepd::ingest

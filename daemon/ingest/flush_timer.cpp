@@ -23,4 +23,4 @@ void FlushTimer::flush_now() {
     if (path_.holds_partial()) path_.flush();
 }
 
-} // namespace hepd::ingest
+}  // namespace hepd::ingest

@@ -32,4 +32,4 @@ private:
     bool armed_ = false;
 };
 
-} // namespace hepd::ingest
+}  // namespace hepd::ingest

@@ -54,9 +54,13 @@ public:
     HandlerMemory* memory() const noexcept { return memory_; }
 
     template <class U>
-    bool operator==(const HandlerAllocator<U>& other) const noexcept { return memory_ == other.memory(); }
+    bool operator==(const HandlerAllocator<U>& other) const noexcept {
+        return memory_ == other.memory();
+    }
     template <class U>
-    bool operator!=(const HandlerAllocator<U>& other) const noexcept { return memory_ != other.memory(); }
+    bool operator!=(const HandlerAllocator<U>& other) const noexcept {
+        return memory_ != other.memory();
+    }
 
 private:
     HandlerMemory* memory_;
@@ -85,4 +89,4 @@ WithMemory<std::decay_t<Handler>> with_memory(const std::shared_ptr<HandlerMemor
     return WithMemory<std::decay_t<Handler>>(memory, std::forward<Handler>(handler));
 }
 
-} // namespace hepd::ingest
+}  // namespace hepd::ingest

@@ -21,4 +21,4 @@ std::shared_ptr<const IngestPolicy> IngestControl::policy() const {
     return policy_;
 }
 
-} // namespace hepd::ingest
+}  // namespace hepd::ingest

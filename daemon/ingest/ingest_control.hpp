@@ -4,9 +4,9 @@
 // publishes a new immutable policy and bumps an epoch that each thread compares (one atomic
 // load) at the start of its next batch, copying the policy only when it changed.
 #include "core/time.hpp"
-#include "intake/agent_map.hpp"
 #include "ingest/allow_list.hpp"
 #include "ingest/token_bucket.hpp"
+#include "intake/agent_map.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -18,7 +18,7 @@ namespace hepd::ingest {
 
 // Packets per second; rate 0 = unlimited; burst 0 = one second's worth of rate.
 struct RateLimits {
-    std::uint64_t rate = 0;            // all senders together
+    std::uint64_t rate = 0;  // all senders together
     std::uint64_t burst = 0;
     std::uint64_t per_agent_rate = 0;  // each source address on its own
     std::uint64_t per_agent_burst = 0;
@@ -58,4 +58,4 @@ private:
     SharedTokenBucket global_;
 };
 
-} // namespace hepd::ingest
+}  // namespace hepd::ingest

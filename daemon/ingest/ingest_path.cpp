@@ -91,4 +91,4 @@ void IngestPath::count_sink_drops() noexcept {
     sink_dropped_seen_ = dropped;
 }
 
-} // namespace hepd::ingest
+}  // namespace hepd::ingest

@@ -8,9 +8,9 @@
 #include "core/address.hpp"
 #include "core/bytes.hpp"
 #include "core/time.hpp"
-#include "intake/hep_intake.hpp"
 #include "ingest/ingest_control.hpp"
 #include "ingest/source_limiter.hpp"
+#include "intake/hep_intake.hpp"
 #include "shard/datagram.hpp"
 
 #include <chrono>
@@ -101,4 +101,4 @@ private:
     shard::Datagram datagram_;
 };
 
-} // namespace hepd::ingest
+}  // namespace hepd::ingest

@@ -220,8 +220,8 @@ void TcpListener::accept() {
                    options_.max_connections) {
             refuse(TcpCloseReason::too_many);
         } else {
-            auto session = std::make_shared<Session>(std::move(socket), peer, framer_, options_.idle_timeout,
-                                                     path_, flush_timer_, stats_);
+            auto session = std::make_shared<Session>(std::move(socket), peer, framer_, options_.idle_timeout, path_,
+                                                     flush_timer_, stats_);
             sessions_.push_back(session);
             session->start();
         }
@@ -229,4 +229,4 @@ void TcpListener::accept() {
     });
 }
 
-} // namespace hepd::ingest
+}  // namespace hepd::ingest

@@ -9,11 +9,11 @@
 #include "core/bytes.hpp"
 #include "hep/framer.hpp"
 #include "ingest/flush_timer.hpp"
-#include "intake/hep_intake.hpp"
 #include "ingest/ingest_path.hpp"
 #include "ingest/net_address.hpp"
 #include "ingest/tcp_stats.hpp"
 #include "ingest/udp_receiver.hpp"
+#include "intake/hep_intake.hpp"
 
 #include <boost/asio.hpp>
 
@@ -66,4 +66,4 @@ private:
     bool closed_ = false;
 };
 
-} // namespace hepd::ingest
+}  // namespace hepd::ingest

@@ -49,4 +49,4 @@ Endpoint from_sockaddr(const sockaddr_storage& address) noexcept {
     return e;
 }
 
-} // namespace hepd::ingest
+}  // namespace hepd::ingest

@@ -16,4 +16,4 @@ boost::asio::ip::address to_asio(const IpAddress& address);
 // AF_INET / AF_INET6 (v4-mapped unmapped as above); an empty Endpoint for anything else.
 Endpoint from_sockaddr(const sockaddr_storage& address) noexcept;
 
-} // namespace hepd::ingest
+}  // namespace hepd::ingest

@@ -16,4 +16,4 @@ private:
     shard::Pipeline::Producer& producer_;
 };
 
-} // namespace hepd::ingest
+}  // namespace hepd::ingest

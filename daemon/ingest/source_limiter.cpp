@@ -10,8 +10,7 @@ void SourceLimiter::reconfigure(std::uint64_t rate, std::uint64_t burst, Timesta
     if (rate == 0) {
         table_.erase_if([](const auto&) { return true; }, [](const auto&) {});
     } else {
-        for (std::uint32_t at = table_.oldest(); at != LruTable<IpAddress, TokenBucket>::kNone;
-             at = table_.newer(at))
+        for (std::uint32_t at = table_.oldest(); at != LruTable<IpAddress, TokenBucket>::kNone; at = table_.newer(at))
             table_[at].reset(rate, burst, now);
     }
     stats_.tracked_sources.set(static_cast<std::int64_t>(table_.size()));
@@ -32,4 +31,4 @@ bool SourceLimiter::admit(const IpAddress& sender, Timestamp now) {
     return table_[at].try_take(now);
 }
 
-} // namespace hepd::ingest
+}  // namespace hepd::ingest

@@ -16,8 +16,8 @@
 namespace hepd::ingest {
 
 struct SourceLimiterStats {
-    Gauge tracked_sources;        // buckets in the table
-    StatCounter evictions;        // buckets evicted at the cap
+    Gauge tracked_sources;  // buckets in the table
+    StatCounter evictions;  // buckets evicted at the cap
 };
 
 class SourceLimiter {
@@ -45,4 +45,4 @@ private:
     SourceLimiterStats stats_;
 };
 
-} // namespace hepd::ingest
+}  // namespace hepd::ingest

@@ -35,11 +35,11 @@ constexpr std::string_view to_string(TcpCloseReason r) noexcept {
 }
 
 struct TcpStats {
-    Gauge open_connections;                                       // hepd_tcp_connections
-    StatCounter accepted_connections;                             // sessions started
-    std::array<StatCounter, kTcpCloseReasonCount> closed{};       // hepd_tcp_connections_closed_total
+    Gauge open_connections;                                  // hepd_tcp_connections
+    StatCounter accepted_connections;                        // sessions started
+    std::array<StatCounter, kTcpCloseReasonCount> closed{};  // hepd_tcp_connections_closed_total
     std::array<StatCounter, hep::framer_error_count> frame_errors{};
-    StatCounter accept_errors;                                    // accept() failed (e.g. out of descriptors)
+    StatCounter accept_errors;  // accept() failed (e.g. out of descriptors)
 };
 
-} // namespace hepd::ingest
+}  // namespace hepd::ingest

@@ -128,4 +128,4 @@ private:
     std::atomic<std::int64_t> last_us_{0};
 };
 
-} // namespace hepd::ingest
+}  // namespace hepd::ingest

@@ -48,15 +48,18 @@ bool try_int_option(udp::socket& s, int level, int name, int value) noexcept {
     return ::setsockopt(s.native_handle(), level, name, &value, sizeof value) == 0;
 }
 
-} // namespace
+}  // namespace
 
 // ---- UdpBatchSocket ----
 
 struct UdpBatchSocket::Native {
     explicit Native(std::size_t n)
-        : addresses(n), iov(n)
+        : addresses(n),
+          iov(n)
 #if defined(__linux__)
-          , headers(n), control(n * kControlWords)
+          ,
+          headers(n),
+          control(n * kControlWords)
 #endif
     {
     }
@@ -162,7 +165,8 @@ std::span<const Packet> UdpBatchSocket::receive() noexcept {
     for (std::size_t i = 0; i < got; ++i) {
         msghdr& h = n.headers[i].msg_hdr;
         if ((h.msg_flags & MSG_TRUNC) != 0) stats_.truncated.add();
-        packets_[i].bytes = ByteSpan(slots_.get() + i * kSlotBytes, std::min<std::size_t>(n.headers[i].msg_len, kSlotBytes));
+        packets_[i].bytes =
+            ByteSpan(slots_.get() + i * kSlotBytes, std::min<std::size_t>(n.headers[i].msg_len, kSlotBytes));
         packets_[i].from = from_sockaddr(n.addresses[i]);
         if constexpr (kHaveRxqOvfl) {
             // The kernel attaches the socket's cumulative drop count (a u32) to a datagram only
@@ -201,7 +205,8 @@ std::span<const Packet> UdpBatchSocket::receive() noexcept {
             break;
         }
         if ((h.msg_flags & MSG_TRUNC) != 0) stats_.truncated.add();
-        packets_[got].bytes = ByteSpan(slots_.get() + got * kSlotBytes, std::min<std::size_t>(static_cast<std::size_t>(r), kSlotBytes));
+        packets_[got].bytes =
+            ByteSpan(slots_.get() + got * kSlotBytes, std::min<std::size_t>(static_cast<std::size_t>(r), kSlotBytes));
         packets_[got].from = from_sockaddr(n.addresses[got]);
     }
 #endif
@@ -320,7 +325,7 @@ private:
                 fds[0].revents = 0;
                 fds[1].revents = 0;
             }
-            if (fds[0].revents != 0) return;  // stop()
+            if (fds[0].revents != 0) return;                      // stop()
             if (backlog && fds[1].revents == 0) backlog = false;  // read by then after all
             const auto woke = Clock::now();
             const bool was_pending = path_.holds_partial();
@@ -381,7 +386,7 @@ private:
     asio::io_context io_;  // owns the socket; never run
     UdpBatchSocket socket_;
     IngestPath path_;
-    int wake_[2] = {-1, -1};  // stop() writes to [1], the loop polls [0]
+    int wake_[2] = {-1, -1};             // stop() writes to [1], the loop polls [0]
     std::atomic<bool> stopping_{false};  // also set by stop(), for when poll() itself fails
     std::thread thread_;
     SteadyClock steady_;
@@ -406,9 +411,10 @@ UdpReceiver::UdpReceiver(const UdpOptions& options, IngestControl& control, cons
     }
     if (!counts_kernel_drops()) {
         // qemu-user, for one, does not emulate the option: say so rather than report 0 drops.
-        spdlog::warn("hep udp {}: SO_RXQ_OVFL unavailable, hepd_udp_kernel_drops_total stays 0; "
-                     "watch RcvbufErrors in /proc/net/snmp instead",
-                     local_endpoint().to_string());
+        spdlog::warn(
+            "hep udp {}: SO_RXQ_OVFL unavailable, hepd_udp_kernel_drops_total stays 0; "
+            "watch RcvbufErrors in /proc/net/snmp instead",
+            local_endpoint().to_string());
     }
 }
 
@@ -448,4 +454,4 @@ bool UdpReceiver::counts_kernel_drops() const noexcept { return threads_.front()
 
 std::size_t UdpReceiver::receive_buffer_bytes() const { return threads_.front()->socket().receive_buffer_bytes(); }
 
-} // namespace hepd::ingest
+}  // namespace hepd::ingest

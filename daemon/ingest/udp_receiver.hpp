@@ -41,8 +41,8 @@ public:
     static constexpr std::size_t kSlotBytes = 65536;  // any UDP payload fits
 
     // Opens and binds (v6_only on IPv6). Throws boost::system::system_error (start-up).
-    UdpBatchSocket(boost::asio::io_context& io, const Endpoint& at, bool reuse_port,
-                   std::size_t receive_buffer_bytes, std::size_t batch_size);
+    UdpBatchSocket(boost::asio::io_context& io, const Endpoint& at, bool reuse_port, std::size_t receive_buffer_bytes,
+                   std::size_t batch_size);
     ~UdpBatchSocket();
     UdpBatchSocket(const UdpBatchSocket&) = delete;
     UdpBatchSocket& operator=(const UdpBatchSocket&) = delete;
@@ -110,4 +110,4 @@ private:
     bool started_ = false;
 };
 
-} // namespace hepd::ingest
+}  // namespace hepd::ingest

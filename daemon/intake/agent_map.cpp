@@ -46,8 +46,9 @@ AgentMap::AgentMap(std::vector<AgentRule> rules) {
         case AgentRule::Selector::source: by_source_.push_back({rule.source, index}); break;
         }
     }
-    std::stable_sort(by_source_.begin(), by_source_.end(),
-                     [](const BySource& a, const BySource& b) { return a.network.prefix_len() > b.network.prefix_len(); });
+    std::stable_sort(by_source_.begin(), by_source_.end(), [](const BySource& a, const BySource& b) {
+        return a.network.prefix_len() > b.network.prefix_len();
+    });
 }
 
 std::uint16_t AgentMap::lookup(std::optional<std::uint32_t> capture_id, ByteSpan node_name,
@@ -71,4 +72,4 @@ std::string_view AgentMap::name(std::size_t index) const noexcept {
     return names_[index - 1];
 }
 
-} // namespace hepd::intake
+}  // namespace hepd::intake

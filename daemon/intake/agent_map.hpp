@@ -4,8 +4,8 @@
 // kMaxAgents - 1 names; rules naming more are ignored and counted in ignored_rules().
 #include "core/address.hpp"
 #include "core/bytes.hpp"
-#include "core/packet_meta.hpp"
 #include "core/cidr.hpp"
+#include "core/packet_meta.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -22,7 +22,7 @@ struct AgentRule {
     Selector selector = Selector::capture_id;
     std::uint32_t capture_id = 0;  // selector == capture_id: HEP chunk 0x0c (v2: the time header's)
     std::string node_name;         // selector == node_name: HEP chunk 0x13, compared byte for byte
-    Cidr source;                 // selector == source: the address the HEP packet came from
+    Cidr source;                   // selector == source: the address the HEP packet came from
 
     static AgentRule by_capture_id(std::string name, std::uint32_t id);
     static AgentRule by_node_name(std::string name, std::string node);
@@ -69,4 +69,4 @@ private:
     std::size_t ignored_rules_ = 0;
 };
 
-} // namespace hepd::intake
+}  // namespace hepd::intake

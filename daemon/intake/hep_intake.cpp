@@ -8,8 +8,7 @@ namespace hepd::intake {
 namespace {
 
 std::size_t version_index(ByteSpan bytes) noexcept {
-    if (bytes.size() >= 4 && (std::memcmp(bytes.data(), "HEP3", 4) == 0 ||
-                              std::memcmp(bytes.data(), "EEP3", 4) == 0))
+    if (bytes.size() >= 4 && (std::memcmp(bytes.data(), "HEP3", 4) == 0 || std::memcmp(bytes.data(), "EEP3", 4) == 0))
         return 2;
     if (!bytes.empty() && (bytes[0] == 1 || bytes[0] == 2)) return bytes[0] - 1U;
     return 3;  // not HEP at all
@@ -29,11 +28,12 @@ shard::Transport transport_of(std::uint8_t ip_protocol) noexcept {
 bool same_key(ByteSpan got, std::string_view want) noexcept {
     if (got.size() != want.size()) return false;
     unsigned char diff = 0;
-    for (std::size_t i = 0; i < got.size(); ++i) diff |= static_cast<unsigned char>(got[i] ^ static_cast<unsigned char>(want[i]));
+    for (std::size_t i = 0; i < got.size(); ++i)
+        diff |= static_cast<unsigned char>(got[i] ^ static_cast<unsigned char>(want[i]));
     return diff == 0;
 }
 
-} // namespace
+}  // namespace
 
 HepIntake::HepIntake(IntakeOptions options)
     : options_(std::move(options)), inflate_buffer_(std::max<std::size_t>(options_.max_decompressed_bytes, 1)) {
@@ -88,8 +88,7 @@ bool HepIntake::accept(ByteSpan bytes, Carrier carrier, Timestamp now, shard::Da
     }
 
     const auto when = hep::normalise_timestamp(message_, now);
-    if (when.fixup != hep::TimestampFixup::none)
-        stats_.timestamp_fixups[static_cast<std::size_t>(when.fixup)].add();
+    if (when.fixup != hep::TimestampFixup::none) stats_.timestamp_fixups[static_cast<std::size_t>(when.fixup)].add();
 
     const auto cls = options_.payload_types.payload_class(message_.payload_type);
     const std::uint16_t agent = options_.agents.lookup(
@@ -117,4 +116,4 @@ bool HepIntake::accept(ByteSpan bytes, Carrier carrier, Timestamp now, shard::Da
     return true;
 }
 
-} // namespace hepd::intake
+}  // namespace hepd::intake

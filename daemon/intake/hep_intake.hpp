@@ -24,7 +24,7 @@ namespace hepd::intake {
 
 struct IntakeOptions {
     hep::PayloadTypeTable payload_types;
-    std::string auth_key;                    // empty: not required
+    std::string auth_key;  // empty: not required
     std::size_t max_decompressed_bytes = 65536;
     AgentMap agents;
     // Live: senders' capture times are brought onto the receive clock (see sender_clocks.hpp).
@@ -71,4 +71,4 @@ private:
     std::optional<SenderClocks> clocks_;
 };
 
-} // namespace hepd::intake
+}  // namespace hepd::intake

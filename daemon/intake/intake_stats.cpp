@@ -49,7 +49,7 @@ std::uint64_t sum_all(const A& a) noexcept {
     return n;
 }
 
-} // namespace
+}  // namespace
 
 void IntakeStats::merge(const IntakeStats& o) noexcept {
     add_all(packets, o.packets);
@@ -77,4 +77,4 @@ std::uint64_t IntakeStats::by_class(PayloadClass c) const noexcept {
     return sum_all(by_type[static_cast<std::size_t>(c)]);
 }
 
-} // namespace hepd::intake
+}  // namespace hepd::intake

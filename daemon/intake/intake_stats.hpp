@@ -65,4 +65,4 @@ struct IntakeStats {
     std::uint64_t by_class(PayloadClass c) const noexcept;
 };
 
-} // namespace hepd::intake
+}  // namespace hepd::intake

@@ -25,7 +25,7 @@ std::string describe(const SenderKey& k) {
 
 double seconds(std::int64_t us) noexcept { return static_cast<double>(us) / 1e6; }
 
-} // namespace
+}  // namespace
 
 SenderClocks::SenderClocks(SenderClockOptions options) : options_(options), table_(options.max_senders) {}
 
@@ -83,18 +83,19 @@ void SenderClocks::log_note(const SenderKey& sender, SenderClock& c, Timestamp r
     if (!spdlog::should_log(spdlog::level::warn)) return;
     const char* direction = c.measured_us >= 0 ? "behind" : "ahead of";
     if (note == Note::shifted) {
-        spdlog::warn("hep sender {} (agent {}): clock {:.3f} s {} the receive time, beyond hep.clock_offset_limit "
-                     "({:.3f} s); its capture times are shifted by {:+.6f} s (timers run on receive time, intervals "
-                     "within the sender are kept)",
-                     describe(sender), agent_name, seconds(std::llabs(c.measured_us)), direction,
-                     seconds(options_.offset_limit_us), seconds(c.offset_us));
+        spdlog::warn(
+            "hep sender {} (agent {}): clock {:.3f} s {} the receive time, beyond hep.clock_offset_limit "
+            "({:.3f} s); its capture times are shifted by {:+.6f} s (timers run on receive time, intervals "
+            "within the sender are kept)",
+            describe(sender), agent_name, seconds(std::llabs(c.measured_us)), direction,
+            seconds(options_.offset_limit_us), seconds(c.offset_us));
         return;
     }
-    spdlog::warn("hep sender {} (agent {}): clock stepped, now {:.3f} s {} the receive time; shift {:+.6f} s -> "
-                 "{:+.6f} s{}",
-                 describe(sender), agent_name, seconds(std::llabs(c.measured_us)), direction,
-                 seconds(c.previous_offset_us), seconds(c.offset_us),
-                 c.offset_us == 0 ? " (back within hep.clock_offset_limit: times used as sent)" : "");
+    spdlog::warn(
+        "hep sender {} (agent {}): clock stepped, now {:.3f} s {} the receive time; shift {:+.6f} s -> "
+        "{:+.6f} s{}",
+        describe(sender), agent_name, seconds(std::llabs(c.measured_us)), direction, seconds(c.previous_offset_us),
+        seconds(c.offset_us), c.offset_us == 0 ? " (back within hep.clock_offset_limit: times used as sent)" : "");
 }
 
 std::optional<std::int64_t> SenderClocks::offset_us(const SenderKey& sender) const noexcept {
@@ -103,4 +104,4 @@ std::optional<std::int64_t> SenderClocks::offset_us(const SenderKey& sender) con
     return table_.entry(at).value.offset_us;
 }
 
-} // namespace hepd::intake
+}  // namespace hepd::intake

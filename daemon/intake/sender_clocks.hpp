@@ -96,4 +96,4 @@ private:
     LogThrottle eviction_log_;
 };
 
-} // namespace hepd::intake
+}  // namespace hepd::intake

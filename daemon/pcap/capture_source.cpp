@@ -13,12 +13,8 @@ void set_bits(std::array<std::uint64_t, 1024>& bits, const std::vector<std::uint
     for (const std::uint16_t p : ports) bits[p >> 6] |= std::uint64_t{1} << (p & 63U);
 }
 
-bool is_upper(std::uint8_t c) noexcept {
-    return c >= 'A' && c <= 'Z';
-}
-bool is_digit(std::uint8_t c) noexcept {
-    return c >= '0' && c <= '9';
-}
+bool is_upper(std::uint8_t c) noexcept { return c >= 'A' && c <= 'Z'; }
+bool is_digit(std::uint8_t c) noexcept { return c >= '0' && c <= '9'; }
 
 // CRLF keep-alives (RFC 5626) on a SIP port are not messages, nor are the runs of spaces some
 // phones send instead (X-Lite in sngrep's aaa.pcap: five spaces).
@@ -29,8 +25,7 @@ bool only_keepalive_bytes(ByteSpan b) noexcept {
 }
 
 bool is_hep3(ByteSpan b) noexcept {
-    return b.size() >= 6 &&
-           (std::memcmp(b.data(), "HEP3", 4) == 0 || std::memcmp(b.data(), "EEP3", 4) == 0) &&
+    return b.size() >= 6 && (std::memcmp(b.data(), "HEP3", 4) == 0 || std::memcmp(b.data(), "EEP3", 4) == 0) &&
            load_be16(b.data() + 4) == b.size();
 }
 
@@ -38,30 +33,18 @@ bool is_hep3(ByteSpan b) noexcept {
 
 std::string_view to_string(PacketClass c) noexcept {
     switch (c) {
-        case PacketClass::hep_udp:
-            return "hep_udp";
-        case PacketClass::hep_tcp:
-            return "hep_tcp";
-        case PacketClass::sip_udp:
-            return "sip_udp";
-        case PacketClass::sip_tcp:
-            return "sip_tcp";
-        case PacketClass::rtp:
-            return "rtp";
-        case PacketClass::rtcp:
-            return "rtcp";
-        case PacketClass::stun:
-            return "stun";
-        case PacketClass::zrtp:
-            return "zrtp";
-        case PacketClass::dtls:
-            return "dtls";
-        case PacketClass::turn_channel:
-            return "turn_channel";
-        case PacketClass::unknown_udp:
-            return "unknown_udp";
-        case PacketClass::other_tcp:
-            return "other_tcp";
+    case PacketClass::hep_udp: return "hep_udp";
+    case PacketClass::hep_tcp: return "hep_tcp";
+    case PacketClass::sip_udp: return "sip_udp";
+    case PacketClass::sip_tcp: return "sip_tcp";
+    case PacketClass::rtp: return "rtp";
+    case PacketClass::rtcp: return "rtcp";
+    case PacketClass::stun: return "stun";
+    case PacketClass::zrtp: return "zrtp";
+    case PacketClass::dtls: return "dtls";
+    case PacketClass::turn_channel: return "turn_channel";
+    case PacketClass::unknown_udp: return "unknown_udp";
+    case PacketClass::other_tcp: return "other_tcp";
     }
     return "unknown";
 }
@@ -93,10 +76,7 @@ std::uint64_t CaptureStats::packets_total() const noexcept {
 }
 
 CaptureSource::CaptureSource(CaptureOptions options)
-    : options_(std::move(options)),
-      intake_(options_.intake),
-      fragments_(options_.fragments),
-      tcp_(options_.tcp) {
+    : options_(std::move(options)), intake_(options_.intake), fragments_(options_.fragments), tcp_(options_.tcp) {
     set_bits(hep_ports_, options_.hep_ports);
     set_bits(sip_ports_, options_.sip_ports);
 }
@@ -180,8 +160,7 @@ void CaptureSource::process(const Frame& frame, DatagramSink sink) {
     }
 }
 
-void CaptureSource::raw(const L4Packet& p, PayloadClass kind, ByteSpan payload, Timestamp time,
-                        DatagramSink sink) {
+void CaptureSource::raw(const L4Packet& p, PayloadClass kind, ByteSpan payload, Timestamp time, DatagramSink sink) {
     shard::Datagram& d = datagram_;
     d.time = time;
     d.src = p.src;
@@ -229,16 +208,15 @@ void CaptureSource::udp(const L4Packet& p, DatagramSink sink) {
     }
     const rtp::PacketKind kind = rtp::classify(payload);
     switch (kind) {
-        case rtp::PacketKind::rtp:
-            count(PacketClass::rtp);
-            raw(p, PayloadClass::rtp, payload, p.time, sink);
-            return;
-        case rtp::PacketKind::rtcp:
-            count(PacketClass::rtcp);
-            raw(p, PayloadClass::rtcp, payload, p.time, sink);
-            return;
-        default:
-            break;
+    case rtp::PacketKind::rtp:
+        count(PacketClass::rtp);
+        raw(p, PayloadClass::rtp, payload, p.time, sink);
+        return;
+    case rtp::PacketKind::rtcp:
+        count(PacketClass::rtcp);
+        raw(p, PayloadClass::rtcp, payload, p.time, sink);
+        return;
+    default: break;
     }
     // Only now the text checks: media (the bulk) never gets here.
     if (options_.sniff_sip && looks_like_sip(payload)) {
@@ -252,21 +230,11 @@ void CaptureSource::udp(const L4Packet& p, DatagramSink sink) {
         return;
     }
     switch (kind) {
-        case rtp::PacketKind::stun:
-            count(PacketClass::stun);
-            return;
-        case rtp::PacketKind::zrtp:
-            count(PacketClass::zrtp);
-            return;
-        case rtp::PacketKind::dtls:
-            count(PacketClass::dtls);
-            return;
-        case rtp::PacketKind::turn_channel:
-            count(PacketClass::turn_channel);
-            return;
-        default:
-            count(PacketClass::unknown_udp);
-            return;
+    case rtp::PacketKind::stun: count(PacketClass::stun); return;
+    case rtp::PacketKind::zrtp: count(PacketClass::zrtp); return;
+    case rtp::PacketKind::dtls: count(PacketClass::dtls); return;
+    case rtp::PacketKind::turn_channel: count(PacketClass::turn_channel); return;
+    default: count(PacketClass::unknown_udp); return;
     }
 }
 

@@ -45,12 +45,9 @@ std::uint16_t family_ether_type(std::uint32_t family) noexcept {
 
 std::uint16_t ether_type_of_version(std::uint8_t first) noexcept {
     switch (first >> 4) {
-        case 4:
-            return kEtherIpv4;
-        case 6:
-            return kEtherIpv6;
-        default:
-            return 0;
+    case 4: return kEtherIpv4;
+    case 6: return kEtherIpv6;
+    default: return 0;
     }
 }
 
@@ -76,38 +73,37 @@ DecodeError strip_ethernet(ByteSpan d, NetworkLayer& n, DecodeError truncated) n
 DecodeError strip_link(const Frame& frame, NetworkLayer& n) noexcept {
     const ByteSpan d = frame.data;
     switch (frame.link_type) {
-        case LinkType::ethernet:
-            return strip_ethernet(d, n, DecodeError::truncated_link);
-        case LinkType::linux_sll:
-            if (d.size() < 16) return DecodeError::truncated_link;
-            n.ether_type = load_be16(d.data() + 14);
-            n.bytes = d.subspan(16);
-            return DecodeError::none;
-        case LinkType::linux_sll2:
-            if (d.size() < 20) return DecodeError::truncated_link;
-            n.ether_type = load_be16(d.data());
-            n.bytes = d.subspan(20);
-            return DecodeError::none;
-        case LinkType::null_loopback: {
-            if (d.size() < 4) return DecodeError::truncated_link;
-            std::uint16_t type = family_ether_type(load_le32(d.data()));
-            if (type == 0) type = family_ether_type(load_be32(d.data()));
-            n.ether_type = type;
-            n.bytes = d.subspan(4);
-            return DecodeError::none;
-        }
-        case LinkType::loop:
-            if (d.size() < 4) return DecodeError::truncated_link;
-            n.ether_type = family_ether_type(load_be32(d.data()));
-            n.bytes = d.subspan(4);
-            return DecodeError::none;
-        case LinkType::raw:
-        case LinkType::ipv4:
-        case LinkType::ipv6:
-            if (d.empty()) return DecodeError::truncated_link;
-            n.ether_type = ether_type_of_version(d[0]);
-            n.bytes = d;
-            return DecodeError::none;
+    case LinkType::ethernet: return strip_ethernet(d, n, DecodeError::truncated_link);
+    case LinkType::linux_sll:
+        if (d.size() < 16) return DecodeError::truncated_link;
+        n.ether_type = load_be16(d.data() + 14);
+        n.bytes = d.subspan(16);
+        return DecodeError::none;
+    case LinkType::linux_sll2:
+        if (d.size() < 20) return DecodeError::truncated_link;
+        n.ether_type = load_be16(d.data());
+        n.bytes = d.subspan(20);
+        return DecodeError::none;
+    case LinkType::null_loopback: {
+        if (d.size() < 4) return DecodeError::truncated_link;
+        std::uint16_t type = family_ether_type(load_le32(d.data()));
+        if (type == 0) type = family_ether_type(load_be32(d.data()));
+        n.ether_type = type;
+        n.bytes = d.subspan(4);
+        return DecodeError::none;
+    }
+    case LinkType::loop:
+        if (d.size() < 4) return DecodeError::truncated_link;
+        n.ether_type = family_ether_type(load_be32(d.data()));
+        n.bytes = d.subspan(4);
+        return DecodeError::none;
+    case LinkType::raw:
+    case LinkType::ipv4:
+    case LinkType::ipv6:
+        if (d.empty()) return DecodeError::truncated_link;
+        n.ether_type = ether_type_of_version(d[0]);
+        n.bytes = d;
+        return DecodeError::none;
     }
     return DecodeError::unsupported_link;
 }
@@ -122,8 +118,8 @@ DecodeError skip_extensions(ByteSpan bytes, std::size_t end, std::uint8_t& next,
     for (int i = 0; i < kMaxExtensionHeaders && is_extension_header(next); ++i) {
         if (end < off + 8) return DecodeError::truncated_ip;
         // AH counts its length in 4-byte units minus 2; the others in 8-byte units minus 1.
-        const std::size_t len = next == kProtoAuth ? (std::size_t{bytes[off + 1]} + 2) * 4
-                                                   : (std::size_t{bytes[off + 1]} + 1) * 8;
+        const std::size_t len =
+            next == kProtoAuth ? (std::size_t{bytes[off + 1]} + 2) * 4 : (std::size_t{bytes[off + 1]} + 1) * 8;
         next = bytes[off];
         off += len;
         if (off > end) return DecodeError::truncated_ip;
@@ -247,20 +243,18 @@ DecodeError strip_gre(ByteSpan b, Inner& in) noexcept {
     if (b.size() < off) return DecodeError::truncated_tunnel;
     const ByteSpan rest = b.subspan(off);
     switch (type) {
-        case kEtherIpv4:
-        case kEtherIpv6:
-            in.ether_type = type;
-            in.bytes = rest;
-            return DecodeError::none;
-        case kEtherTransparentBridging:
-            in.ethernet = true;
-            in.bytes = rest;
-            return DecodeError::none;
-        case kEtherErspan2:
-        case kEtherErspan3:
-            return strip_erspan(rest, type, sequence, in);
-        default:
-            return DecodeError::unsupported_tunnel;
+    case kEtherIpv4:
+    case kEtherIpv6:
+        in.ether_type = type;
+        in.bytes = rest;
+        return DecodeError::none;
+    case kEtherTransparentBridging:
+        in.ethernet = true;
+        in.bytes = rest;
+        return DecodeError::none;
+    case kEtherErspan2:
+    case kEtherErspan3: return strip_erspan(rest, type, sequence, in);
+    default: return DecodeError::unsupported_tunnel;
     }
 }
 
@@ -286,16 +280,11 @@ DecodeError strip_vxlan(ByteSpan udp, Inner& in) noexcept {
 
 std::string_view to_string(TunnelKind kind) noexcept {
     switch (kind) {
-        case TunnelKind::none:
-            return "none";
-        case TunnelKind::ip_in_ip:
-            return "ip_in_ip";
-        case TunnelKind::gre:
-            return "gre";
-        case TunnelKind::erspan:
-            return "erspan";
-        case TunnelKind::vxlan:
-            return "vxlan";
+    case TunnelKind::none: return "none";
+    case TunnelKind::ip_in_ip: return "ip_in_ip";
+    case TunnelKind::gre: return "gre";
+    case TunnelKind::erspan: return "erspan";
+    case TunnelKind::vxlan: return "vxlan";
     }
     return "unknown";
 }
@@ -305,21 +294,18 @@ DecodeError decapsulate(IpPacket& p) noexcept {
         Inner in;
         DecodeError e = DecodeError::none;
         switch (p.protocol) {
-            case kProtoIpv4:
-            case kProtoIpv6:
-                in.kind = TunnelKind::ip_in_ip;
-                in.ether_type = p.protocol == kProtoIpv4 ? kEtherIpv4 : kEtherIpv6;
-                in.bytes = p.payload;
-                break;
-            case kProtoGre:
-                e = strip_gre(p.payload, in);
-                break;
-            case kProtoUdp:
-                if (!is_vxlan(p)) return DecodeError::none;
-                e = strip_vxlan(p.payload, in);
-                break;
-            default:
-                return DecodeError::none;
+        case kProtoIpv4:
+        case kProtoIpv6:
+            in.kind = TunnelKind::ip_in_ip;
+            in.ether_type = p.protocol == kProtoIpv4 ? kEtherIpv4 : kEtherIpv6;
+            in.bytes = p.payload;
+            break;
+        case kProtoGre: e = strip_gre(p.payload, in); break;
+        case kProtoUdp:
+            if (!is_vxlan(p)) return DecodeError::none;
+            e = strip_vxlan(p.payload, in);
+            break;
+        default: return DecodeError::none;
         }
         if (e != DecodeError::none) return e;
         if (p.tunnel_depth >= kMaxTunnelDepth) return DecodeError::tunnel_too_deep;
@@ -344,64 +330,41 @@ DecodeError decapsulate(IpPacket& p) noexcept {
 
 std::size_t link_type_slot(LinkType type) noexcept {
     switch (type) {
-        case LinkType::null_loopback:
-            return 0;
-        case LinkType::ethernet:
-            return 1;
-        case LinkType::raw:
-            return 2;
-        case LinkType::loop:
-            return 3;
-        case LinkType::linux_sll:
-            return 4;
-        case LinkType::ipv4:
-            return 5;
-        case LinkType::ipv6:
-            return 6;
-        case LinkType::linux_sll2:
-            return 7;
+    case LinkType::null_loopback: return 0;
+    case LinkType::ethernet: return 1;
+    case LinkType::raw: return 2;
+    case LinkType::loop: return 3;
+    case LinkType::linux_sll: return 4;
+    case LinkType::ipv4: return 5;
+    case LinkType::ipv6: return 6;
+    case LinkType::linux_sll2: return 7;
     }
     return 8;
 }
 
 std::string_view link_type_slot_name(std::size_t slot) noexcept {
-    static constexpr std::string_view names[kLinkTypeSlots] = {
-        "null", "ethernet", "raw", "loop", "linux_sll", "ipv4", "ipv6", "linux_sll2", "other"};
+    static constexpr std::string_view names[kLinkTypeSlots] = {"null", "ethernet", "raw",        "loop", "linux_sll",
+                                                               "ipv4", "ipv6",     "linux_sll2", "other"};
     return slot < kLinkTypeSlots ? names[slot] : "other";
 }
 
-std::string_view to_string(LinkType type) noexcept {
-    return link_type_slot_name(link_type_slot(type));
-}
+std::string_view to_string(LinkType type) noexcept { return link_type_slot_name(link_type_slot(type)); }
 
 std::string_view to_string(DecodeError e) noexcept {
     switch (e) {
-        case DecodeError::none:
-            return "none";
-        case DecodeError::unsupported_link:
-            return "unsupported_link";
-        case DecodeError::truncated_link:
-            return "truncated_link";
-        case DecodeError::not_ip:
-            return "not_ip";
-        case DecodeError::truncated_ip:
-            return "truncated_ip";
-        case DecodeError::bad_ip_header:
-            return "bad_ip_header";
-        case DecodeError::ip_fragment:
-            return "ip_fragment";
-        case DecodeError::unsupported_transport:
-            return "unsupported_transport";
-        case DecodeError::truncated_transport:
-            return "truncated_transport";
-        case DecodeError::truncated_tunnel:
-            return "truncated_tunnel";
-        case DecodeError::bad_tunnel_header:
-            return "bad_tunnel_header";
-        case DecodeError::unsupported_tunnel:
-            return "unsupported_tunnel";
-        case DecodeError::tunnel_too_deep:
-            return "tunnel_too_deep";
+    case DecodeError::none: return "none";
+    case DecodeError::unsupported_link: return "unsupported_link";
+    case DecodeError::truncated_link: return "truncated_link";
+    case DecodeError::not_ip: return "not_ip";
+    case DecodeError::truncated_ip: return "truncated_ip";
+    case DecodeError::bad_ip_header: return "bad_ip_header";
+    case DecodeError::ip_fragment: return "ip_fragment";
+    case DecodeError::unsupported_transport: return "unsupported_transport";
+    case DecodeError::truncated_transport: return "truncated_transport";
+    case DecodeError::truncated_tunnel: return "truncated_tunnel";
+    case DecodeError::bad_tunnel_header: return "bad_tunnel_header";
+    case DecodeError::unsupported_tunnel: return "unsupported_tunnel";
+    case DecodeError::tunnel_too_deep: return "tunnel_too_deep";
     }
     return "unknown";
 }

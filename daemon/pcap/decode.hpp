@@ -67,10 +67,10 @@ struct IpPacket {
     IpAddress src;
     IpAddress dst;
     std::uint8_t protocol = 0;
-    std::uint16_t vlan = 0;  // innermost VLAN id, 0 when untagged
+    std::uint16_t vlan = 0;                // innermost VLAN id, 0 when untagged
     TunnelKind tunnel = TunnelKind::none;  // the outermost encapsulation removed
     std::uint8_t tunnel_depth = 0;         // encapsulations removed
-    bool fragment = false;   // a piece of a larger datagram: reassemble before L4
+    bool fragment = false;                 // a piece of a larger datagram: reassemble before L4
     bool more_fragments = false;
     std::uint32_t fragment_id = 0;      // IPv4: 16-bit identification; IPv6: 32-bit
     std::uint32_t fragment_offset = 0;  // in bytes

@@ -18,8 +18,7 @@ public:
     FunctionRef(F&& f) noexcept  // NOLINT: implicit by design, like std::function
         : object_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
           call_([](void* o, Args... args) -> R {
-              return (*static_cast<std::add_pointer_t<std::remove_reference_t<F>>>(o))(
-                  std::forward<Args>(args)...);
+              return (*static_cast<std::add_pointer_t<std::remove_reference_t<F>>>(o))(std::forward<Args>(args)...);
           }) {}
 
     R operator()(Args... args) const { return call_(object_, std::forward<Args>(args)...); }

@@ -22,18 +22,12 @@ std::uint64_t fragment_hash(const IpPacket& f) noexcept {
 
 std::string_view to_string(FragmentDrop reason) noexcept {
     switch (reason) {
-        case FragmentDrop::timeout:
-            return "timeout";
-        case FragmentDrop::evicted:
-            return "evicted";
-        case FragmentDrop::too_large:
-            return "too_large";
-        case FragmentDrop::inconsistent:
-            return "inconsistent";
-        case FragmentDrop::too_many_pieces:
-            return "too_many_pieces";
-        case FragmentDrop::incomplete_at_end:
-            return "incomplete_at_end";
+    case FragmentDrop::timeout: return "timeout";
+    case FragmentDrop::evicted: return "evicted";
+    case FragmentDrop::too_large: return "too_large";
+    case FragmentDrop::inconsistent: return "inconsistent";
+    case FragmentDrop::too_many_pieces: return "too_many_pieces";
+    case FragmentDrop::incomplete_at_end: return "incomplete_at_end";
     }
     return "unknown";
 }
@@ -93,8 +87,7 @@ Reassembler::Slot* Reassembler::find_or_create(const IpPacket& f, std::uint64_t 
             if (free_slot == nullptr) free_slot = &s;
             continue;
         }
-        if (s.hash == hash && s.id == f.fragment_id && s.protocol == f.protocol && s.src == f.src &&
-            s.dst == f.dst)
+        if (s.hash == hash && s.id == f.fragment_id && s.protocol == f.protocol && s.src == f.src && s.dst == f.dst)
             return &s;
         if (oldest == nullptr || s.first < oldest->first) oldest = &s;
     }

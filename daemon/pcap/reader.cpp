@@ -37,13 +37,9 @@ constexpr std::uint16_t kOptEnd = 0;
 constexpr std::uint16_t kOptTsResol = 9;
 constexpr std::uint16_t kOptTsOffset = 14;
 
-std::size_t pad4(std::size_t n) noexcept {
-    return (n + 3) & ~std::size_t{3};
-}
+std::size_t pad4(std::size_t n) noexcept { return (n + 3) & ~std::size_t{3}; }
 
-bool is_gzip(ByteSpan b) noexcept {
-    return b.size() >= 2 && b[0] == 0x1f && b[1] == 0x8b;
-}
+bool is_gzip(ByteSpan b) noexcept { return b.size() >= 2 && b[0] == 0x1f && b[1] == 0x8b; }
 
 std::uint64_t pow10(unsigned e) noexcept {
     std::uint64_t v = 1;
@@ -106,10 +102,8 @@ Inflated gunzip(ByteSpan in, std::size_t max_out) {
             }
             r.bytes.resize(std::min(max_out, std::max<std::size_t>(r.bytes.size() * 2, 4096)));
         }
-        const std::size_t in_chunk =
-            std::min<std::size_t>(in.size() - in_pos, std::numeric_limits<uInt>::max());
-        const std::size_t out_chunk =
-            std::min<std::size_t>(r.bytes.size() - out_pos, std::numeric_limits<uInt>::max());
+        const std::size_t in_chunk = std::min<std::size_t>(in.size() - in_pos, std::numeric_limits<uInt>::max());
+        const std::size_t out_chunk = std::min<std::size_t>(r.bytes.size() - out_pos, std::numeric_limits<uInt>::max());
         // zlib's interface is not const-correct; it never writes through next_in.
         z.next_in = const_cast<Bytef*>(in.data() + in_pos);
         z.avail_in = static_cast<uInt>(in_chunk);
@@ -122,8 +116,7 @@ Inflated gunzip(ByteSpan in, std::size_t max_out) {
             // Concatenated members (gzip a >> f; gzip b >> f) make one stream; anything else after
             // a member is damage, except the zero padding some tape-era tools add.
             const ByteSpan rest = in.subspan(in_pos);
-            if (rest.empty() || std::all_of(rest.begin(), rest.end(), [](std::uint8_t b) { return b == 0; }))
-                break;
+            if (rest.empty() || std::all_of(rest.begin(), rest.end(), [](std::uint8_t b) { return b == 0; })) break;
             if (!is_gzip(rest)) {
                 r.error = FileError::gzip_corrupt;
                 r.error_offset = in_pos;
@@ -155,34 +148,20 @@ Inflated gunzip(ByteSpan in, std::size_t max_out) {
 
 std::string_view to_string(FileError e) noexcept {
     switch (e) {
-        case FileError::none:
-            return "none";
-        case FileError::open_failed:
-            return "open_failed";
-        case FileError::not_a_capture:
-            return "not_a_capture";
-        case FileError::truncated_header:
-            return "truncated_header";
-        case FileError::truncated_record:
-            return "truncated_record";
-        case FileError::bad_record:
-            return "bad_record";
-        case FileError::bad_block_length:
-            return "bad_block_length";
-        case FileError::bad_section_header:
-            return "bad_section_header";
-        case FileError::unknown_interface:
-            return "unknown_interface";
-        case FileError::too_many_interfaces:
-            return "too_many_interfaces";
-        case FileError::bad_interface_option:
-            return "bad_interface_option";
-        case FileError::gzip_corrupt:
-            return "gzip_corrupt";
-        case FileError::gzip_truncated:
-            return "gzip_truncated";
-        case FileError::inflated_too_large:
-            return "inflated_too_large";
+    case FileError::none: return "none";
+    case FileError::open_failed: return "open_failed";
+    case FileError::not_a_capture: return "not_a_capture";
+    case FileError::truncated_header: return "truncated_header";
+    case FileError::truncated_record: return "truncated_record";
+    case FileError::bad_record: return "bad_record";
+    case FileError::bad_block_length: return "bad_block_length";
+    case FileError::bad_section_header: return "bad_section_header";
+    case FileError::unknown_interface: return "unknown_interface";
+    case FileError::too_many_interfaces: return "too_many_interfaces";
+    case FileError::bad_interface_option: return "bad_interface_option";
+    case FileError::gzip_corrupt: return "gzip_corrupt";
+    case FileError::gzip_truncated: return "gzip_truncated";
+    case FileError::inflated_too_large: return "inflated_too_large";
     }
     return "unknown";
 }
@@ -223,8 +202,7 @@ Result<FileReader, FileError> FileReader::from_memory(ByteSpan bytes, std::size_
     return start(std::move(storage), max_inflated_bytes);
 }
 
-Result<FileReader, FileError> FileReader::from_buffer(std::vector<std::uint8_t> bytes,
-                                                      std::size_t max_inflated_bytes) {
+Result<FileReader, FileError> FileReader::from_buffer(std::vector<std::uint8_t> bytes, std::size_t max_inflated_bytes) {
     auto storage = std::make_shared<Storage>();
     storage->owned = std::move(bytes);
     storage->data = storage->owned.data();
@@ -232,8 +210,7 @@ Result<FileReader, FileError> FileReader::from_buffer(std::vector<std::uint8_t> 
     return start(std::move(storage), max_inflated_bytes);
 }
 
-Result<FileReader, FileError> FileReader::start(std::shared_ptr<const Storage> storage,
-                                                std::size_t max_inflated) {
+Result<FileReader, FileError> FileReader::start(std::shared_ptr<const Storage> storage, std::size_t max_inflated) {
     FileReader r;
     const ByteSpan raw(storage->data, storage->size);
     if (is_gzip(raw)) {
@@ -279,8 +256,7 @@ FileError FileReader::read_header() noexcept {
             if (length > size_ - offset_) return offset_ == 0 ? FileError::truncated_header : FileError::none;
             if (u32(base_ + offset_ + length - 4) != length) return FileError::bad_block_length;
             if (type == kBlockInterface) {
-                if (const FileError e = interface_block(base_ + offset_, length); e != FileError::none)
-                    return e;
+                if (const FileError e = interface_block(base_ + offset_, length); e != FileError::none) return e;
             }
             offset_ += length;
         }
@@ -341,8 +317,7 @@ std::string FileReader::error_message() const {
 
 bool FileReader::fail_at(FileError e, std::uint64_t offset) noexcept {
     // When the inflated bytes end badly, the broken gzip stream is the cause worth naming.
-    if (pending_error_ != FileError::none &&
-        (e == FileError::truncated_record || e == FileError::truncated_header)) {
+    if (pending_error_ != FileError::none && (e == FileError::truncated_record || e == FileError::truncated_header)) {
         e = pending_error_;
         offset = pending_offset_;
     }
@@ -437,8 +412,7 @@ FileError FileReader::interface_block(const std::uint8_t* block, std::size_t len
     return FileError::none;
 }
 
-Timestamp FileReader::pcapng_time(const Interface& itf, std::uint32_t high,
-                                  std::uint32_t low) const noexcept {
+Timestamp FileReader::pcapng_time(const Interface& itf, std::uint32_t high, std::uint32_t low) const noexcept {
     const std::uint64_t ts = (std::uint64_t{high} << 32) | low;
     std::uint64_t us = 0;
     const std::uint8_t r = itf.resolution;
@@ -479,48 +453,46 @@ bool FileReader::next_pcapng(Frame& out) noexcept {
         if (u32(p + length - 4) != length) return fail_at(FileError::bad_block_length, offset_);
 
         switch (block_type) {
-            case kBlockInterface:
-                if (const FileError e = interface_block(p, length); e != FileError::none)
-                    return fail_at(e, offset_);
-                break;
-            case kBlockEnhancedPacket:
-            case kBlockObsoletePacket: {
-                if (length < 32) return fail_at(FileError::bad_block_length, offset_);
-                const std::uint32_t itf_id = block_type == kBlockEnhancedPacket ? u32(p + 8) : u16(p + 8);
-                if (itf_id >= interfaces_.size()) return fail_at(FileError::unknown_interface, offset_);
-                const std::uint32_t caplen = u32(p + 20);
-                if (caplen > length - 32) return fail_at(FileError::bad_record, offset_);
-                const Interface& itf = interfaces_[itf_id];
-                out.time = pcapng_time(itf, u32(p + 12), u32(p + 16));
-                out.link_type = itf.link_type;
-                out.data = ByteSpan(p + 28, caplen);
-                out.orig_length = u32(p + 24);
-                out.interface_id = itf_id;
-                last_time_ = out.time;
-                offset_ += length;
-                ++frames_;
-                return true;
-            }
-            case kBlockSimplePacket: {
-                if (length < 16) return fail_at(FileError::bad_block_length, offset_);
-                if (interfaces_.empty()) return fail_at(FileError::unknown_interface, offset_);
-                const Interface& itf = interfaces_.front();
-                const std::uint32_t orig = u32(p + 8);
-                // The block is padded: the captured length is the original length cut at the snap
-                // length of interface 0 (0 means unlimited).
-                std::size_t caplen = std::min<std::size_t>(orig, length - 16);
-                if (itf.snap_length != 0) caplen = std::min<std::size_t>(caplen, itf.snap_length);
-                out.time = last_time_;
-                out.link_type = itf.link_type;
-                out.data = ByteSpan(p + 12, caplen);
-                out.orig_length = orig;
-                out.interface_id = 0;
-                offset_ += length;
-                ++frames_;
-                return true;
-            }
-            default:
-                break;  // name resolution, statistics, decryption secrets, custom: not ours
+        case kBlockInterface:
+            if (const FileError e = interface_block(p, length); e != FileError::none) return fail_at(e, offset_);
+            break;
+        case kBlockEnhancedPacket:
+        case kBlockObsoletePacket: {
+            if (length < 32) return fail_at(FileError::bad_block_length, offset_);
+            const std::uint32_t itf_id = block_type == kBlockEnhancedPacket ? u32(p + 8) : u16(p + 8);
+            if (itf_id >= interfaces_.size()) return fail_at(FileError::unknown_interface, offset_);
+            const std::uint32_t caplen = u32(p + 20);
+            if (caplen > length - 32) return fail_at(FileError::bad_record, offset_);
+            const Interface& itf = interfaces_[itf_id];
+            out.time = pcapng_time(itf, u32(p + 12), u32(p + 16));
+            out.link_type = itf.link_type;
+            out.data = ByteSpan(p + 28, caplen);
+            out.orig_length = u32(p + 24);
+            out.interface_id = itf_id;
+            last_time_ = out.time;
+            offset_ += length;
+            ++frames_;
+            return true;
+        }
+        case kBlockSimplePacket: {
+            if (length < 16) return fail_at(FileError::bad_block_length, offset_);
+            if (interfaces_.empty()) return fail_at(FileError::unknown_interface, offset_);
+            const Interface& itf = interfaces_.front();
+            const std::uint32_t orig = u32(p + 8);
+            // The block is padded: the captured length is the original length cut at the snap
+            // length of interface 0 (0 means unlimited).
+            std::size_t caplen = std::min<std::size_t>(orig, length - 16);
+            if (itf.snap_length != 0) caplen = std::min<std::size_t>(caplen, itf.snap_length);
+            out.time = last_time_;
+            out.link_type = itf.link_type;
+            out.data = ByteSpan(p + 12, caplen);
+            out.orig_length = orig;
+            out.interface_id = 0;
+            offset_ += length;
+            ++frames_;
+            return true;
+        }
+        default: break;  // name resolution, statistics, decryption secrets, custom: not ours
         }
         offset_ += length;
     }

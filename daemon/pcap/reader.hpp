@@ -52,11 +52,11 @@ public:
     static Result<FileReader, FileError> open(const std::string& path,
                                               std::size_t max_inflated_bytes = kDefaultMaxInflatedBytes);
     // The same over bytes the caller keeps alive (a gzip buffer is inflated into owned memory).
-    static Result<FileReader, FileError> from_memory(
-        ByteSpan bytes, std::size_t max_inflated_bytes = kDefaultMaxInflatedBytes);
+    static Result<FileReader, FileError> from_memory(ByteSpan bytes,
+                                                     std::size_t max_inflated_bytes = kDefaultMaxInflatedBytes);
     // The same over bytes the reader takes ownership of.
-    static Result<FileReader, FileError> from_buffer(
-        std::vector<std::uint8_t> bytes, std::size_t max_inflated_bytes = kDefaultMaxInflatedBytes);
+    static Result<FileReader, FileError> from_buffer(std::vector<std::uint8_t> bytes,
+                                                     std::size_t max_inflated_bytes = kDefaultMaxInflatedBytes);
 
     // A reader over the same mapping/buffer (shared, not copied) at the same position with the same
     // section state: several walkers can split one file between them.
@@ -97,8 +97,7 @@ private:
     FileReader(const FileReader&) = default;
     FileReader& operator=(const FileReader&) = default;
 
-    static Result<FileReader, FileError> start(std::shared_ptr<const Storage> storage,
-                                               std::size_t max_inflated);
+    static Result<FileReader, FileError> start(std::shared_ptr<const Storage> storage, std::size_t max_inflated);
     FileError read_header() noexcept;
     bool next_pcap(Frame& out) noexcept;
     bool next_pcapng(Frame& out) noexcept;

@@ -9,9 +9,7 @@ namespace hepd::pcap {
 namespace {
 
 // Serial-number arithmetic (RFC 1982): how far `a` is ahead of `b`, across the 2^32 wrap.
-std::int32_t seq_diff(std::uint32_t a, std::uint32_t b) noexcept {
-    return static_cast<std::int32_t>(a - b);
-}
+std::int32_t seq_diff(std::uint32_t a, std::uint32_t b) noexcept { return static_cast<std::int32_t>(a - b); }
 
 }  // namespace
 
@@ -33,9 +31,7 @@ TcpReassembler::TcpReassembler(TcpOptions options)
     options_.max_stream_bytes = std::max(options_.max_stream_bytes, options_.max_message_bytes + kMaxWsHeaderBytes);
 }
 
-std::size_t TcpReassembler::held_bytes(const Stream& s) const noexcept {
-    return s.buffer.size() + s.held.size();
-}
+std::size_t TcpReassembler::held_bytes(const Stream& s) const noexcept { return s.buffer.size() + s.held.size(); }
 
 void TcpReassembler::reset(Stream& s) noexcept {
     stats_.leftover_bytes += s.buffer.size() + s.ws_message.size();
@@ -195,32 +191,18 @@ std::size_t TcpReassembler::frame(Stream& s, const Key& key, ByteSpan bytes, Tim
         const ByteSpan rest = bytes.subspan(pos);
         Step step;
         switch (s.mode) {
-            case Mode::start:
-                switch (classify_stream_start(rest)) {
-                    case StreamStart::need_more:
-                        return pos;
-                    case StreamStart::http:
-                        s.mode = Mode::handshake;
-                        break;
-                    case StreamStart::other:
-                        s.mode = Mode::sip;
-                        break;
-                }
-                continue;
-            case Mode::sip:
-                step = frame_sip(key, rest, time, sink, failed);
-                break;
-            case Mode::hep:
-                step = frame_hep(key, rest, time, sink, failed);
-                break;
-            case Mode::handshake:
-                step = frame_handshake(s, rest, failed);
-                break;
-            case Mode::websocket:
-                step = frame_websocket(s, key, rest, time, sink, failed);
-                break;
-            case Mode::skipped:
-                return bytes.size();
+        case Mode::start:
+            switch (classify_stream_start(rest)) {
+            case StreamStart::need_more: return pos;
+            case StreamStart::http: s.mode = Mode::handshake; break;
+            case StreamStart::other: s.mode = Mode::sip; break;
+            }
+            continue;
+        case Mode::sip: step = frame_sip(key, rest, time, sink, failed); break;
+        case Mode::hep: step = frame_hep(key, rest, time, sink, failed); break;
+        case Mode::handshake: step = frame_handshake(s, rest, failed); break;
+        case Mode::websocket: step = frame_websocket(s, key, rest, time, sink, failed); break;
+        case Mode::skipped: return bytes.size();
         }
         pos += step.used;
         if (step.stop) break;
@@ -293,8 +275,7 @@ void TcpReassembler::drain_pending(Stream& s, const Key& key, Timestamp time, Me
     if (s.pending.empty()) s.held.clear();
 }
 
-void TcpReassembler::skip_gap(Stream& s, const Key& key, std::uint32_t seq, Timestamp time,
-                              MessageSink sink) {
+void TcpReassembler::skip_gap(Stream& s, const Key& key, std::uint32_t seq, Timestamp time, MessageSink sink) {
     ++stats_.gaps_skipped;
     stats_.resync_bytes_dropped += s.buffer.size() + s.ws_message.size();
     s.buffer.clear();
@@ -405,8 +386,9 @@ void TcpReassembler::segment(const L4Packet& p, StreamProtocol protocol, Message
 }
 
 void TcpReassembler::finish() noexcept {
-    table_.erase_if([](const auto&) { return true; },
-                    [this](const auto& e) { stats_.leftover_bytes += e.value.buffer.size() + e.value.ws_message.size(); });
+    table_.erase_if(
+        [](const auto&) { return true; },
+        [this](const auto& e) { stats_.leftover_bytes += e.value.buffer.size() + e.value.ws_message.size(); });
 }
 
 }  // namespace hepd::pcap

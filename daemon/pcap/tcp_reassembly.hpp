@@ -42,15 +42,15 @@ struct TcpStats {
     std::uint64_t streams_opened = 0;
     std::uint64_t streams_closed_fin = 0;
     std::uint64_t streams_closed_rst = 0;
-    std::uint64_t streams_evicted = 0;         // least recently active, at max_streams
-    std::uint64_t streams_restarted = 0;       // a new SYN on a known 4-tuple
-    std::uint64_t retransmitted_segments = 0;  // every byte already delivered
-    std::uint64_t overlapping_segments = 0;    // some bytes already delivered (trimmed)
-    std::uint64_t out_of_order_segments = 0;   // held until the gap before them filled
-    std::uint64_t out_of_order_dropped = 0;    // held data abandoned: a second hole and no room
-    std::uint64_t gaps_skipped = 0;            // a hole given up on: delivery resumed after it
-    std::uint64_t ignored_segments = 0;        // no stream and nothing to start one (bare ACK/FIN/RST)
-    std::array<std::uint64_t, 4> sip_framing_errors{};                        // by sip::FramingError
+    std::uint64_t streams_evicted = 0;                  // least recently active, at max_streams
+    std::uint64_t streams_restarted = 0;                // a new SYN on a known 4-tuple
+    std::uint64_t retransmitted_segments = 0;           // every byte already delivered
+    std::uint64_t overlapping_segments = 0;             // some bytes already delivered (trimmed)
+    std::uint64_t out_of_order_segments = 0;            // held until the gap before them filled
+    std::uint64_t out_of_order_dropped = 0;             // held data abandoned: a second hole and no room
+    std::uint64_t gaps_skipped = 0;                     // a hole given up on: delivery resumed after it
+    std::uint64_t ignored_segments = 0;                 // no stream and nothing to start one (bare ACK/FIN/RST)
+    std::array<std::uint64_t, 4> sip_framing_errors{};  // by sip::FramingError
     std::array<std::uint64_t, hep::framer_error_count> hep_framing_errors{};  // by hep::FramerError
     std::uint64_t overflows = 0;             // a stream's unframed bytes exceeded max_stream_bytes
     std::uint64_t resync_bytes_dropped = 0;  // discarded by framing errors, overflows and gaps
@@ -104,12 +104,12 @@ private:
     };
     // How the next bytes of a stream are read.
     enum class Mode : std::uint8_t {
-        start,      // SIP stream, nothing delivered yet: SIP, or HTTP starting a WebSocket?
+        start,  // SIP stream, nothing delivered yet: SIP, or HTTP starting a WebSocket?
         sip,
         hep,
         handshake,  // an HTTP header section, before WebSocket frames
         websocket,
-        skipped,    // HTTP that did not upgrade: nothing of SIP follows
+        skipped,  // HTTP that did not upgrade: nothing of SIP follows
     };
     struct Stream {
         StreamProtocol protocol = StreamProtocol::sip;
@@ -122,9 +122,9 @@ private:
         std::uint32_t syn_seq = 0;
         bool fin = false;
         std::uint32_t fin_seq = 0;
-        std::vector<std::uint8_t> buffer;  // in order, not yet framed
-        std::vector<Pending> pending;      // out of order, in arrival order
-        std::vector<std::uint8_t> held;    // their bytes
+        std::vector<std::uint8_t> buffer;      // in order, not yet framed
+        std::vector<Pending> pending;          // out of order, in arrival order
+        std::vector<std::uint8_t> held;        // their bytes
         std::vector<std::uint8_t> ws_message;  // fragments of a WebSocket message, unmasked
     };
     struct Step {
@@ -133,13 +133,11 @@ private:
     };
 
     void deliver(Stream& s, const Key& key, ByteSpan bytes, Timestamp time, MessageSink sink);
-    std::size_t frame(Stream& s, const Key& key, ByteSpan bytes, Timestamp time, MessageSink sink,
-                      bool& failed);
+    std::size_t frame(Stream& s, const Key& key, ByteSpan bytes, Timestamp time, MessageSink sink, bool& failed);
     Step frame_sip(const Key& key, ByteSpan rest, Timestamp time, MessageSink sink, bool& failed);
     Step frame_hep(const Key& key, ByteSpan rest, Timestamp time, MessageSink sink, bool& failed);
     Step frame_handshake(Stream& s, ByteSpan rest, bool& failed);
-    Step frame_websocket(Stream& s, const Key& key, ByteSpan rest, Timestamp time, MessageSink sink,
-                         bool& failed);
+    Step frame_websocket(Stream& s, const Key& key, ByteSpan rest, Timestamp time, MessageSink sink, bool& failed);
     void emit_websocket(const Key& key, ByteSpan message, Timestamp time, MessageSink sink);
     void websocket_error(WebSocketError e) noexcept { ++stats_.websocket_errors[static_cast<std::size_t>(e)]; }
     static Mode initial_mode(StreamProtocol p) noexcept { return p == StreamProtocol::hep ? Mode::hep : Mode::start; }

@@ -12,9 +12,7 @@ constexpr std::string_view kHttp = "HTTP/";
 // Headers of a handshake are looked for this far into a first segment.
 constexpr std::size_t kMaxSniffedHead = 8192;
 
-char lower(char c) noexcept {
-    return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
+char lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
 bool iequals(std::string_view a, std::string_view lower_b) noexcept {
     if (a.size() != lower_b.size()) return false;
@@ -52,18 +50,12 @@ bool is_prefix_of(ByteSpan b, std::string_view text) noexcept {
 
 std::string_view to_string(WebSocketError error) noexcept {
     switch (error) {
-        case WebSocketError::handshake_too_large:
-            return "handshake_too_large";
-        case WebSocketError::not_upgraded:
-            return "not_upgraded";
-        case WebSocketError::frame_too_large:
-            return "frame_too_large";
-        case WebSocketError::bad_frame:
-            return "bad_frame";
-        case WebSocketError::unexpected_continuation:
-            return "unexpected_continuation";
-        case WebSocketError::compressed:
-            return "compressed";
+    case WebSocketError::handshake_too_large: return "handshake_too_large";
+    case WebSocketError::not_upgraded: return "not_upgraded";
+    case WebSocketError::frame_too_large: return "frame_too_large";
+    case WebSocketError::bad_frame: return "bad_frame";
+    case WebSocketError::unexpected_continuation: return "unexpected_continuation";
+    case WebSocketError::compressed: return "compressed";
     }
     return "unknown";
 }

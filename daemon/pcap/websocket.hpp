@@ -66,7 +66,7 @@ struct WsFrame {
     std::uint8_t opcode = 0;
     bool masked = false;
     std::array<std::uint8_t, 4> mask{};
-    std::size_t header_size = 0;   // known once the length is (need_more may have it too)
+    std::size_t header_size = 0;  // known once the length is (need_more may have it too)
     std::uint64_t payload_size = 0;
     std::size_t size() const noexcept { return header_size + static_cast<std::size_t>(payload_size); }
 };

@@ -78,4 +78,4 @@ void ShardCollector::collect_remaining(const sip::DialogTable& table) {
     });
 }
 
-} // namespace hepd::report
+}  // namespace hepd::report

@@ -35,7 +35,9 @@ struct Range {
         if (o.min < min) min = o.min;
         if (o.max > max) max = o.max;
     }
-    double mean() const noexcept { return count ? static_cast<double>(sum_micro) / 1e6 / static_cast<double>(count) : 0.0; }
+    double mean() const noexcept {
+        return count ? static_cast<double>(sum_micro) / 1e6 / static_cast<double>(count) : 0.0;
+    }
 };
 
 struct StreamRow {
@@ -98,4 +100,4 @@ private:
     Range pdd_, setup_, duration_, mos_;
 };
 
-} // namespace hepd::report
+}  // namespace hepd::report

@@ -69,7 +69,7 @@ json buckets(const H& h) {
 
 std::string iso(Timestamp t) { return t.us == 0 ? std::string() : format_iso8601(t); }
 
-} // namespace
+}  // namespace
 
 json build_report(const RunInfo& info, const RunInputs& in) {
     const auto& cap = *in.capture;
@@ -94,9 +94,8 @@ json build_report(const RunInfo& info, const RunInputs& in) {
     c["frames"] = cap.frames;
     c["bytes"] = cap.bytes;
     c["datagrams"] = cap.datagrams;
-    c["datagrams_by_kind"] = nonzero(cap.datagrams_by_kind, [](std::size_t i) {
-        return hepd::to_string(static_cast<PayloadClass>(i));
-    });
+    c["datagrams_by_kind"] =
+        nonzero(cap.datagrams_by_kind, [](std::size_t i) { return hepd::to_string(static_cast<PayloadClass>(i)); });
     c["packets_by_class"] =
         nonzero(cap.packets, [](std::size_t i) { return pcap::to_string(static_cast<pcap::PacketClass>(i)); });
     c["frames_by_link"] = nonzero(cap.frames_by_link, [](std::size_t i) { return pcap::link_type_slot_name(i); });
@@ -111,9 +110,12 @@ json build_report(const RunInfo& info, const RunInputs& in) {
                       {"dropped", nonzero(cap.fragments.dropped, [](std::size_t i) {
                            return pcap::to_string(static_cast<pcap::FragmentDrop>(i));
                        })}};
-    c["tcp"] = {{"segments", cap.tcp.segments},           {"messages", cap.tcp.messages},
-                {"streams_opened", cap.tcp.streams_opened}, {"streams_evicted", cap.tcp.streams_evicted},
-                {"gaps_skipped", cap.tcp.gaps_skipped},     {"resync_bytes_dropped", cap.tcp.resync_bytes_dropped},
+    c["tcp"] = {{"segments", cap.tcp.segments},
+                {"messages", cap.tcp.messages},
+                {"streams_opened", cap.tcp.streams_opened},
+                {"streams_evicted", cap.tcp.streams_evicted},
+                {"gaps_skipped", cap.tcp.gaps_skipped},
+                {"resync_bytes_dropped", cap.tcp.resync_bytes_dropped},
                 {"websocket",
                  {{"upgrades", cap.tcp.websocket_upgrades},
                   {"frames", cap.tcp.websocket_frames},
@@ -123,14 +125,14 @@ json build_report(const RunInfo& info, const RunInputs& in) {
                   {"errors", nonzero(cap.tcp.websocket_errors, [](std::size_t i) {
                        return pcap::to_string(static_cast<pcap::WebSocketError>(i));
                    })}}}};
-    c["hep"] = {{"received", cap.hep.received()},
-                {"accepted", cap.hep.accepted()},
-                {"decode_errors", nonzero(cap.hep.decode_errors, [](std::size_t i) {
-                     return hep::to_string(static_cast<hep::DecodeError>(i));
-                 })},
-                {"timestamp_fixups", nonzero(cap.hep.timestamp_fixups, [](std::size_t i) {
-                     return hep::to_string(static_cast<hep::TimestampFixup>(i));
-                 })}};
+    c["hep"] = {
+        {"received", cap.hep.received()},
+        {"accepted", cap.hep.accepted()},
+        {"decode_errors", nonzero(cap.hep.decode_errors,
+                                  [](std::size_t i) { return hep::to_string(static_cast<hep::DecodeError>(i)); })},
+        {"timestamp_fixups", nonzero(cap.hep.timestamp_fixups, [](std::size_t i) {
+             return hep::to_string(static_cast<hep::TimestampFixup>(i));
+         })}};
     r["capture"] = c;
 
     json sip;
@@ -183,8 +185,8 @@ json build_report(const RunInfo& info, const RunInputs& in) {
 
     json d;
     d["created"] = ds.dialogs_created.value();
-    d["finished"] = nonzero(ds.dialogs_finished,
-                            [](std::size_t i) { return sip::to_string(static_cast<sip::DialogOutcome>(i)); });
+    d["finished"] =
+        nonzero(ds.dialogs_finished, [](std::size_t i) { return sip::to_string(static_cast<sip::DialogOutcome>(i)); });
     json active = json::object();
     for (std::size_t s = 0; s < sip::kDialogStateCount; ++s) {
         const auto state = static_cast<sip::DialogState>(s);
@@ -292,10 +294,10 @@ std::string fixed(double v, int digits = 3) {
 std::string span(const json& s, const char* unit = " s") {
     if (s["count"].get<std::uint64_t>() == 0) return "n/a";
     return "n=" + s["count"].dump() + " mean " + fixed(s["mean"].get<double>()) + unit + ", min " +
-           fixed(s["min"].get<double>()) + ", max " + fixed(s["max"].get<double>()) + ", p50<=" +
-           fixed(s["p50_bucket"].get<double>(), 2) + ", p95<=" + fixed(s["p95_bucket"].get<double>(), 2);
+           fixed(s["min"].get<double>()) + ", max " + fixed(s["max"].get<double>()) +
+           ", p50<=" + fixed(s["p50_bucket"].get<double>(), 2) + ", p95<=" + fixed(s["p95_bucket"].get<double>(), 2);
 }
-} // namespace
+}  // namespace
 
 std::string render_summary(const json& r) {
     const auto& run = r["run"];
@@ -344,15 +346,16 @@ std::string render_text(const json& r) {
         for (const auto& f : d["failed_calls"])
             o << "    " << f["invite_time"].get<std::string>() << "  " << f["outcome"].get<std::string>() << " "
               << f["final_status"] << " q850 "
-              << (f["q850_cause"].get<int>() < 0 ? std::string("-") : f["q850_cause"].dump()) << "  " << f["caller"].get<std::string>() << " -> "
-              << f["callee"].get<std::string>() << "  " << f["call_id"].get<std::string>() << "\n";
+              << (f["q850_cause"].get<int>() < 0 ? std::string("-") : f["q850_cause"].dump()) << "  "
+              << f["caller"].get<std::string>() << " -> " << f["callee"].get<std::string>() << "  "
+              << f["call_id"].get<std::string>() << "\n";
     }
     const auto& t = r["streams"];
     o << "\nStreams\n  started " << t["started"] << ", finished: " << kv_line(t["finished"]) << "\n  RTP packets "
       << t["rtp_packets"] << ", lost " << t["lost_packets"] << ", duplicates " << t["duplicate_packets"]
       << ", out of order " << t["out_of_order_packets"] << ", events " << t["event_packets"]
-      << "\n  codecs: " << kv_line(t["by_codec"]) << "\n  MOS: " << span(t["mos"], "") << "\n  RTCP reports: "
-      << kv_line(t["rtcp_reports"]) << "\n  RTP errors: " << kv_line(t["rtp_errors"]) << "\n";
+      << "\n  codecs: " << kv_line(t["by_codec"]) << "\n  MOS: " << span(t["mos"], "")
+      << "\n  RTCP reports: " << kv_line(t["rtcp_reports"]) << "\n  RTP errors: " << kv_line(t["rtp_errors"]) << "\n";
     if (!t["worst"].empty()) {
         o << "  worst streams:\n";
         for (const auto& w : t["worst"])
@@ -365,4 +368,4 @@ std::string render_text(const json& r) {
     return o.str();
 }
 
-} // namespace hepd::report
+}  // namespace hepd::report

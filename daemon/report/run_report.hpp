@@ -8,7 +8,6 @@
 #include "sip/dialog_stats.hpp"
 
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <vector>
 
@@ -19,21 +18,21 @@ struct RunInfo {
     std::size_t shards = 1;
     double wall_seconds = 0;
     double cpu_seconds = 0;
-    std::uint64_t peak_rss_bytes = 0;   // includes the mapped capture file
-    std::uint64_t rss_anon_bytes = 0;   // heap and tables only
-    std::string error;  // a file that ended early: what and where
+    std::uint64_t peak_rss_bytes = 0;  // includes the mapped capture file
+    std::uint64_t rss_anon_bytes = 0;  // heap and tables only
+    std::string error;                 // a file that ended early: what and where
 };
 
 struct RunInputs {
     const pcap::CaptureStats* capture = nullptr;
-    const sip::DialogStats* dialogs = nullptr;   // merged over shards
-    const rtp::StreamStats* streams = nullptr;   // merged over shards
+    const sip::DialogStats* dialogs = nullptr;  // merged over shards
+    const rtp::StreamStats* streams = nullptr;  // merged over shards
     std::vector<const ShardCollector*> collectors;
-    std::size_t keep = 20;                       // rows in the worst/failed lists
+    std::size_t keep = 20;  // rows in the worst/failed lists
 };
 
 nlohmann::json build_report(const RunInfo& info, const RunInputs& inputs);
 std::string render_text(const nlohmann::json& report);
 std::string render_summary(const nlohmann::json& report);  // one line
 
-} // namespace hepd::report
+}  // namespace hepd::report

@@ -4,13 +4,13 @@ namespace hepd::rtp {
 
 std::string_view to_string(PacketKind kind) noexcept {
     switch (kind) {
-        case PacketKind::unknown: return "unknown";
-        case PacketKind::rtp: return "rtp";
-        case PacketKind::rtcp: return "rtcp";
-        case PacketKind::stun: return "stun";
-        case PacketKind::zrtp: return "zrtp";
-        case PacketKind::dtls: return "dtls";
-        case PacketKind::turn_channel: return "turn_channel";
+    case PacketKind::unknown: return "unknown";
+    case PacketKind::rtp: return "rtp";
+    case PacketKind::rtcp: return "rtcp";
+    case PacketKind::stun: return "stun";
+    case PacketKind::zrtp: return "zrtp";
+    case PacketKind::dtls: return "dtls";
+    case PacketKind::turn_channel: return "turn_channel";
     }
     return "unknown";
 }
@@ -30,4 +30,4 @@ PacketKind classify(ByteSpan bytes) noexcept {
     return PacketKind::unknown;
 }
 
-} // namespace hepd::rtp
+}  // namespace hepd::rtp

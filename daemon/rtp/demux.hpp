@@ -1,10 +1,10 @@
 #pragma once
 // Tells apart what shares one media port (RFC 7983 first-octet ranges, then RFC 5761 section 4
 // for RTP versus RTCP). A hint for routing only: the matching parser still validates the packet.
+#include "core/bytes.hpp"
+
 #include <cstdint>
 #include <string_view>
-
-#include "core/bytes.hpp"
 
 namespace hepd::rtp {
 
@@ -18,4 +18,4 @@ std::string_view to_string(PacketKind kind) noexcept;
 // RTP and RTCP are multiplexed). An RTP/RTCP candidate shorter than 2 octets is unknown.
 PacketKind classify(ByteSpan bytes) noexcept;
 
-} // namespace hepd::rtp
+}  // namespace hepd::rtp

@@ -7,15 +7,15 @@ namespace hepd::rtp {
 
 CodecImpairment codec_impairment(Codec codec, bool g711_plc) noexcept {
     switch (codec) {
-        case Codec::pcmu:
-        case Codec::pcma: return g711_plc ? CodecImpairment{0.0, 25.1} : CodecImpairment{0.0, 4.3};
-        case Codec::g729: return {11.0, 19.0};
-        case Codec::g723: return {15.0, 16.1};
-        case Codec::gsm: return {20.0, 10.0};
-        case Codec::ilbc: return {10.0, 25.1};
-        case Codec::g722:
-        case Codec::opus:
-        default: return {0.0, 25.1};
+    case Codec::pcmu:
+    case Codec::pcma: return g711_plc ? CodecImpairment{0.0, 25.1} : CodecImpairment{0.0, 4.3};
+    case Codec::g729: return {11.0, 19.0};
+    case Codec::g723: return {15.0, 16.1};
+    case Codec::gsm: return {20.0, 10.0};
+    case Codec::ilbc: return {10.0, 25.1};
+    case Codec::g722:
+    case Codec::opus:
+    default: return {0.0, 25.1};
     }
 }
 
@@ -49,4 +49,4 @@ EmodelResult evaluate(const CodecImpairment& codec, const EmodelInput& input) no
     return out;
 }
 
-} // namespace hepd::rtp
+}  // namespace hepd::rtp

@@ -35,15 +35,15 @@
 //          (so G.729's Ie of 10 rather than G.729A + VAD's 11).
 //   Opus:  Ie 0, Bpl 25.1 (narrowband-equivalent quality at least G.711's, built-in PLC).
 //   unknown / other: treated as G.711 + PLC, so loss still counts.
-#include <cstdint>
-
 #include "rtp/stream_codec.hpp"
+
+#include <cstdint>
 
 namespace hepd::rtp {
 
 struct CodecImpairment {
-    double ie = 0.0;   // equipment impairment factor
-    double bpl = 25.1; // packet-loss robustness factor
+    double ie = 0.0;    // equipment impairment factor
+    double bpl = 25.1;  // packet-loss robustness factor
 };
 
 // Parameters per codec (see the table above). `g711_plc` picks the G.711 row.
@@ -68,4 +68,4 @@ double effective_equipment_impairment(const CodecImpairment& codec, double packe
 double mos_from_r(double r) noexcept;
 EmodelResult evaluate(const CodecImpairment& codec, const EmodelInput& input) noexcept;
 
-} // namespace hepd::rtp
+}  // namespace hepd::rtp

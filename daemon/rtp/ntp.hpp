@@ -11,9 +11,7 @@ namespace hepd::rtp {
 inline constexpr std::int64_t ntp_unix_offset_seconds = 2'208'988'800;
 
 // The middle 32 bits of a 64-bit NTP timestamp: what a receiver echoes as LSR.
-constexpr std::uint32_t ntp_middle32(std::uint64_t ntp) noexcept {
-    return static_cast<std::uint32_t>(ntp >> 16);
-}
+constexpr std::uint32_t ntp_middle32(std::uint64_t ntp) noexcept { return static_cast<std::uint32_t>(ntp >> 16); }
 
 // Cumulative packets lost is a 24-bit two's complement field: duplicates can make it negative.
 constexpr std::int32_t sign_extend_24(std::uint32_t value) noexcept {
@@ -60,4 +58,4 @@ constexpr std::optional<std::int64_t> round_trip_micros(std::uint32_t arrival_co
     return compact_ntp_to_micros(rtt);
 }
 
-} // namespace hepd::rtp
+}  // namespace hepd::rtp

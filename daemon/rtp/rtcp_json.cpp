@@ -4,14 +4,14 @@ namespace hepd::rtp {
 
 std::string_view to_string(RtcpJsonError error) noexcept {
     switch (error) {
-        case RtcpJsonError::empty: return "empty";
-        case RtcpJsonError::too_long: return "too_long";
-        case RtcpJsonError::not_object: return "not_object";
-        case RtcpJsonError::syntax: return "syntax";
-        case RtcpJsonError::truncated: return "truncated";
-        case RtcpJsonError::too_deep: return "too_deep";
-        case RtcpJsonError::bad_number: return "bad_number";
-        case RtcpJsonError::not_rtcp: return "not_rtcp";
+    case RtcpJsonError::empty: return "empty";
+    case RtcpJsonError::too_long: return "too_long";
+    case RtcpJsonError::not_object: return "not_object";
+    case RtcpJsonError::syntax: return "syntax";
+    case RtcpJsonError::truncated: return "truncated";
+    case RtcpJsonError::too_deep: return "too_deep";
+    case RtcpJsonError::bad_number: return "bad_number";
+    case RtcpJsonError::not_rtcp: return "not_rtcp";
     }
     return "unknown";
 }
@@ -103,8 +103,7 @@ public:
                     if (p_ >= end_) return fail(RtcpJsonError::truncated);
                     if (!is_hex(*p_)) return fail(RtcpJsonError::syntax);
                 }
-            } else if (e != '"' && e != '\\' && e != '/' && e != 'b' && e != 'f' && e != 'n' && e != 'r' &&
-                       e != 't') {
+            } else if (e != '"' && e != '\\' && e != '/' && e != 'b' && e != 'f' && e != 'n' && e != 'r' && e != 't') {
                 return fail(RtcpJsonError::syntax);
             }
         }
@@ -187,23 +186,22 @@ public:
 
     bool skip_value(int depth) noexcept {
         switch (peek()) {
-            case '{':
-                return object(depth + 1, [this](std::string_view, int d) { return skip_value(d); });
-            case '[': return array(depth + 1, [this](int d) { return skip_value(d); });
-            case '"': {
-                std::string_view ignored;
-                return string(ignored);
-            }
-            case 't': return literal("true");
-            case 'f': return literal("false");
-            case 'n': return literal("null");
-            case '\0':
-                if (at_end()) return fail(RtcpJsonError::truncated);
-                return fail(RtcpJsonError::syntax);
-            default: {
-                std::string_view ignored;
-                return number(ignored);
-            }
+        case '{': return object(depth + 1, [this](std::string_view, int d) { return skip_value(d); });
+        case '[': return array(depth + 1, [this](int d) { return skip_value(d); });
+        case '"': {
+            std::string_view ignored;
+            return string(ignored);
+        }
+        case 't': return literal("true");
+        case 'f': return literal("false");
+        case 'n': return literal("null");
+        case '\0':
+            if (at_end()) return fail(RtcpJsonError::truncated);
+            return fail(RtcpJsonError::syntax);
+        default: {
+            std::string_view ignored;
+            return number(ignored);
+        }
         }
     }
 
@@ -326,7 +324,7 @@ bool parse_sender_info(Scanner& s, int depth, RtcpJsonReport& report) noexcept {
     return true;
 }
 
-} // namespace
+}  // namespace
 
 Result<RtcpJsonReport, RtcpJsonError> parse_rtcp_json(std::string_view text) noexcept {
     if (text.size() > kMaxRtcpJsonSize) return fail(RtcpJsonError::too_long);
@@ -383,4 +381,4 @@ Result<RtcpJsonReport, RtcpJsonError> parse_rtcp_json(std::string_view text) noe
     return report;
 }
 
-} // namespace hepd::rtp
+}  // namespace hepd::rtp

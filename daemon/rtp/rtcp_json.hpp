@@ -24,24 +24,24 @@
 // counts (duplicates) and are sign-extended. Negative 32-bit values of other fields are taken
 // modulo 2^32. Unknown keys and values of any type are skipped. Values are the wire's: jitter
 // in RTP timestamp units, LSR/DLSR in NTP compact (16.16) format.
+#include "core/result.hpp"
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
-#include "core/result.hpp"
-
 namespace hepd::rtp {
 
 enum class RtcpJsonError : std::uint8_t {
-    empty,           // nothing but whitespace
-    too_long,        // over kMaxRtcpJsonSize octets
-    not_object,      // the top-level value is not an object
-    syntax,          // malformed JSON (also trailing garbage)
-    truncated,       // the input ends inside a value
-    too_deep,        // nesting deeper than kMaxRtcpJsonDepth
-    bad_number,      // a known field holds no integer, or one out of its range
-    not_rtcp,        // an object with neither "ssrc" nor "report_blocks"
+    empty,       // nothing but whitespace
+    too_long,    // over kMaxRtcpJsonSize octets
+    not_object,  // the top-level value is not an object
+    syntax,      // malformed JSON (also trailing garbage)
+    truncated,   // the input ends inside a value
+    too_deep,    // nesting deeper than kMaxRtcpJsonDepth
+    bad_number,  // a known field holds no integer, or one out of its range
+    not_rtcp,    // an object with neither "ssrc" nor "report_blocks"
 };
 inline constexpr std::size_t kRtcpJsonErrorCount = 8;
 
@@ -53,10 +53,10 @@ inline constexpr std::size_t kMaxRtcpJsonBlocks = 31;  // RC is 5 bits
 
 struct RtcpJsonBlock {
     std::uint32_t source_ssrc = 0;
-    std::uint8_t fraction_lost = 0;     // /256
-    std::int32_t packets_lost = 0;      // cumulative, signed 24-bit
-    std::uint32_t highest_seq_no = 0;   // extended highest sequence number
-    std::uint32_t ia_jitter = 0;        // RTP timestamp units
+    std::uint8_t fraction_lost = 0;    // /256
+    std::int32_t packets_lost = 0;     // cumulative, signed 24-bit
+    std::uint32_t highest_seq_no = 0;  // extended highest sequence number
+    std::uint32_t ia_jitter = 0;       // RTP timestamp units
     std::uint32_t lsr = 0;
     std::uint32_t dlsr = 0;
 
@@ -78,8 +78,8 @@ struct RtcpJsonReport {
     bool has_type = false;
     bool has_report_count = false;
     bool has_sender_info = false;
-    std::uint32_t ssrc = 0;        // the reporter
-    std::uint8_t type = 0;         // RTCP packet type: 200 SR, 201 RR
+    std::uint32_t ssrc = 0;  // the reporter
+    std::uint8_t type = 0;   // RTCP packet type: 200 SR, 201 RR
     std::uint8_t report_count = 0;
     RtcpJsonSenderInfo sender_info;
     std::uint8_t block_count = 0;
@@ -91,4 +91,4 @@ struct RtcpJsonReport {
 // octets (C senders sometimes count the terminator) are accepted.
 Result<RtcpJsonReport, RtcpJsonError> parse_rtcp_json(std::string_view text) noexcept;
 
-} // namespace hepd::rtp
+}  // namespace hepd::rtp

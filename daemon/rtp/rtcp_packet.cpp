@@ -1,45 +1,45 @@
 #include "rtp/rtcp_packet.hpp"
 
-#include <algorithm>
-
 #include "rtp/ntp.hpp"
+
+#include <algorithm>
 
 namespace hepd::rtp {
 
 std::string_view to_string(RtcpError error) noexcept {
     switch (error) {
-        case RtcpError::too_short: return "too_short";
-        case RtcpError::bad_version: return "bad_version";
-        case RtcpError::length_overflow: return "length_overflow";
-        case RtcpError::padding_zero: return "padding_zero";
-        case RtcpError::padding_overflow: return "padding_overflow";
-        case RtcpError::wrong_packet_type: return "wrong_packet_type";
-        case RtcpError::ssrc_truncated: return "ssrc_truncated";
-        case RtcpError::sender_info_truncated: return "sender_info_truncated";
-        case RtcpError::report_blocks_truncated: return "report_blocks_truncated";
-        case RtcpError::sdes_chunk_truncated: return "sdes_chunk_truncated";
-        case RtcpError::sdes_item_truncated: return "sdes_item_truncated";
-        case RtcpError::bye_sources_truncated: return "bye_sources_truncated";
-        case RtcpError::bye_reason_truncated: return "bye_reason_truncated";
-        case RtcpError::app_truncated: return "app_truncated";
-        case RtcpError::xr_block_truncated: return "xr_block_truncated";
-        case RtcpError::xr_block_overflow: return "xr_block_overflow";
-        case RtcpError::xr_block_bad_length: return "xr_block_bad_length";
-        case RtcpError::wrong_block_type: return "wrong_block_type";
+    case RtcpError::too_short: return "too_short";
+    case RtcpError::bad_version: return "bad_version";
+    case RtcpError::length_overflow: return "length_overflow";
+    case RtcpError::padding_zero: return "padding_zero";
+    case RtcpError::padding_overflow: return "padding_overflow";
+    case RtcpError::wrong_packet_type: return "wrong_packet_type";
+    case RtcpError::ssrc_truncated: return "ssrc_truncated";
+    case RtcpError::sender_info_truncated: return "sender_info_truncated";
+    case RtcpError::report_blocks_truncated: return "report_blocks_truncated";
+    case RtcpError::sdes_chunk_truncated: return "sdes_chunk_truncated";
+    case RtcpError::sdes_item_truncated: return "sdes_item_truncated";
+    case RtcpError::bye_sources_truncated: return "bye_sources_truncated";
+    case RtcpError::bye_reason_truncated: return "bye_reason_truncated";
+    case RtcpError::app_truncated: return "app_truncated";
+    case RtcpError::xr_block_truncated: return "xr_block_truncated";
+    case RtcpError::xr_block_overflow: return "xr_block_overflow";
+    case RtcpError::xr_block_bad_length: return "xr_block_bad_length";
+    case RtcpError::wrong_block_type: return "wrong_block_type";
     }
     return "unknown";
 }
 
 std::string_view to_string(RtcpType type) noexcept {
     switch (type) {
-        case RtcpType::sr: return "sr";
-        case RtcpType::rr: return "rr";
-        case RtcpType::sdes: return "sdes";
-        case RtcpType::bye: return "bye";
-        case RtcpType::app: return "app";
-        case RtcpType::rtpfb: return "rtpfb";
-        case RtcpType::psfb: return "psfb";
-        case RtcpType::xr: return "xr";
+    case RtcpType::sr: return "sr";
+    case RtcpType::rr: return "rr";
+    case RtcpType::sdes: return "sdes";
+    case RtcpType::bye: return "bye";
+    case RtcpType::app: return "app";
+    case RtcpType::rtpfb: return "rtpfb";
+    case RtcpType::psfb: return "psfb";
+    case RtcpType::xr: return "xr";
     }
     return "other";
 }
@@ -63,7 +63,7 @@ RtcpPacket frame_unchecked(ByteSpan bytes) noexcept {
     return packet;
 }
 
-} // namespace
+}  // namespace
 
 Result<RtcpPacket, RtcpError> parse_rtcp_packet(ByteSpan bytes) noexcept {
     if (bytes.size() < header_size) return fail(RtcpError::too_short);
@@ -176,7 +176,7 @@ std::optional<RtcpError> read_chunk(ByteSpan body, std::size_t& pos, SdesChunk& 
     return std::nullopt;
 }
 
-} // namespace
+}  // namespace
 
 std::optional<std::string_view> SdesChunk::find(SdesItemType type) const noexcept {
     for (const SdesItem item : *this)
@@ -184,8 +184,7 @@ std::optional<std::string_view> SdesChunk::find(SdesItemType type) const noexcep
     return std::nullopt;
 }
 
-SdesPacket::Iterator::Iterator(ByteSpan body, std::size_t remaining) noexcept
-    : body_(body), remaining_(remaining) {
+SdesPacket::Iterator::Iterator(ByteSpan body, std::size_t remaining) noexcept : body_(body), remaining_(remaining) {
     if (remaining_ > 0) (void)read_chunk(body_, pos_, current_);
 }
 
@@ -297,4 +296,4 @@ Result<VoipMetrics, RtcpError> parse_voip_metrics(const XrBlock& block) noexcept
     return m;
 }
 
-} // namespace hepd::rtp
+}  // namespace hepd::rtp

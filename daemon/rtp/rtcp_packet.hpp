@@ -3,15 +3,15 @@
 // framing once (version, length chain, padding) so that iterating its packets cannot fail; each
 // packet is then decoded on demand by the typed parser for its type, which validates its body.
 // Everything is a view into the caller's buffer: nothing is copied or allocated.
+#include "core/bytes.hpp"
+#include "core/result.hpp"
+#include "rtp/ssrc_list.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
 #include <optional>
 #include <string_view>
-
-#include "core/bytes.hpp"
-#include "core/result.hpp"
-#include "rtp/ssrc_list.hpp"
 
 namespace hepd::rtp {
 
@@ -54,12 +54,12 @@ std::string_view to_string(RtcpType type) noexcept;
 
 // One packet of a compound packet, framing already checked.
 struct RtcpPacket {
-    RtcpType type{};              // may hold a value outside the enumerators
-    std::uint8_t count = 0;       // 5 bits: RC, SC, APP subtype or feedback FMT
+    RtcpType type{};         // may hold a value outside the enumerators
+    std::uint8_t count = 0;  // 5 bits: RC, SC, APP subtype or feedback FMT
     bool padding = false;
     std::uint8_t padding_size = 0;
-    ByteSpan bytes;               // the whole packet: header, body and padding
-    ByteSpan body;                // after the 4-octet header, padding removed
+    ByteSpan bytes;  // the whole packet: header, body and padding
+    ByteSpan body;   // after the 4-octet header, padding removed
 };
 
 // Frames the single packet at the front of `bytes` (which may hold more after it).
@@ -218,7 +218,7 @@ enum class SdesItemType : std::uint8_t {
 };
 
 struct SdesItem {
-    SdesItemType type{};    // may hold a value outside the enumerators
+    SdesItemType type{};     // may hold a value outside the enumerators
     std::string_view value;  // raw octets (UTF-8 by the RFC; PRIV keeps its prefix length+text)
 };
 
@@ -282,9 +282,7 @@ public:
             ++*this;
             return before;
         }
-        friend bool operator==(const Iterator& a, const Iterator& b) noexcept {
-            return a.remaining_ == b.remaining_;
-        }
+        friend bool operator==(const Iterator& a, const Iterator& b) noexcept { return a.remaining_ == b.remaining_; }
 
     private:
         ByteSpan body_;
@@ -312,7 +310,7 @@ Result<SdesPacket, RtcpError> parse_sdes(const RtcpPacket& packet) noexcept;
 // ---- BYE and APP (RFC 3550 6.6, 6.7) -------------------------------------------------------
 
 struct ByePacket {
-    SsrcList sources;         // SC entries
+    SsrcList sources;  // SC entries
     bool has_reason = false;
     std::string_view reason;  // empty when absent
 };
@@ -341,9 +339,9 @@ enum class XrBlockType : std::uint8_t {
 };
 
 struct XrBlock {
-    XrBlockType type{};               // may hold a value outside the enumerators
+    XrBlockType type{};  // may hold a value outside the enumerators
     std::uint8_t type_specific = 0;
-    ByteSpan body;                    // block length * 4 octets after the 4-octet block header
+    ByteSpan body;  // block length * 4 octets after the 4-octet block header
 };
 
 class XrPacket {
@@ -382,7 +380,7 @@ public:
         : ssrc_(ssrc), blocks_(blocks), count_(count) {}
 
     std::uint32_t ssrc() const noexcept { return ssrc_; }  // the reporter
-    std::size_t size() const noexcept { return count_; }  // number of blocks
+    std::size_t size() const noexcept { return count_; }   // number of blocks
     Iterator begin() const noexcept { return Iterator(blocks_.data()); }
     Iterator end() const noexcept { return Iterator(blocks_.data() + blocks_.size()); }
 
@@ -424,24 +422,24 @@ enum class JitterBufferMode : std::uint8_t { unknown = 0, reserved = 1, non_adap
 struct VoipMetrics {
     static constexpr std::uint8_t unavailable = 127;  // for levels, RERL, R factors and MOS
 
-    std::uint32_t ssrc = 0;               // source the metrics describe
-    std::uint8_t loss_rate = 0;           // fraction lost, /256
-    std::uint8_t discard_rate = 0;        // fraction discarded by the jitter buffer, /256
-    std::uint8_t burst_density = 0;       // /256
-    std::uint8_t gap_density = 0;         // /256
+    std::uint32_t ssrc = 0;          // source the metrics describe
+    std::uint8_t loss_rate = 0;      // fraction lost, /256
+    std::uint8_t discard_rate = 0;   // fraction discarded by the jitter buffer, /256
+    std::uint8_t burst_density = 0;  // /256
+    std::uint8_t gap_density = 0;    // /256
     std::uint16_t burst_duration_ms = 0;
     std::uint16_t gap_duration_ms = 0;
     std::uint16_t round_trip_delay_ms = 0;
     std::uint16_t end_system_delay_ms = 0;
-    std::int8_t signal_level_db = 0;      // dBm0, two's complement; 127 unavailable
-    std::int8_t noise_level_db = 0;       // dBm0, two's complement; 127 unavailable
-    std::uint8_t rerl_db = 0;             // residual echo return loss; 127 unavailable
-    std::uint8_t gmin = 0;                // gap threshold (16 recommended)
-    std::uint8_t r_factor = 0;            // 0..100; 127 unavailable
-    std::uint8_t ext_r_factor = 0;        // 0..100; 127 unavailable
-    std::uint8_t mos_lq_x10 = 0;          // 10..50; 127 unavailable
-    std::uint8_t mos_cq_x10 = 0;          // 10..50; 127 unavailable
-    std::uint8_t rx_config = 0;           // PLC:2 JBA:2 JB rate:4
+    std::int8_t signal_level_db = 0;  // dBm0, two's complement; 127 unavailable
+    std::int8_t noise_level_db = 0;   // dBm0, two's complement; 127 unavailable
+    std::uint8_t rerl_db = 0;         // residual echo return loss; 127 unavailable
+    std::uint8_t gmin = 0;            // gap threshold (16 recommended)
+    std::uint8_t r_factor = 0;        // 0..100; 127 unavailable
+    std::uint8_t ext_r_factor = 0;    // 0..100; 127 unavailable
+    std::uint8_t mos_lq_x10 = 0;      // 10..50; 127 unavailable
+    std::uint8_t mos_cq_x10 = 0;      // 10..50; 127 unavailable
+    std::uint8_t rx_config = 0;       // PLC:2 JBA:2 JB rate:4
     std::uint16_t jb_nominal_ms = 0;
     std::uint16_t jb_maximum_ms = 0;
     std::uint16_t jb_abs_max_ms = 0;
@@ -467,4 +465,4 @@ private:
 
 Result<VoipMetrics, RtcpError> parse_voip_metrics(const XrBlock& block) noexcept;
 
-} // namespace hepd::rtp
+}  // namespace hepd::rtp

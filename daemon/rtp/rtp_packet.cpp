@@ -4,14 +4,14 @@ namespace hepd::rtp {
 
 std::string_view to_string(RtpError error) noexcept {
     switch (error) {
-        case RtpError::too_short: return "too_short";
-        case RtpError::bad_version: return "bad_version";
-        case RtpError::csrc_truncated: return "csrc_truncated";
-        case RtpError::extension_truncated: return "extension_truncated";
-        case RtpError::extension_length_overflow: return "extension_length_overflow";
-        case RtpError::padding_zero: return "padding_zero";
-        case RtpError::padding_overflow: return "padding_overflow";
-        case RtpError::extension_element_truncated: return "extension_element_truncated";
+    case RtpError::too_short: return "too_short";
+    case RtpError::bad_version: return "bad_version";
+    case RtpError::csrc_truncated: return "csrc_truncated";
+    case RtpError::extension_truncated: return "extension_truncated";
+    case RtpError::extension_length_overflow: return "extension_length_overflow";
+    case RtpError::padding_zero: return "padding_zero";
+    case RtpError::padding_overflow: return "padding_overflow";
+    case RtpError::extension_element_truncated: return "extension_element_truncated";
     }
     return "unknown";
 }
@@ -61,8 +61,7 @@ Result<RtpPacket, RtpError> parse_rtp(ByteSpan bytes) noexcept {
     return packet;
 }
 
-ExtensionElementReader::ExtensionElementReader(std::uint16_t profile, ByteSpan data) noexcept
-    : data_(data) {
+ExtensionElementReader::ExtensionElementReader(std::uint16_t profile, ByteSpan data) noexcept : data_(data) {
     if (profile == one_byte_extension_profile) {
         form_ = Form::one_byte;
     } else if (is_two_byte_extension_profile(profile)) {
@@ -120,4 +119,4 @@ bool ExtensionElementReader::next(ExtensionElement& out) noexcept {
     return false;
 }
 
-} // namespace hepd::rtp
+}  // namespace hepd::rtp

@@ -1,24 +1,24 @@
 #pragma once
 // RTP data packets (RFC 3550 section 5.1) and their header extensions (RFC 8285). The parser is
 // pure and zero-copy: every view points into the caller's buffer, which must outlive the result.
-#include <cstddef>
-#include <cstdint>
-#include <string_view>
-
 #include "core/bytes.hpp"
 #include "core/result.hpp"
 #include "rtp/ssrc_list.hpp"
 
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
 namespace hepd::rtp {
 
 enum class RtpError : std::uint8_t {
-    too_short,                  // fewer than the 12 octets of the fixed header
-    bad_version,                // V != 2
-    csrc_truncated,             // CC says more CSRCs than the packet holds
-    extension_truncated,        // X set but no room for the 4-octet extension header
-    extension_length_overflow,  // extension length (32-bit words) runs past the packet
-    padding_zero,               // P set but the padding count octet is 0
-    padding_overflow,           // padding count larger than what follows the header
+    too_short,                    // fewer than the 12 octets of the fixed header
+    bad_version,                  // V != 2
+    csrc_truncated,               // CC says more CSRCs than the packet holds
+    extension_truncated,          // X set but no room for the 4-octet extension header
+    extension_length_overflow,    // extension length (32-bit words) runs past the packet
+    padding_zero,                 // P set but the padding count octet is 0
+    padding_overflow,             // padding count larger than what follows the header
     extension_element_truncated,  // an RFC 8285 element runs past the extension data
 };
 
@@ -32,7 +32,7 @@ struct RtpPacket {
     std::uint16_t sequence = 0;
     std::uint32_t timestamp = 0;
     std::uint32_t ssrc = 0;
-    SsrcList csrcs;                      // CC entries
+    SsrcList csrcs;                       // CC entries
     std::uint16_t extension_profile = 0;  // "defined by profile" field; 0 when !extension
     ByteSpan extension_data;              // extension body (length * 4 octets), without its header
     std::uint8_t padding_size = 0;        // octets removed from the end (0 when !padding)
@@ -80,4 +80,4 @@ private:
     bool failed_ = false;
 };
 
-} // namespace hepd::rtp
+}  // namespace hepd::rtp

@@ -29,16 +29,16 @@ enum class SeqVerdict : std::uint8_t {
 };
 
 struct SequenceTracker {
-    std::uint64_t window_low = 0;       // bit i: number (max - i) seen, i < 64
-    std::uint64_t window_high = 0;      // bit i: number (max - 64 - i) seen
-    std::uint32_t cycles = 0;           // wrap-arounds << 16, as in A.1
-    std::uint32_t received = 0;         // since the last (re)initialisation, duplicates included
-    std::uint32_t prior_expected = 0;   // expected/received of the runs before each restart
+    std::uint64_t window_low = 0;      // bit i: number (max - i) seen, i < 64
+    std::uint64_t window_high = 0;     // bit i: number (max - 64 - i) seen
+    std::uint32_t cycles = 0;          // wrap-arounds << 16, as in A.1
+    std::uint32_t received = 0;        // since the last (re)initialisation, duplicates included
+    std::uint32_t prior_expected = 0;  // expected/received of the runs before each restart
     std::uint32_t prior_received = 0;
-    std::uint32_t gaps = 0;             // loss events: advances that skipped numbers
+    std::uint32_t gaps = 0;  // loss events: advances that skipped numbers
     std::uint16_t base_seq = 0;
     std::uint16_t max_seq = 0;
-    std::uint16_t bad_seq = 0;          // A.1's bad_seq when has_bad_seq (A.1 uses MOD + 1 for none)
+    std::uint16_t bad_seq = 0;  // A.1's bad_seq when has_bad_seq (A.1 uses MOD + 1 for none)
     std::uint16_t restarts = 0;
     std::uint8_t probation = 0;
     bool started = false;
@@ -99,8 +99,7 @@ struct SequenceTracker {
             return SeqVerdict::jump;
         }
         ++received;
-        return mark_behind(static_cast<std::uint16_t>(max_seq - seq)) ? SeqVerdict::duplicate
-                                                                        : SeqVerdict::late;
+        return mark_behind(static_cast<std::uint16_t>(max_seq - seq)) ? SeqVerdict::duplicate : SeqVerdict::late;
     }
 
     std::uint32_t extended_max() const noexcept { return cycles + max_seq; }
@@ -122,9 +121,7 @@ private:
         window_high = 0;
     }
 
-    std::uint32_t run_expected() const noexcept {
-        return validated ? extended_max() - base_seq + 1 : 0;
-    }
+    std::uint32_t run_expected() const noexcept { return validated ? extended_max() - base_seq + 1 : 0; }
 
     void advance_window(std::uint32_t by) noexcept {
         if (by >= 128) {
@@ -156,4 +153,4 @@ private:
     }
 };
 
-} // namespace hepd::rtp
+}  // namespace hepd::rtp

@@ -1,11 +1,11 @@
 #pragma once
 // A view of consecutive 32-bit big-endian identifiers (RTP CSRC list, RTCP BYE sources): the
 // bytes stay in the packet and each entry is decoded on access, so parsing copies nothing.
+#include "core/bytes.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
-
-#include "core/bytes.hpp"
 
 namespace hepd::rtp {
 
@@ -53,4 +53,4 @@ private:
     ByteSpan bytes_;
 };
 
-} // namespace hepd::rtp
+}  // namespace hepd::rtp

@@ -4,44 +4,44 @@ namespace hepd::rtp {
 
 std::string_view to_string(Codec codec) noexcept {
     switch (codec) {
-        case Codec::unknown: return "unknown";
-        case Codec::pcmu: return "pcmu";
-        case Codec::pcma: return "pcma";
-        case Codec::g722: return "g722";
-        case Codec::g729: return "g729";
-        case Codec::g723: return "g723";
-        case Codec::gsm: return "gsm";
-        case Codec::ilbc: return "ilbc";
-        case Codec::opus: return "opus";
-        case Codec::telephone_event: return "telephone_event";
-        case Codec::comfort_noise: return "comfort_noise";
-        case Codec::other: return "other";
+    case Codec::unknown: return "unknown";
+    case Codec::pcmu: return "pcmu";
+    case Codec::pcma: return "pcma";
+    case Codec::g722: return "g722";
+    case Codec::g729: return "g729";
+    case Codec::g723: return "g723";
+    case Codec::gsm: return "gsm";
+    case Codec::ilbc: return "ilbc";
+    case Codec::opus: return "opus";
+    case Codec::telephone_event: return "telephone_event";
+    case Codec::comfort_noise: return "comfort_noise";
+    case Codec::other: return "other";
     }
     return "unknown";
 }
 
 std::string_view to_string(CodecLabel label) noexcept {
     switch (label) {
-        case CodecLabel::pcmu: return "pcmu";
-        case CodecLabel::pcma: return "pcma";
-        case CodecLabel::g722: return "g722";
-        case CodecLabel::g729: return "g729";
-        case CodecLabel::opus: return "opus";
-        case CodecLabel::telephone_event: return "telephone_event";
-        case CodecLabel::other: return "other";
+    case CodecLabel::pcmu: return "pcmu";
+    case CodecLabel::pcma: return "pcma";
+    case CodecLabel::g722: return "g722";
+    case CodecLabel::g729: return "g729";
+    case CodecLabel::opus: return "opus";
+    case CodecLabel::telephone_event: return "telephone_event";
+    case CodecLabel::other: return "other";
     }
     return "other";
 }
 
 CodecLabel label_of(Codec codec) noexcept {
     switch (codec) {
-        case Codec::pcmu: return CodecLabel::pcmu;
-        case Codec::pcma: return CodecLabel::pcma;
-        case Codec::g722: return CodecLabel::g722;
-        case Codec::g729: return CodecLabel::g729;
-        case Codec::opus: return CodecLabel::opus;
-        case Codec::telephone_event: return CodecLabel::telephone_event;
-        default: return CodecLabel::other;
+    case Codec::pcmu: return CodecLabel::pcmu;
+    case Codec::pcma: return CodecLabel::pcma;
+    case Codec::g722: return CodecLabel::g722;
+    case Codec::g729: return CodecLabel::g729;
+    case Codec::opus: return CodecLabel::opus;
+    case Codec::telephone_event: return CodecLabel::telephone_event;
+    default: return CodecLabel::other;
     }
 }
 
@@ -59,7 +59,7 @@ bool equals_ignore_case(std::string_view a, std::string_view b) noexcept {
     return true;
 }
 
-} // namespace
+}  // namespace
 
 Codec codec_from_name(std::string_view name) noexcept {
     struct Name {
@@ -68,11 +68,13 @@ Codec codec_from_name(std::string_view name) noexcept {
     };
     // Aliases seen in the field: Asterisk's G711U/G711A and G729A, Cisco's "G.729".
     static constexpr Name names[] = {
-        {"pcmu", Codec::pcmu},   {"g711u", Codec::pcmu},  {"pcma", Codec::pcma},
-        {"g711a", Codec::pcma},  {"g722", Codec::g722},   {"g729", Codec::g729},
-        {"g729a", Codec::g729},  {"g.729", Codec::g729},  {"g729ab", Codec::g729},
-        {"g723", Codec::g723},   {"gsm", Codec::gsm},     {"ilbc", Codec::ilbc},
-        {"opus", Codec::opus},   {"telephone-event", Codec::telephone_event},
+        {"pcmu", Codec::pcmu},        {"g711u", Codec::pcmu},
+        {"pcma", Codec::pcma},        {"g711a", Codec::pcma},
+        {"g722", Codec::g722},        {"g729", Codec::g729},
+        {"g729a", Codec::g729},       {"g.729", Codec::g729},
+        {"g729ab", Codec::g729},      {"g723", Codec::g723},
+        {"gsm", Codec::gsm},          {"ilbc", Codec::ilbc},
+        {"opus", Codec::opus},        {"telephone-event", Codec::telephone_event},
         {"cn", Codec::comfort_noise},
     };
     if (name.empty()) return Codec::unknown;
@@ -83,27 +85,32 @@ Codec codec_from_name(std::string_view name) noexcept {
 
 StaticPayload static_payload(std::uint8_t pt) noexcept {
     switch (pt) {
-        case 0: return {Codec::pcmu, 8000};
-        case 3: return {Codec::gsm, 8000};
-        case 4: return {Codec::g723, 8000};
-        case 5: return {Codec::other, 8000};    // DVI4
-        case 6: return {Codec::other, 16000};   // DVI4
-        case 7: return {Codec::other, 8000};    // LPC
-        case 8: return {Codec::pcma, 8000};
-        case 9: return {Codec::g722, 8000};
-        case 10: return {Codec::other, 44100};  // L16 stereo
-        case 11: return {Codec::other, 44100};  // L16 mono
-        case 12: return {Codec::other, 8000};   // QCELP
-        case 13: return {Codec::comfort_noise, 8000};
-        case 14: return {Codec::other, 90000};  // MPA
-        case 15: return {Codec::other, 8000};   // G728
-        case 16: return {Codec::other, 11025};  // DVI4
-        case 17: return {Codec::other, 22050};  // DVI4
-        case 18: return {Codec::g729, 8000};
-        case 19: return {Codec::comfort_noise, 8000};  // reserved; CN in RFC 1890, still sent
-        case 25: case 26: case 28: case 31: case 32: case 33: case 34:
-            return {Codec::other, 90000};  // CelB, JPEG, nv, H261, MPV, MP2T, H263
-        default: return {};
+    case 0: return {Codec::pcmu, 8000};
+    case 3: return {Codec::gsm, 8000};
+    case 4: return {Codec::g723, 8000};
+    case 5: return {Codec::other, 8000};   // DVI4
+    case 6: return {Codec::other, 16000};  // DVI4
+    case 7: return {Codec::other, 8000};   // LPC
+    case 8: return {Codec::pcma, 8000};
+    case 9: return {Codec::g722, 8000};
+    case 10: return {Codec::other, 44100};  // L16 stereo
+    case 11: return {Codec::other, 44100};  // L16 mono
+    case 12: return {Codec::other, 8000};   // QCELP
+    case 13: return {Codec::comfort_noise, 8000};
+    case 14: return {Codec::other, 90000};  // MPA
+    case 15: return {Codec::other, 8000};   // G728
+    case 16: return {Codec::other, 11025};  // DVI4
+    case 17: return {Codec::other, 22050};  // DVI4
+    case 18: return {Codec::g729, 8000};
+    case 19: return {Codec::comfort_noise, 8000};  // reserved; CN in RFC 1890, still sent
+    case 25:
+    case 26:
+    case 28:
+    case 31:
+    case 32:
+    case 33:
+    case 34: return {Codec::other, 90000};  // CelB, JPEG, nv, H261, MPV, MP2T, H263
+    default: return {};
     }
 }
 
@@ -121,4 +128,4 @@ int candidate_clock_index(std::uint32_t rate) noexcept {
     return -1;
 }
 
-} // namespace hepd::rtp
+}  // namespace hepd::rtp

@@ -10,7 +10,7 @@ namespace hepd::rtp {
 
 // Codecs the E-model has parameters for, plus the non-voice payloads a stream can carry.
 enum class Codec : std::uint8_t {
-    unknown,          // dynamic payload type with no rtpmap seen (yet)
+    unknown,  // dynamic payload type with no rtpmap seen (yet)
     pcmu,
     pcma,
     g722,
@@ -61,4 +61,4 @@ inline constexpr std::uint8_t kUnlistedClock = 0xFF;
 std::uint8_t clock_code(std::uint32_t rate) noexcept;
 std::uint32_t clock_rate_of(std::uint8_t code) noexcept;  // 0 for kUnlistedClock
 
-} // namespace hepd::rtp
+}  // namespace hepd::rtp

@@ -1,12 +1,12 @@
 #include "rtp/stream_record.hpp"
 
+#include "core/hash.hpp"
+#include "rtp/emodel.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
-
-#include "core/hash.hpp"
-#include "rtp/emodel.hpp"
 
 namespace hepd::rtp {
 
@@ -46,7 +46,7 @@ std::uint64_t fold_multiply(std::uint64_t a, std::uint64_t b) noexcept {
 #endif
 }
 
-} // namespace
+}  // namespace
 
 // The table's own hash (never used for dispatch, so host byte order is fine). Every input word
 // is combined with its own constant (hex digits of pi) before the multiplies, and the result is
@@ -57,9 +57,10 @@ std::uint64_t hash_stream_key(const StreamKey& key) noexcept {
     const std::uint64_t ports = std::uint64_t{key.src.port} | (std::uint64_t{key.dst.port} << 16) |
                                 (std::uint64_t{static_cast<std::uint8_t>(key.src.address.family())} << 32) |
                                 (std::uint64_t{static_cast<std::uint8_t>(key.dst.address.family())} << 40);
-    const std::uint64_t h = fold_multiply(word_at(s.data()) ^ 0x243f6a8885a308d3ULL, word_at(s.data() + 8) ^ 0x13198a2e03707344ULL) ^
-                            fold_multiply(word_at(d.data()) ^ 0xa4093822299f31d0ULL, word_at(d.data() + 8) ^ 0x082efa98ec4e6c89ULL) ^
-                            fold_multiply(ports ^ 0x452821e638d01377ULL, key.ssrc ^ 0xbe5466cf34e90c6cULL);
+    const std::uint64_t h =
+        fold_multiply(word_at(s.data()) ^ 0x243f6a8885a308d3ULL, word_at(s.data() + 8) ^ 0x13198a2e03707344ULL) ^
+        fold_multiply(word_at(d.data()) ^ 0xa4093822299f31d0ULL, word_at(d.data() + 8) ^ 0x082efa98ec4e6c89ULL) ^
+        fold_multiply(ports ^ 0x452821e638d01377ULL, key.ssrc ^ 0xbe5466cf34e90c6cULL);
     return mix64(h);
 }
 
@@ -118,7 +119,8 @@ SeqVerdict observe_packet(Stream& s, const RtpPacket& p, Timestamp arrival) noex
     }
     if ((s.flags & Stream::kHasVoiceReference) != 0) {
         const auto arrival_delta = static_cast<double>(t - s.last_voice_arrival_us);
-        const auto timestamp_delta = static_cast<double>(static_cast<std::int32_t>(p.timestamp - s.last_voice_timestamp));
+        const auto timestamp_delta =
+            static_cast<double>(static_cast<std::int32_t>(p.timestamp - s.last_voice_timestamp));
         const std::size_t estimates = (s.flags & Stream::kCandidateClocks) != 0 ? s.jitter.size() : 1;
         for (std::size_t i = 0; i < estimates; ++i) {
             const std::uint32_t rate = assigned.clock_rate != 0 ? assigned.clock_rate : kCandidateClockRates[i];
@@ -156,7 +158,7 @@ bool timestamp_breaks(const Stream& s, const RtpPacket& p, Timestamp arrival) no
 constexpr std::size_t kMaxHeldPayload = 65535;
 const std::uint8_t kZeroPayload[kMaxHeldPayload] = {};
 
-} // namespace
+}  // namespace
 
 Continuity classify(const Stream& s, const RtpPacket& p, Timestamp arrival) noexcept {
     if (s.held.valid) {
@@ -284,4 +286,4 @@ StreamSummary summarize(const Stream& s, const Binding* binding, const QualityOp
     return out;
 }
 
-} // namespace hepd::rtp
+}  // namespace hepd::rtp

@@ -29,18 +29,18 @@
 // (kCandidateClockRates) and the binding's rtpmap picks the candidate when the stream is read or
 // finished; without a binding, the candidate under which the stream is smoothest (smallest
 // maximum jitter) is taken.
-#include <array>
-#include <cstddef>
-#include <cstdint>
-#include <string>
-#include <string_view>
-
 #include "core/address.hpp"
 #include "core/media_binding.hpp"
 #include "core/time.hpp"
 #include "rtp/rtp_packet.hpp"
 #include "rtp/sequence.hpp"
 #include "rtp/stream_codec.hpp"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
 
 namespace hepd::rtp {
 
@@ -68,7 +68,7 @@ struct ReceiverView {
     std::uint16_t reports = 0;         // SR/RR report blocks about this stream (saturates)
     std::uint16_t xr_reports = 0;      // XR VoIP metrics blocks (saturates)
     std::uint16_t xr_round_trip_ms = 0;
-    std::uint8_t fraction_lost = 0;    // last reported, /256
+    std::uint8_t fraction_lost = 0;  // last reported, /256
     // XR VoIP metrics (RFC 3611 4.7); 127 = unavailable as on the wire.
     std::uint8_t xr_loss_rate = 0;     // /256
     std::uint8_t xr_discard_rate = 0;  // /256
@@ -109,12 +109,12 @@ struct Stream {
     };
 
     Timestamp first;
-    Timestamp last;                          // latest arrival
+    Timestamp last;  // latest arrival
     std::int64_t last_voice_arrival_us = 0;
-    std::uint64_t bytes = 0;                 // RTP payload octets (SR octet count semantics)
+    std::uint64_t bytes = 0;  // RTP payload octets (SR octet count semantics)
     SequenceTracker sequence;
     std::uint32_t last_voice_timestamp = 0;
-    std::uint32_t max_gap_us = 0;            // largest gap between consecutive arrivals
+    std::uint32_t max_gap_us = 0;  // largest gap between consecutive arrivals
     std::uint32_t packets = 0;
     std::uint32_t event_packets = 0;
     std::uint32_t comfort_noise_packets = 0;
@@ -125,7 +125,7 @@ struct Stream {
     // [0] runs until such a payload type appears.
     std::array<JitterEstimate, kCandidateClockRates.size()> jitter{};
     ReceiverView receiver;
-    HeldPacket held;                         // not in snapshots: at most one packet, re-judged
+    HeldPacket held;  // not in snapshots: at most one packet, re-judged
     std::uint16_t payload_type_changes = 0;
     std::uint8_t voice_payload_type = kNoPayloadType;    // current voice payload type
     std::uint8_t dynamic_payload_type = kNoPayloadType;  // first voice payload type of unknown clock
@@ -170,7 +170,7 @@ inline bool is_event_shaped(const RtpPacket& packet) noexcept {
 // A media binding as a stream table keeps it: Call-ID text and the payload types of the SDP.
 struct Binding {
     std::string call_id;
-    Endpoint peer;   // media_key() of the other end of the media line; port 0 when unknown
+    Endpoint peer;             // media_key() of the other end of the media line; port 0 when unknown
     std::uint32_t dialog = 0;  // which dialog of the Call-ID (MediaBinding::dialog)
 
     bool same_call(const Binding& o) const noexcept { return dialog == o.dialog && call_id == o.call_id; }
@@ -195,32 +195,32 @@ struct Binding {
 Binding make_binding(const MediaBinding& binding);
 
 struct QualityOptions {
-    bool g711_plc = true;                  // G.113 row for G.711: with PLC (Bpl 25.1) or without
-    double default_network_delay_ms = 0.0; // one-way network delay when no RTT was reported
-    double jitter_buffer_factor = 2.0;     // assumed jitter buffer: this times the max jitter
+    bool g711_plc = true;                   // G.113 row for G.711: with PLC (Bpl 25.1) or without
+    double default_network_delay_ms = 0.0;  // one-way network delay when no RTT was reported
+    double jitter_buffer_factor = 2.0;      // assumed jitter buffer: this times the max jitter
 };
 
 // Derived figures of a stream, computed on demand (reports, finished streams).
 struct StreamSummary {
     std::int64_t expected = 0;
     std::int64_t received = 0;
-    std::int64_t lost = 0;               // expected - received, negative with duplicates
-    std::uint64_t lost_clamped = 0;      // max(lost, 0)
-    double loss_percent = 0.0;           // lost_clamped / expected
-    std::uint32_t clock_rate = 0;        // of the voice payload type; 0 when unknown
-    int jitter_slot = 0;                 // which estimate was used
-    bool clock_from_binding = false;     // a dynamic clock resolved by the binding's rtpmap
-    bool clock_unmatched = false;        // the binding named a clock outside the candidates
-    double jitter_ms = 0.0;              // last J
+    std::int64_t lost = 0;            // expected - received, negative with duplicates
+    std::uint64_t lost_clamped = 0;   // max(lost, 0)
+    double loss_percent = 0.0;        // lost_clamped / expected
+    std::uint32_t clock_rate = 0;     // of the voice payload type; 0 when unknown
+    int jitter_slot = 0;              // which estimate was used
+    bool clock_from_binding = false;  // a dynamic clock resolved by the binding's rtpmap
+    bool clock_unmatched = false;     // the binding named a clock outside the candidates
+    double jitter_ms = 0.0;           // last J
     double max_jitter_ms = 0.0;
     Codec codec = Codec::unknown;
-    bool has_quality = false;            // a voice stream: r_factor/mos are valid
+    bool has_quality = false;  // a voice stream: r_factor/mos are valid
     double burst_ratio = 1.0;
-    double one_way_delay_ms = 0.0;       // the E-model's Ta
+    double one_way_delay_ms = 0.0;  // the E-model's Ta
     double r_factor = 0.0;
     double mos = 0.0;
 };
 
 StreamSummary summarize(const Stream& stream, const Binding* binding, const QualityOptions& options) noexcept;
 
-} // namespace hepd::rtp
+}  // namespace hepd::rtp

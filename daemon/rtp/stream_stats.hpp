@@ -3,24 +3,24 @@
 // event happens (a packet, a report, a finished stream), read and merged by the exporter and the
 // offline report. Labels come from closed sets only (finish reason, codec label, report source,
 // table, error reason); nothing here is per Call-ID, address or SSRC.
-#include <array>
-#include <cstddef>
-#include <cstdint>
-#include <string_view>
-
 #include "core/stats.hpp"
 #include "rtp/rtcp_json.hpp"
 #include "rtp/rtcp_packet.hpp"
 #include "rtp/rtp_packet.hpp"
 #include "rtp/stream_codec.hpp"
 
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
 namespace hepd::rtp {
 
 enum class FinishReason : std::uint8_t {
-    idle,     // no packet for stream_idle_timeout (packet time)
-    evicted,  // the table was at its cap: least recently active stream made room
-    flushed,  // finish_all(): end of an offline run or shutdown
-    rebound,  // a newer SDP (another call, or moved media) bound the stream's address pair
+    idle,       // no packet for stream_idle_timeout (packet time)
+    evicted,    // the table was at its cap: least recently active stream made room
+    flushed,    // finish_all(): end of an offline run or shutdown
+    rebound,    // a newer SDP (another call, or moved media) bound the stream's address pair
     restarted,  // the sender restarted its sequence or timestamps (RFC 3550 A.1, confirmed)
 };
 inline constexpr std::size_t kFinishReasonCount = 5;
@@ -45,23 +45,22 @@ inline constexpr std::array<double, 10> kJitterBucketsSeconds{0.001, 0.002, 0.00
 inline constexpr std::array<double, 11> kMosBuckets{1.5, 2.0, 2.5, 3.0, 3.5, 3.8, 4.0, 4.2, 4.3, 4.4, 4.5};
 // RTCP fraction lost as a ratio; the 0 bucket holds the loss-free reports.
 inline constexpr std::array<double, 9> kFractionLostBuckets{0.0, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.5, 1.0};
-inline constexpr std::array<double, 11> kRttBucketsSeconds{0.01, 0.02, 0.05, 0.1, 0.15, 0.2,
-                                                           0.3,  0.5,  1.0,  2.0, 5.0};
+inline constexpr std::array<double, 11> kRttBucketsSeconds{0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0};
 
 struct StreamStats {
     Gauge streams_active;
     Gauge pending_bindings;         // media bindings no stream uses (yet, or any more)
     Gauge reported_streams_active;  // receiver views from RTCP-JSON
     Counter streams_started;
-    std::array<Counter, kFinishReasonCount> streams_finished{};        // by reason
+    std::array<Counter, kFinishReasonCount> streams_finished{};  // by reason
     std::array<Counter, kCodecLabelCount> finished_streams_by_codec{};
 
     Counter rtp_packets;
-    Counter rtp_bytes;              // payload octets
-    Counter lost_packets;           // per finished stream: max(expected - received, 0)
+    Counter rtp_bytes;     // payload octets
+    Counter lost_packets;  // per finished stream: max(expected - received, 0)
     Counter duplicate_packets;
     Counter out_of_order_packets;
-    Counter event_packets;          // RFC 4733 telephone-events
+    Counter event_packets;  // RFC 4733 telephone-events
     Histogram<kJitterBucketsSeconds.size()> jitter_seconds{kJitterBucketsSeconds};
     Histogram<kMosBuckets.size()> mos{kMosBuckets};
 
@@ -71,12 +70,12 @@ struct StreamStats {
 
     // Degraded modes.
     std::array<Counter, kStreamTableKindCount> evictions{};  // reason "cap"
-    Counter pending_bindings_expired;   // waited pending_media_timeout for a stream in vain
-    Counter late_bindings;              // a binding for streams that already had packets
-    Counter rebindings;                 // SDP of another call for a bound pair or running streams
-    Counter clock_rate_unmatched;       // finished stream whose rtpmap clock is no candidate
-    Counter rtcp_unmatched_blocks;      // report block / XR block about no known stream
-    Counter rtcp_json_without_call_id;  // RTCP-JSON without correlation id: dropped
+    Counter pending_bindings_expired;                        // waited pending_media_timeout for a stream in vain
+    Counter late_bindings;                                   // a binding for streams that already had packets
+    Counter rebindings;                                      // SDP of another call for a bound pair or running streams
+    Counter clock_rate_unmatched;                            // finished stream whose rtpmap clock is no candidate
+    Counter rtcp_unmatched_blocks;                           // report block / XR block about no known stream
+    Counter rtcp_json_without_call_id;                       // RTCP-JSON without correlation id: dropped
     std::array<Counter, kRtpErrorCount> rtp_errors{};
     std::array<Counter, kRtcpErrorCount> rtcp_errors{};
     std::array<Counter, kRtcpJsonErrorCount> rtcp_json_errors{};
@@ -125,4 +124,4 @@ private:
     }
 };
 
-} // namespace hepd::rtp
+}  // namespace hepd::rtp

@@ -1,43 +1,43 @@
 #include "rtp/stream_table.hpp"
 
-#include <algorithm>
-#include <limits>
-#include <utility>
-
-#include <spdlog/spdlog.h>
-
 #include "core/hash.hpp"
 #include "rtp/ntp.hpp"
 #include "rtp/rtcp_json.hpp"
 #include "rtp/rtcp_packet.hpp"
 
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
 namespace hepd::rtp {
 
 std::string_view to_string(FinishReason reason) noexcept {
     switch (reason) {
-        case FinishReason::idle: return "idle";
-        case FinishReason::evicted: return "evicted";
-        case FinishReason::flushed: return "flushed";
-        case FinishReason::rebound: return "rebound";
-        case FinishReason::restarted: return "restarted";
+    case FinishReason::idle: return "idle";
+    case FinishReason::evicted: return "evicted";
+    case FinishReason::flushed: return "flushed";
+    case FinishReason::rebound: return "rebound";
+    case FinishReason::restarted: return "restarted";
     }
     return "unknown";
 }
 
 std::string_view to_string(ReportSource source) noexcept {
     switch (source) {
-        case ReportSource::rtcp: return "rtcp";
-        case ReportSource::rtcp_json: return "rtcp_json";
-        case ReportSource::xr: return "xr";
+    case ReportSource::rtcp: return "rtcp";
+    case ReportSource::rtcp_json: return "rtcp_json";
+    case ReportSource::xr: return "xr";
     }
     return "unknown";
 }
 
 std::string_view to_string(StreamTableKind table) noexcept {
     switch (table) {
-        case StreamTableKind::streams: return "streams";
-        case StreamTableKind::pending_media: return "pending_media";
-        case StreamTableKind::reported_streams: return "reported_streams";
+    case StreamTableKind::streams: return "streams";
+    case StreamTableKind::pending_media: return "pending_media";
+    case StreamTableKind::reported_streams: return "reported_streams";
     }
     return "unknown";
 }
@@ -66,7 +66,7 @@ std::uint32_t clamp_rtt(std::int64_t rtt_us) noexcept {
     return static_cast<std::uint32_t>(std::clamp<std::int64_t>(rtt_us, 0, largest));
 }
 
-} // namespace
+}  // namespace
 
 StreamTable::StreamTable(const StreamTableConfig& config)
     : config_(config),
@@ -145,8 +145,7 @@ void StreamTable::measure(std::uint32_t at, const RtpPacket& packet, Timestamp a
     }
 }
 
-std::uint32_t StreamTable::create_stream(const StreamKey& key, std::uint64_t hash, bool count_start,
-                                         Timestamp now) {
+std::uint32_t StreamTable::create_stream(const StreamKey& key, std::uint64_t hash, bool count_start, Timestamp now) {
     if (streams_.full()) {
         // Made room here rather than by insert() so that the victim is accounted for (and
         // unlinked from its media entry) while its index still names it.
@@ -448,7 +447,8 @@ void StreamTable::apply_binding(const Endpoint& media, Binding binding) {
 
 std::uint32_t StreamTable::find_reported_stream(const Endpoint& reporter, std::uint32_t ssrc,
                                                 const Endpoint& peer) const noexcept {
-    const std::uint32_t m = media_.find(hash_endpoint(reporter), [&reporter](const Endpoint& k) { return k == reporter; });
+    const std::uint32_t m =
+        media_.find(hash_endpoint(reporter), [&reporter](const Endpoint& k) { return k == reporter; });
     if (m == kNone) return kNone;
     // Several sources may send the same SSRC to one address (replayed media); the one the
     // report goes back to (symmetric RTP/RTCP) is the better guess, else the newest.
@@ -506,66 +506,67 @@ void StreamTable::on_rtcp(const PacketMeta& meta, ByteSpan payload) {
     };
     for (const RtcpPacket packet : *compound) {
         switch (packet.type) {
-            case RtcpType::sr: {
-                const auto sr = parse_sender_report(packet);
-                if (sr) {
-                    apply_blocks(sr->report_blocks);
-                } else {
-                    count_error(stats_.rtcp_errors, sr.error());
-                    note_parse_error(meta.time, "RTCP", to_string(sr.error()));
-                }
+        case RtcpType::sr: {
+            const auto sr = parse_sender_report(packet);
+            if (sr) {
+                apply_blocks(sr->report_blocks);
+            } else {
+                count_error(stats_.rtcp_errors, sr.error());
+                note_parse_error(meta.time, "RTCP", to_string(sr.error()));
+            }
+            break;
+        }
+        case RtcpType::rr: {
+            const auto rr = parse_receiver_report(packet);
+            if (rr) {
+                apply_blocks(rr->report_blocks);
+            } else {
+                count_error(stats_.rtcp_errors, rr.error());
+                note_parse_error(meta.time, "RTCP", to_string(rr.error()));
+            }
+            break;
+        }
+        case RtcpType::xr: {
+            const auto xr = parse_xr(packet);
+            if (!xr) {
+                count_error(stats_.rtcp_errors, xr.error());
+                note_parse_error(meta.time, "RTCP", to_string(xr.error()));
                 break;
             }
-            case RtcpType::rr: {
-                const auto rr = parse_receiver_report(packet);
-                if (rr) {
-                    apply_blocks(rr->report_blocks);
-                } else {
-                    count_error(stats_.rtcp_errors, rr.error());
-                    note_parse_error(meta.time, "RTCP", to_string(rr.error()));
-                }
-                break;
-            }
-            case RtcpType::xr: {
-                const auto xr = parse_xr(packet);
-                if (!xr) {
-                    count_error(stats_.rtcp_errors, xr.error());
-                    note_parse_error(meta.time, "RTCP", to_string(xr.error()));
-                    break;
-                }
-                for (const XrBlock block : *xr) {
-                    if (block.type != XrBlockType::voip_metrics) continue;
-                    const auto vm = parse_voip_metrics(block);
-                    if (!vm) {
-                        count_error(stats_.rtcp_errors, vm.error());
+            for (const XrBlock block : *xr) {
+                if (block.type != XrBlockType::voip_metrics) continue;
+                const auto vm = parse_voip_metrics(block);
+                if (!vm) {
+                    count_error(stats_.rtcp_errors, vm.error());
                     note_parse_error(meta.time, "RTCP", to_string(vm.error()));
-                        continue;
-                    }
-                    counter_at(stats_.rtcp_reports, ReportSource::xr).add();
-                    const std::uint32_t i = find_reported_stream(reporter, vm->ssrc, media_key(meta.dst));
-                    if (i == kNone) {
-                        stats_.rtcp_unmatched_blocks.add();
-                        continue;
-                    }
-                    ReceiverView& view = streams_[i].stream.receiver;
-                    if (view.xr_reports < std::numeric_limits<std::uint16_t>::max()) ++view.xr_reports;
-                    view.xr_loss_rate = vm->loss_rate;
-                    view.xr_discard_rate = vm->discard_rate;
-                    view.xr_r_factor = vm->r_factor;
-                    view.xr_mos_lq_x10 = vm->mos_lq_x10;
-                    view.xr_mos_cq_x10 = vm->mos_cq_x10;
-                    view.xr_round_trip_ms = vm->round_trip_delay_ms;
+                    continue;
                 }
-                break;
+                counter_at(stats_.rtcp_reports, ReportSource::xr).add();
+                const std::uint32_t i = find_reported_stream(reporter, vm->ssrc, media_key(meta.dst));
+                if (i == kNone) {
+                    stats_.rtcp_unmatched_blocks.add();
+                    continue;
+                }
+                ReceiverView& view = streams_[i].stream.receiver;
+                if (view.xr_reports < std::numeric_limits<std::uint16_t>::max()) ++view.xr_reports;
+                view.xr_loss_rate = vm->loss_rate;
+                view.xr_discard_rate = vm->discard_rate;
+                view.xr_r_factor = vm->r_factor;
+                view.xr_mos_lq_x10 = vm->mos_lq_x10;
+                view.xr_mos_cq_x10 = vm->mos_cq_x10;
+                view.xr_round_trip_ms = vm->round_trip_delay_ms;
             }
-            default: break;
+            break;
+        }
+        default: break;
         }
     }
 }
 
 ReportedStream* StreamTable::reported_stream(std::string_view call_id, std::uint32_t ssrc, Timestamp now) {
     const std::uint64_t hash = hash_reported(call_id, ssrc);
-    std::uint32_t i = reported_.find(hash, [&](const ReportedKey& k) { return k.ssrc == ssrc && k.call_id == call_id; });
+    std::uint32_t i =
+        reported_.find(hash, [&](const ReportedKey& k) { return k.ssrc == ssrc && k.call_id == call_id; });
     if (i == kNone) {
         if (reported_.full()) {
             const std::uint32_t victim = reported_.oldest();
@@ -613,7 +614,8 @@ void StreamTable::on_rtcp_json(const PacketMeta& meta, std::string_view call_id,
         // A stream measured here (RTP captured too) takes the view beside what was measured;
         // otherwise the view is a record of its own, under the call it belongs to.
         ReceiverView* view = nullptr;
-        if (const std::uint32_t i = find_reported_stream(reporter, block.source_ssrc, media_key(meta.dst)); i != kNone) {
+        if (const std::uint32_t i = find_reported_stream(reporter, block.source_ssrc, media_key(meta.dst));
+            i != kNone) {
             view = &streams_[i].stream.receiver;
         } else if (!call_id.empty()) {
             ReportedStream& reported = *reported_stream(call_id, block.source_ssrc, meta.time);
@@ -710,9 +712,8 @@ const Binding* StreamTable::pending_binding(const Endpoint& media) const noexcep
 }
 
 const ReportedStream* StreamTable::find_reported(std::string_view call_id, std::uint32_t ssrc) const noexcept {
-    const std::uint32_t i = reported_.find(hash_reported(call_id, ssrc), [&](const ReportedKey& k) {
-        return k.ssrc == ssrc && k.call_id == call_id;
-    });
+    const std::uint32_t i = reported_.find(
+        hash_reported(call_id, ssrc), [&](const ReportedKey& k) { return k.ssrc == ssrc && k.call_id == call_id; });
     return i == kNone ? nullptr : &reported_.entry(i).value;
 }
 
@@ -738,9 +739,8 @@ bool StreamTable::insert_reported(const ReportedKey& key, const ReportedStream& 
 
 void StreamTable::note_parse_error(Timestamp now, std::string_view what, std::string_view reason) {
     log_throttled(logs_.parse_errors, now, spdlog::level::debug, [&](auto level, std::uint64_t more) {
-        spdlog::log(level,
-                    "rtp: {1} not parsed: {2} ({0} more parse errors since the last message)",
-                    more, what, reason);
+        spdlog::log(level, "rtp: {1} not parsed: {2} ({0} more parse errors since the last message)", more, what,
+                    reason);
     });
 }
 
@@ -750,11 +750,11 @@ StreamTable::EntrySizes StreamTable::entry_sizes() noexcept {
 
 std::size_t StreamTable::memory_bytes() const noexcept {
     const auto heap = [](const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; };
-    std::size_t bytes = streams_.memory_bytes() + media_.memory_bytes() + bindings_.memory_bytes() +
-                        reported_.memory_bytes();
+    std::size_t bytes =
+        streams_.memory_bytes() + media_.memory_bytes() + bindings_.memory_bytes() + reported_.memory_bytes();
     bindings_.for_each([&](std::uint32_t, const BindingLru::Entry& e) { bytes += heap(e.value.binding.call_id); });
     reported_.for_each([&](std::uint32_t, const ReportedLru::Entry& e) { bytes += heap(e.key.call_id); });
     return bytes;
 }
 
-} // namespace hepd::rtp
+}  // namespace hepd::rtp

@@ -32,11 +32,6 @@
 //                   stream_idle_timeout.
 //
 // Not thread-safe: one table per shard. The statistics are readable from another thread.
-#include <cstddef>
-#include <cstdint>
-#include <string>
-#include <string_view>
-
 #include "core/address.hpp"
 #include "core/bytes.hpp"
 #include "core/log.hpp"
@@ -48,6 +43,11 @@
 #include "rtp/stream_record.hpp"
 #include "rtp/stream_stats.hpp"
 
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
 namespace hepd::rtp {
 
 // Limits and timers; the daemon fills it from config (TablesConfig, TimersConfig), whose
@@ -56,8 +56,8 @@ struct StreamTableConfig {
     std::uint32_t max_streams = 200'000;
     std::uint32_t max_pending_media = 200'000;
     std::uint32_t max_reported_streams = 200'000;
-    std::int64_t stream_idle_timeout_us = 30'000'000;                 // timers.stream_idle_timeout
-    std::int64_t pending_media_timeout_us = 4LL * 3600 * 1'000'000;   // timers.max_call_duration
+    std::int64_t stream_idle_timeout_us = 30'000'000;                // timers.stream_idle_timeout
+    std::int64_t pending_media_timeout_us = 4LL * 3600 * 1'000'000;  // timers.max_call_duration
     QualityOptions quality;
 };
 
@@ -160,9 +160,8 @@ public:
     // formed ones. Restore bindings before streams so that streams join them.
     template <class F>  // f(const StreamKey&, const Stream&, const Binding* binding_or_null)
     void for_each(F&& f) const {
-        streams_.for_each([&](std::uint32_t, const typename StreamLru::Entry& e) {
-            f(e.key, e.value.stream, bound(e.value));
-        });
+        streams_.for_each(
+            [&](std::uint32_t, const typename StreamLru::Entry& e) { f(e.key, e.value.stream, bound(e.value)); });
     }
     template <class F>  // f(const Endpoint& media_key, const Binding&, bool waiting_for_streams)
     void for_each_binding(F&& f) const {
@@ -174,7 +173,7 @@ public:
     void for_each_reported(F&& f) const {
         reported_.for_each([&](std::uint32_t, const typename ReportedLru::Entry& e) { f(e.key, e.value); });
     }
-    bool insert(const StreamKey& key, const Stream& stream);   // false if the key is live
+    bool insert(const StreamKey& key, const Stream& stream);      // false if the key is live
     void insert_binding(const Endpoint& media, Binding binding);  // binding.peer names the pair
     bool insert_reported(const ReportedKey& key, const ReportedStream& stream);
 
@@ -194,16 +193,16 @@ public:
 private:
     struct StreamSlot {
         Stream stream;
-        std::uint32_t media = kNone;    // media entry of the destination
-        std::uint32_t prev = kNone;     // streams of the same media entry
+        std::uint32_t media = kNone;  // media entry of the destination
+        std::uint32_t prev = kNone;   // streams of the same media entry
         std::uint32_t next = kNone;
         std::uint32_t binding = kNone;  // the binding it joined, or kNone
     };
     struct MediaEntry {
         std::uint32_t head = kNone;
         std::uint32_t streams = 0;
-        std::uint32_t bindings = 0;        // binding entries of this address
-        std::uint32_t latest = kNone;      // its newest binding
+        std::uint32_t bindings = 0;    // binding entries of this address
+        std::uint32_t latest = kNone;  // its newest binding
     };
     struct BindingKey {
         Endpoint media;
@@ -212,8 +211,8 @@ private:
     };
     struct BindingEntry {
         Binding binding;
-        Timestamp idle_since;      // when the last stream left it (or its SDP time)
-        std::uint32_t streams = 0; // streams that joined it
+        Timestamp idle_since;       // when the last stream left it (or its SDP time)
+        std::uint32_t streams = 0;  // streams that joined it
     };
     using StreamLru = LruTable<StreamKey, StreamSlot>;
     using MediaLru = LruTable<Endpoint, MediaEntry>;
@@ -267,4 +266,4 @@ private:
     std::size_t pending_count_ = 0;  // bindings no stream uses
 };
 
-} // namespace hepd::rtp
+}  // namespace hepd::rtp

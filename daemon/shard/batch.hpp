@@ -23,7 +23,10 @@ static_assert(std::is_trivially_destructible_v<Datagram> && std::is_trivially_de
 class BatchRoom {
 public:
     BatchRoom(std::size_t batches, std::size_t max_datagrams, std::size_t arena_bytes, std::size_t max_bindings)
-        : batches_(batches), max_datagrams_(max_datagrams), arena_bytes_(arena_bytes), max_bindings_(max_bindings),
+        : batches_(batches),
+          max_datagrams_(max_datagrams),
+          arena_bytes_(arena_bytes),
+          max_bindings_(max_bindings),
           datagrams_(std::allocator<Datagram>().allocate(batches * max_datagrams)),
           bindings_(std::allocator<MediaBinding>().allocate(batches * max_bindings)),
           arena_(new std::uint8_t[batches * arena_bytes]) {}  // default-initialised: not touched
@@ -48,9 +51,12 @@ class Batch {
 public:
     // The i-th batch of `room`, which must outlive it.
     Batch(BatchRoom& room, std::size_t i) noexcept
-        : items_(room.datagrams_ + i * room.max_datagrams_), max_items_(room.max_datagrams_),
-          bindings_(room.bindings_ + i * room.max_bindings_), max_bindings_(room.max_bindings_),
-          arena_(room.arena_.get() + i * room.arena_bytes_), arena_size_(room.arena_bytes_) {}
+        : items_(room.datagrams_ + i * room.max_datagrams_),
+          max_items_(room.max_datagrams_),
+          bindings_(room.bindings_ + i * room.max_bindings_),
+          max_bindings_(room.max_bindings_),
+          arena_(room.arena_.get() + i * room.arena_bytes_),
+          arena_size_(room.arena_bytes_) {}
     Batch(Batch&&) noexcept = default;  // a view: moving it moves no contents
 
     // Copies the datagram's payload and correlation id into the arena. False when the batch is
@@ -113,4 +119,4 @@ private:
     std::size_t used_ = 0;
 };
 
-} // namespace hepd::shard
+}  // namespace hepd::shard

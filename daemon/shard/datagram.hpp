@@ -14,17 +14,17 @@ namespace hepd::shard {
 enum class Transport : std::uint8_t { udp, tcp, tls, sctp, other };
 
 struct Datagram {
-    Timestamp time;                  // capture time (normalised HEP time, or pcap record time)
+    Timestamp time;  // capture time (normalised HEP time, or pcap record time)
     Endpoint src;
     Endpoint dst;
     Transport transport = Transport::udp;  // of the captured packet, not of the HEP carrier
     PayloadClass kind = PayloadClass::other;
-    std::uint8_t hep_payload_type = 0;     // chunk 0x0b, 0 when not from HEP
-    std::uint16_t agent = 0;               // index of the configured capture agent, 0 = other
+    std::uint8_t hep_payload_type = 0;  // chunk 0x0b, 0 when not from HEP
+    std::uint16_t agent = 0;            // index of the configured capture agent, 0 = other
     std::uint32_t capture_id = 0;
-    std::string_view correlation_id;       // HEP chunk 0x11, empty when absent
+    std::string_view correlation_id;  // HEP chunk 0x11, empty when absent
     ByteSpan payload;
-    std::uint64_t order = 0;               // position in the input, set by the pipeline
+    std::uint64_t order = 0;  // position in the input, set by the pipeline
 };
 
-} // namespace hepd::shard
+}  // namespace hepd::shard

@@ -22,7 +22,7 @@ std::string_view trim(std::string_view s) noexcept {
     return s;
 }
 
-} // namespace
+}  // namespace
 
 std::string_view find_call_id(std::string_view sip) noexcept {
     // Skip the start line, then look at each header line until the empty line.
@@ -30,7 +30,8 @@ std::string_view find_call_id(std::string_view sip) noexcept {
     while (pos != std::string_view::npos && pos + 1 < sip.size()) {
         const std::size_t begin = pos + 1;
         const std::size_t end = sip.find('\n', begin);
-        const std::string_view line = sip.substr(begin, end == std::string_view::npos ? sip.size() - begin : end - begin);
+        const std::string_view line =
+            sip.substr(begin, end == std::string_view::npos ? sip.size() - begin : end - begin);
         if (line.empty() || line == "\r") break;
         const std::size_t colon = line.find(':');
         if (colon != std::string_view::npos) {
@@ -65,4 +66,4 @@ std::uint64_t dispatch_hash(const Datagram& d) noexcept {
     return 0;
 }
 
-} // namespace hepd::shard
+}  // namespace hepd::shard

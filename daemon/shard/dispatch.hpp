@@ -35,4 +35,4 @@ inline std::size_t shard_of_media(const Endpoint& media, std::size_t shards) noe
     return shards <= 1 ? 0 : static_cast<std::size_t>(media_hash(media) % shards);
 }
 
-} // namespace hepd::shard
+}  // namespace hepd::shard

@@ -73,4 +73,4 @@ private:
     bool rung_ = false;
 };
 
-} // namespace hepd::shard
+}  // namespace hepd::shard

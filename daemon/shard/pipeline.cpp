@@ -15,7 +15,9 @@ namespace hepd::shard {
 // the shard), so the steady state allocates nothing.
 struct Pipeline::Link {
     Link(std::size_t queue_batches, std::size_t datagrams, std::size_t bytes, std::size_t bindings, Doorbell& to)
-        : full(queue_batches), empty(full.capacity() + 2), room(full.capacity() + 2, datagrams, bytes, bindings),
+        : full(queue_batches),
+          empty(full.capacity() + 2),
+          room(full.capacity() + 2, datagrams, bytes, bindings),
           receiver(&to) {
         owned.reserve(room.batches());
         spare.reserve(room.batches());
@@ -46,11 +48,11 @@ struct Pipeline::Link {
     SpscQueue<Batch*> full;
     SpscQueue<Batch*> empty;
     BatchRoom room;
-    std::vector<Batch> owned;   // reserved in full: never moves
-    std::vector<Batch*> spare;  // sender side
-    Doorbell* receiver;          // the shard this link feeds
-    Doorbell* sender = nullptr;  // the producer or shard that fills it
-    Batch* current = nullptr;    // sender side
+    std::vector<Batch> owned;              // reserved in full: never moves
+    std::vector<Batch*> spare;             // sender side
+    Doorbell* receiver;                    // the shard this link feeds
+    Doorbell* sender = nullptr;            // the producer or shard that fills it
+    Batch* current = nullptr;              // sender side
     std::uint64_t first_sip = UINT64_MAX;  // sender side: of `current`, ordered mode
 };
 
@@ -60,7 +62,7 @@ const SteadyClock kSteadyClock;
 
 std::chrono::microseconds micros(std::int64_t us) { return std::chrono::microseconds(us); }
 
-} // namespace
+}  // namespace
 
 // ---- the shard thread ----
 
@@ -69,7 +71,9 @@ public:
     ShardThread(Pipeline& p, std::size_t index)
         : pipeline_(p), index_(index), live_ticks_(p.options_.threaded && p.options_.idle_tick_us > 0) {}
 
-    void start() { thread_ = std::thread([this] { run(); }); }
+    void start() {
+        thread_ = std::thread([this] { run(); });
+    }
     void join() {
         if (thread_.joinable()) thread_.join();
     }
@@ -227,7 +231,8 @@ private:
             std::size_t best = waiting_.size();
             for (std::size_t j = 0; j < waiting_.size(); ++j)
                 if (!waiting_[j].empty() && waiting_[j].front().binding.order < limit &&
-                    (best == waiting_.size() || waiting_[j].front().binding.order < waiting_[best].front().binding.order))
+                    (best == waiting_.size() ||
+                     waiting_[j].front().binding.order < waiting_[best].front().binding.order))
                     best = j;
             if (best == waiting_.size()) return;
             HeldBinding& h = waiting_[best].front();
@@ -694,4 +699,4 @@ std::uint64_t Pipeline::queue_full_drops() const noexcept {
     return n;
 }
 
-} // namespace hepd::shard
+}  // namespace hepd::shard

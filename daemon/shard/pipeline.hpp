@@ -53,7 +53,7 @@ public:
 struct PipelineOptions {
     std::size_t shards = 1;
     std::size_t producers = 1;
-    std::size_t queue_batches = 64;        // per producer-to-shard link
+    std::size_t queue_batches = 64;  // per producer-to-shard link
     std::size_t batch_datagrams = 256;
     std::size_t batch_bytes = 128 * 1024;
     // Offline runs wait for room instead of dropping: a capture must be read in full.
@@ -165,4 +165,4 @@ private:
     std::unique_ptr<DirectSink> direct_;
 };
 
-} // namespace hepd::shard
+}  // namespace hepd::shard

@@ -46,4 +46,4 @@ void ShardWorker::finish(Timestamp end) {
     streams_.finish_all(end);
 }
 
-} // namespace hepd::shard
+}  // namespace hepd::shard

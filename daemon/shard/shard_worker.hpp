@@ -51,4 +51,4 @@ private:
     BindingSink* out_ = nullptr;  // set for the duration of process()
 };
 
-} // namespace hepd::shard
+}  // namespace hepd::shard

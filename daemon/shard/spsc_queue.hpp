@@ -72,4 +72,4 @@ private:
     std::size_t head_cache_ = 0;                            // producer's view of head_
 };
 
-} // namespace hepd::shard
+}  // namespace hepd::shard

@@ -101,9 +101,8 @@ std::uint32_t tag_id(std::string_view tag) noexcept {
 
 std::uint32_t message_fingerprint(const Message& m, Hop hop) noexcept {
     std::uint64_t h = hash_text(m.top_via.branch);
-    h ^= (std::uint64_t{hop.id} << 32) | (std::uint64_t{hop.forward} << 31) |
-         (std::uint64_t{m.is_response()} << 30) | (std::uint64_t{static_cast<std::uint8_t>(m.method)} << 16) |
-         m.status_code;
+    h ^= (std::uint64_t{hop.id} << 32) | (std::uint64_t{hop.forward} << 31) | (std::uint64_t{m.is_response()} << 30) |
+         (std::uint64_t{static_cast<std::uint8_t>(m.method)} << 16) | m.status_code;
     h = mix64(h ^ (std::uint64_t{m.cseq.number} * 0xff51afd7ed558ccdULL));
     if (m.is_response() && m.to.has_tag) h = mix64(h ^ hash_text(m.to.tag));
     auto fp = static_cast<std::uint32_t>(h ^ (h >> 32));
@@ -137,4 +136,4 @@ std::size_t DialogKey::heap_bytes() const noexcept {
     return text_.capacity() > kInline ? text_.capacity() + 1 : 0;
 }
 
-} // namespace hepd::sip
+}  // namespace hepd::sip

@@ -2,12 +2,11 @@
 // Plain records of the SIP dialog and transaction tables: what one call (or one out-of-dialog
 // transaction) looked like on the wire. Kept as plain data (no pointers, no views) so that a
 // snapshot can serialise them and a restore can insert them back, possibly into another shard.
-#include "sip/message.hpp"
-#include "sip/method.hpp"
-
 #include "core/address.hpp"
 #include "core/packet_meta.hpp"
 #include "core/time.hpp"
+#include "sip/message.hpp"
+#include "sip/method.hpp"
 
 #include <array>
 #include <chrono>
@@ -94,18 +93,18 @@ std::string_view to_string(TransactionOutcome outcome) noexcept;
 // Input the tables cannot use. Counted by reason; never stored.
 enum class DialogAnomaly : std::uint8_t {
     invite_without_from_tag,
-    key_too_long,              // Call-ID or tag beyond kMaxCallIdSize / kMaxTagSize
-    reinvite_unknown_dialog,   // INVITE with a To-tag for a dialog not tracked
+    key_too_long,             // Call-ID or tag beyond kMaxCallIdSize / kMaxTagSize
+    reinvite_unknown_dialog,  // INVITE with a To-tag for a dialog not tracked
     ack_unknown_dialog,
     bye_unknown_dialog,
     cancel_unknown_dialog,
     in_dialog_unknown_dialog,  // PRACK or UPDATE for a dialog not tracked
     response_unknown_dialog,   // response to INVITE/BYE/CANCEL/PRACK/UPDATE, dialog not tracked
     response_unknown_transaction,
-    invite_after_end,          // a new INVITE attempt (higher CSeq, no To-tag) after the end
-    sdp_unusable_address,      // SDP media with no literal, specified connection address
-    multipart_body_skipped,    // SDP inside multipart bodies is not extracted
-    clock_skew,                // an interval came out negative (agents' clocks disagree): 0 used
+    invite_after_end,        // a new INVITE attempt (higher CSeq, no To-tag) after the end
+    sdp_unusable_address,    // SDP media with no literal, specified connection address
+    multipart_body_skipped,  // SDP inside multipart bodies is not extracted
+    clock_skew,              // an interval came out negative (agents' clocks disagree): 0 used
 };
 inline constexpr std::size_t kDialogAnomalyCount = 13;
 std::string_view to_string(DialogAnomaly anomaly) noexcept;
@@ -144,8 +143,8 @@ inline constexpr std::size_t kTransactionRingSize = 6;
 
 // Where a message travelled: the unordered (src, dst) pair, and which way along it.
 struct Hop {
-    std::uint32_t id = 0;    // hash of the unordered endpoint pair (never 0)
-    bool forward = false;    // src sorts before dst
+    std::uint32_t id = 0;  // hash of the unordered endpoint pair (never 0)
+    bool forward = false;  // src sorts before dst
 };
 Hop hop_of(const PacketMeta& meta) noexcept;
 
@@ -185,32 +184,32 @@ enum class Disposition : std::uint8_t {
 std::string_view to_string(Disposition disposition) noexcept;
 
 struct Dialog {
-    Timestamp invite_time;      // first INVITE, earliest over hops
-    Timestamp trying_time;      // first 100 (0: not seen)
-    Timestamp ringing_time;     // first 180/183 (PDD end)
-    Timestamp answer_time;      // first 2xx to the INVITE
-    Timestamp ack_time;         // first ACK of the INVITE transaction
+    Timestamp invite_time;   // first INVITE, earliest over hops
+    Timestamp trying_time;   // first 100 (0: not seen)
+    Timestamp ringing_time;  // first 180/183 (PDD end)
+    Timestamp answer_time;   // first 2xx to the INVITE
+    Timestamp ack_time;      // first ACK of the INVITE transaction
     Timestamp cancel_time;
     Timestamp bye_time;         // first BYE
     Timestamp bye_answer_time;  // first final response to a BYE
     Timestamp end_time;         // when the record reached its terminal state; while a 401/407
                                 // waits for its retry, when the challenge arrived
     Timestamp last_activity;
-    Timestamp deadline;         // next timer: Timer B/C, call cap, or the end of the linger
+    Timestamp deadline;  // next timer: Timer B/C, call cap, or the end of the linger
 
     Endpoint caller;  // source of the first INVITE (first hop)
     Endpoint callee;  // its destination: the callee, or the proxy that relays the call
 
-    std::array<std::uint32_t, kMaxHops> hops{};         // Hop::id; hops[0] is the caller's hop
+    std::array<std::uint32_t, kMaxHops> hops{};           // Hop::id; hops[0] is the caller's hop
     std::array<std::uint32_t, kMaxForkTags> fork_tags{};  // hashes of To-tags of 1xx/2xx
-    std::uint32_t confirmed_tag = 0;                    // hash of the first 2xx's To-tag
+    std::uint32_t confirmed_tag = 0;                      // hash of the first 2xx's To-tag
     FingerprintRing<kDialogRingSize> recent;
 
-    std::uint32_t invite_cseq = 0;                        // CSeq of the current INVITE attempt
+    std::uint32_t invite_cseq = 0;                                 // CSeq of the current INVITE attempt
     std::array<std::uint32_t, 2> reinvite_cseq{kNoCSeq, kNoCSeq};  // last re-INVITE by caller, callee
-    std::uint16_t final_status = 0;    // final answer to the INVITE (0: none)
-    std::uint16_t pending_status = 0;  // a failure not yet authoritative (challenge, or another hop)
-    std::uint16_t bye_status = 0;      // final answer to the first answered BYE
+    std::uint16_t final_status = 0;                                // final answer to the INVITE (0: none)
+    std::uint16_t pending_status = 0;       // a failure not yet authoritative (challenge, or another hop)
+    std::uint16_t bye_status = 0;           // final answer to the first answered BYE
     std::uint16_t q850_cause = kNoCause;    // Reason: Q.850 of BYE, CANCEL or the final answer
     std::uint16_t pending_q850 = kNoCause;  // Q.850 of pending_status
     std::uint16_t retransmissions = 0;      // saturating
@@ -219,9 +218,9 @@ struct Dialog {
     std::uint8_t fork_count = 0;            // distinct To-tags on 1xx/2xx (exact up to kMaxForkTags)
     std::uint8_t agent = 0;                 // capture agent of the first INVITE
     DialogState state = DialogState::trying;
-    Party hangup = Party::unknown;          // sender of the first BYE
+    Party hangup = Party::unknown;  // sender of the first BYE
     bool cancel_seen = false;
-    bool q850_counted = false;              // the cause went into the statistics
+    bool q850_counted = false;  // the cause went into the statistics
     std::uint8_t user_agent_size = 0;
     std::array<char, kUserAgentCap> user_agent{};  // caller's User-Agent, cut at kUserAgentCap
 
@@ -236,9 +235,7 @@ struct Dialog {
     friend bool operator==(const Dialog&, const Dialog&) = default;
 
 private:
-    static std::int64_t span(Timestamp a, Timestamp b) noexcept {
-        return (a.us == 0 || b.us == 0) ? -1 : b.us - a.us;
-    }
+    static std::int64_t span(Timestamp a, Timestamp b) noexcept { return (a.us == 0 || b.us == 0) ? -1 : b.us - a.us; }
 };
 
 // Call-ID + From-tag of the INVITE, in one allocation: the text is the Call-ID, the tag, then
@@ -264,7 +261,7 @@ struct Transaction {
     Timestamp provisional_time;  // first 1xx
     Timestamp final_time;        // first final response
     Timestamp last_activity;
-    Timestamp deadline;          // Timer F while pending, end of the linger once completed
+    Timestamp deadline;  // Timer F while pending, end of the linger once completed
     std::array<std::uint32_t, 2> hops{};
     FingerprintRing<kTransactionRingSize> recent;
     std::uint16_t final_status = 0;
@@ -283,4 +280,4 @@ struct TransactionKey {
     Method method = Method::other;
 };
 
-} // namespace hepd::sip
+}  // namespace hepd::sip

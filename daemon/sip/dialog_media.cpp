@@ -28,7 +28,7 @@ bool is_unspecified(const IpAddress& a) noexcept {
     return true;
 }
 
-} // namespace
+}  // namespace
 
 bool is_sdp_content_type(std::string_view content_type) noexcept {
     const std::string_view s = trim(content_type);
@@ -83,4 +83,4 @@ MediaEmitResult emit_media_bindings(const SessionDescription& sdp, std::string_v
     return result;
 }
 
-} // namespace hepd::sip
+}  // namespace hepd::sip

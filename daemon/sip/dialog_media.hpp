@@ -2,10 +2,9 @@
 // SDP -> MediaBinding: "RTP sent to this address belongs to this Call-ID, with these codecs".
 // The dialog table calls it for every SDP-carrying message it applies; the shard forwards each
 // binding to the shard that owns media_key(binding.media).
-#include "sip/sdp.hpp"
-
 #include "core/media_binding.hpp"
 #include "core/time.hpp"
+#include "sip/sdp.hpp"
 
 #include <cstddef>
 #include <optional>
@@ -45,4 +44,4 @@ bool is_sdp_content_type(std::string_view content_type) noexcept;
 // Content-Type is multipart/* (SDP may hide inside; not extracted).
 bool is_multipart_content_type(std::string_view content_type) noexcept;
 
-} // namespace hepd::sip
+}  // namespace hepd::sip

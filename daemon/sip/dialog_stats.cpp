@@ -18,7 +18,7 @@ void add_all(std::array<T, N>& into, const std::array<T, N>& from) noexcept {
     }
 }
 
-} // namespace
+}  // namespace
 
 std::string_view status_class_name(std::size_t index) noexcept {
     static constexpr std::string_view kNames[kStatusClassCount] = {"1xx", "2xx", "3xx", "4xx", "5xx", "6xx"};
@@ -51,4 +51,4 @@ void DialogStats::merge(const DialogStats& o) noexcept {
     media_bindings.add(o.media_bindings.value());
 }
 
-} // namespace hepd::sip
+}  // namespace hepd::sip

@@ -3,13 +3,12 @@
 // event happens (never rebuilt from the tables), read by the exporter at scrape time; merge()
 // sums shards for the report and the exporter. Labels are closed sets only: method, status class,
 // agent index, state, outcome, cause, reason.
+#include "core/packet_meta.hpp"
+#include "core/stats.hpp"
 #include "sip/dialog.hpp"
 #include "sip/message.hpp"
 #include "sip/method.hpp"
 #include "sip/sdp.hpp"
-
-#include "core/packet_meta.hpp"
-#include "core/stats.hpp"
 
 #include <array>
 #include <cstddef>
@@ -82,9 +81,7 @@ struct DialogStats {
 
     void merge(const DialogStats& other) noexcept;
 
-    std::uint64_t anomaly(DialogAnomaly a) const noexcept {
-        return anomalies[static_cast<std::size_t>(a)].value();
-    }
+    std::uint64_t anomaly(DialogAnomaly a) const noexcept { return anomalies[static_cast<std::size_t>(a)].value(); }
     std::uint64_t finished(DialogOutcome o) const noexcept {
         return dialogs_finished[static_cast<std::size_t>(o)].value();
     }
@@ -100,4 +97,4 @@ private:
     }
 };
 
-} // namespace hepd::sip
+}  // namespace hepd::sip

@@ -34,12 +34,9 @@ bool carries_sdp(const Message& m) noexcept {
     switch (m.method) {
     case Method::invite:
     case Method::update:
-    case Method::prack:
-        return m.is_request() || (m.status_code > 100 && m.status_code < 300);
-    case Method::ack:
-        return m.is_request();
-    default:
-        return false;
+    case Method::prack: return m.is_request() || (m.status_code > 100 && m.status_code < 300);
+    case Method::ack: return m.is_request();
+    default: return false;
     }
 }
 
@@ -49,7 +46,7 @@ public:
     void on_media_binding(const MediaBinding&) noexcept override {}
 };
 
-} // namespace
+}  // namespace
 
 DialogTable::DialogTable(const DialogConfig& config, MediaSink* sink)
     : config_(config),
@@ -238,8 +235,8 @@ void DialogTable::on_request(Dialog& d, Party side, const Message& m, Timestamp 
                     d.pending_status = 0;
                     d.pending_q850 = kNoCause;
                     d.end_time = Timestamp{};
-                    set_deadline(d, plus(now, d.state == DialogState::early ? config_.ringing_timeout
-                                                                             : config_.invite_timeout));
+                    set_deadline(
+                        d, plus(now, d.state == DialogState::early ? config_.ringing_timeout : config_.invite_timeout));
                 }
             }
             break;
@@ -283,8 +280,7 @@ void DialogTable::on_request(Dialog& d, Party side, const Message& m, Timestamp 
             set_deadline(d, std::min(d.deadline, plus(now, config_.invite_timeout)));
         }
         break;
-    default:
-        break;
+    default: break;
     }
 }
 
@@ -301,8 +297,7 @@ void DialogTable::on_response(Dialog& d, Party side, std::size_t hop_index, cons
             d.bye_answer_time = now;
         }
         break;
-    default:
-        break;
+    default: break;
     }
 }
 
@@ -387,10 +382,10 @@ void DialogTable::emit_sdp(std::uint32_t at, const Message& m, Hop hop, Timestam
 
     if (sdp_sides_.size() <= at) sdp_sides_.resize(std::max<std::size_t>(at + 1, sdp_sides_.size() * 2));
     SdpSides& sides = sdp_sides_[at];
-    const auto other = std::find_if(sides.begin(), sides.end(), [&](const SdpSide& s) {
-        return s.hop == hop.id && s.forward != hop.forward;
-    });
-    const std::array<Endpoint, kSdpMedia> peers = other != sides.end() ? other->media : std::array<Endpoint, kSdpMedia>{};
+    const auto other = std::find_if(sides.begin(), sides.end(),
+                                    [&](const SdpSide& s) { return s.hop == hop.id && s.forward != hop.forward; });
+    const std::array<Endpoint, kSdpMedia> peers =
+        other != sides.end() ? other->media : std::array<Endpoint, kSdpMedia>{};
 
     DiscardSink discard;
     MediaSink& sink = sink_ != nullptr ? *sink_ : discard;
@@ -398,7 +393,8 @@ void DialogTable::emit_sdp(std::uint32_t at, const Message& m, Hop hop, Timestam
     const std::uint32_t dialog = tag_id(table_.entry(at).key.from_tag());
     const MediaEmitResult r = emit_media_bindings(*sdp_, call_id, dialog, now, peers, sink);
     stats_->media_bindings.add(r.emitted);
-    if (r.unusable != 0) stats_->anomalies[static_cast<std::size_t>(DialogAnomaly::sdp_unusable_address)].add(r.unusable);
+    if (r.unusable != 0)
+        stats_->anomalies[static_cast<std::size_t>(DialogAnomaly::sdp_unusable_address)].add(r.unusable);
     // The other side's addresses learn their peer too (their codecs came with their own SDP).
     for (std::size_t i = 0; i < kSdpMedia; ++i) {
         if (peers[i].port == 0 || mine.media[i].port == 0) continue;
@@ -518,7 +514,8 @@ void DialogTable::insert_entry(std::uint64_t hash, DialogKey key, const Dialog& 
 }
 
 void DialogTable::account_removed(const Table::Entry& entry, bool evicted) {
-    if (removed_sink_ != nullptr) removed_sink_->on_dialog_removed(entry.key.call_id(), entry.key.from_tag(), entry.value, evicted);
+    if (removed_sink_ != nullptr)
+        removed_sink_->on_dialog_removed(entry.key.call_id(), entry.key.from_tag(), entry.value, evicted);
     key_heap_bytes_ -= entry.key.heap_bytes();
     stats_->dialogs_by_state[static_cast<std::size_t>(entry.value.state)].add(-1);
     if (!evicted) return;
@@ -535,4 +532,4 @@ bool DialogTable::restore(std::string_view call_id, std::string_view from_tag, c
     return true;
 }
 
-} // namespace hepd::sip
+}  // namespace hepd::sip

@@ -15,6 +15,9 @@
 // Not thread-safe: one table per shard (stats() may be read from the exporter thread). No
 // exceptions and no allocation on the per-message path, except one key string when a dialog or
 // transaction is created (and the tables' own growth until they reach their caps).
+#include "core/lru_table.hpp"
+#include "core/packet_meta.hpp"
+#include "core/time.hpp"
 #include "sip/dialog.hpp"
 #include "sip/dialog_media.hpp"
 #include "sip/dialog_stats.hpp"
@@ -22,15 +25,11 @@
 #include "sip/sdp.hpp"
 #include "sip/transaction_table.hpp"
 
-#include "core/lru_table.hpp"
-#include "core/packet_meta.hpp"
-#include "core/time.hpp"
-
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <vector>
 #include <string_view>
+#include <vector>
 
 namespace hepd::sip {
 
@@ -108,8 +107,8 @@ private:
     // another one that shares one of its addresses. Kept beside the table, by entry index, so
     // dialog records (and snapshots) stay as they are; lost on restart, when a later SDP of
     // the call binds its media one-sided until the other side speaks again.
-    static constexpr std::size_t kSdpMedia = 2;   // m= lines paired (audio and video)
-    static constexpr std::size_t kSdpSides = 4;   // two hops, both directions
+    static constexpr std::size_t kSdpMedia = 2;  // m= lines paired (audio and video)
+    static constexpr std::size_t kSdpSides = 4;  // two hops, both directions
     struct SdpSide {
         std::uint32_t hop = 0;  // Hop::id; 0: empty
         bool forward = false;
@@ -159,4 +158,4 @@ private:
     std::vector<SdpSides> sdp_sides_;  // by dialog entry index; grows with the table
 };
 
-} // namespace hepd::sip
+}  // namespace hepd::sip

@@ -37,7 +37,7 @@ Frame frame_need_more(std::size_t skip) noexcept {
     return frame;
 }
 
-} // namespace
+}  // namespace
 
 Frame message_length(std::string_view buffer, std::size_t max_message_size) noexcept {
     std::size_t skip = 0;
@@ -92,4 +92,4 @@ Frame message_length(std::string_view buffer, std::size_t max_message_size) noex
     return frame;
 }
 
-} // namespace hepd::sip
+}  // namespace hepd::sip

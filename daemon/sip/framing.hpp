@@ -23,13 +23,12 @@ struct Frame {
     // Leading CR/LF bytes (keep-alive pings and pongs, RFC 5626) before the message; the caller
     // may drop them whatever the status. When the buffer holds only such bytes, skip == size.
     std::size_t skip = 0;
-    std::size_t length = 0;  // complete: the message is buffer.substr(skip, length)
+    std::size_t length = 0;                                     // complete: the message is buffer.substr(skip, length)
     FramingError error = FramingError::missing_content_length;  // meaningful when status == error
 };
 
 inline constexpr std::size_t kDefaultMaxMessageSize = 65535;
 
-Frame message_length(std::string_view buffer,
-                     std::size_t max_message_size = kDefaultMaxMessageSize) noexcept;
+Frame message_length(std::string_view buffer, std::size_t max_message_size = kDefaultMaxMessageSize) noexcept;
 
-} // namespace hepd::sip
+}  // namespace hepd::sip

@@ -100,4 +100,4 @@ private:
     std::size_t pos_;
 };
 
-} // namespace hepd::sip::detail
+}  // namespace hepd::sip::detail

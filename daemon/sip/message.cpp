@@ -82,7 +82,7 @@ HeaderId confirm(std::string_view name, std::string_view canonical, std::string_
     return equals_exact(name, canonical) || iequals_lower(name, lower) ? id : HeaderId::other;
 }
 
-} // namespace
+}  // namespace
 
 HeaderId header_id(std::string_view name) noexcept {
     if (name.size() < 2) return name.size() == 1 ? compact_header_id(name[0]) : HeaderId::other;
@@ -191,7 +191,7 @@ std::size_t skip_token(std::string_view s, std::size_t i) noexcept {
     return i;
 }
 
-} // namespace
+}  // namespace
 
 Via parse_via(std::string_view via_parm) noexcept {
     Via via;
@@ -427,7 +427,7 @@ std::optional<ParseError> parse_request_line(std::string_view line, Message& m) 
     if (!iequals_lower(parts[2], "sip/2.0")) {
         // Something shaped like a version ("HTTP/1.1", "SIP/3.0") is another protocol, not noise.
         return parts[2].find('/') != std::string_view::npos ? ParseError::unsupported_version
-                                                           : ParseError::bad_start_line;
+                                                            : ParseError::bad_start_line;
     }
     m.method_text = parts[0];
     m.method = parse_method(parts[0]);
@@ -496,9 +496,7 @@ void apply_header(HeaderId id, std::string_view value, Message& m, Seen& seen) n
             }
         }
         break;
-    case HeaderId::via:
-        apply_via(value, m);
-        break;
+    case HeaderId::via: apply_via(value, m); break;
     case HeaderId::from:
         if (!seen.from) {
             seen.from = true;
@@ -552,11 +550,8 @@ void apply_header(HeaderId id, std::string_view value, Message& m, Seen& seen) n
             m.max_forwards = parse_uint<std::uint32_t>(value);
         }
         break;
-    case HeaderId::reason:
-        apply_reason(value, m);
-        break;
-    default:
-        break;
+    case HeaderId::reason: apply_reason(value, m); break;
+    default: break;
     }
 }
 
@@ -568,7 +563,7 @@ ParseError line_error(LineStatus status) noexcept {
     }
 }
 
-} // namespace
+}  // namespace
 
 std::optional<ParseError> parse_message_into(std::string_view text, Message& m) noexcept {
     static_cast<MessageFields&>(m) = MessageFields{};
@@ -682,4 +677,4 @@ std::size_t Message::count_headers(std::string_view name) const noexcept {
     return count;
 }
 
-} // namespace hepd::sip
+}  // namespace hepd::sip

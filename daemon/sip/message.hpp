@@ -6,9 +6,8 @@
 // message useless for tracking (no usable start line, no Call-ID, no CSeq, a header section that
 // cannot be delimited) and records every other irregularity as a flag, so that traffic from
 // sloppy stacks is still counted.
-#include "sip/method.hpp"
-
 #include "core/result.hpp"
+#include "sip/method.hpp"
 
 #include <array>
 #include <cstddef>
@@ -30,7 +29,7 @@ enum class ParseError : std::uint8_t {
     too_many_headers,      // more than kMaxHeaderLines header fields
     missing_call_id,       // no Call-ID header, or an empty one
     missing_cseq,
-    bad_cseq,              // CSeq not "<32-bit number> <method token>"
+    bad_cseq,  // CSeq not "<32-bit number> <method token>"
 };
 inline constexpr std::size_t kParseErrorCount = 11;
 
@@ -40,14 +39,14 @@ std::string_view to_string(ParseError error) noexcept;
 // registry). Anything else is HeaderId::other and is still reachable through find_header().
 enum class HeaderId : std::uint8_t {
     other = 0,
-    via,                  // v
-    from,                 // f
-    to,                   // t
-    call_id,              // i
+    via,      // v
+    from,     // f
+    to,       // t
+    call_id,  // i
     cseq,
-    contact,              // m
-    content_length,       // l
-    content_type,         // c
+    contact,         // m
+    content_length,  // l
+    content_type,    // c
     max_forwards,
     user_agent,
     server,
@@ -88,19 +87,19 @@ std::string_view to_string(Transport transport) noexcept;
 
 // One via-parm: "SIP/2.0/UDP host:port;branch=...;received=...;rport=...".
 struct Via {
-    std::string_view raw;             // the whole via-parm, trimmed
-    std::string_view protocol_name;   // "SIP"
+    std::string_view raw;               // the whole via-parm, trimmed
+    std::string_view protocol_name;     // "SIP"
     std::string_view protocol_version;  // "2.0"
-    std::string_view transport_text;  // "UDP", as written
+    std::string_view transport_text;    // "UDP", as written
     Transport transport = Transport::unknown;
-    std::string_view host;            // sent-by host; an IPv6 reference without its brackets
-    std::uint16_t port = 0;           // 0 when sent-by has no port
-    std::string_view params;          // ";branch=...;rport" as written, empty when none
+    std::string_view host;    // sent-by host; an IPv6 reference without its brackets
+    std::uint16_t port = 0;   // 0 when sent-by has no port
+    std::string_view params;  // ";branch=...;rport" as written, empty when none
     std::string_view branch;
     std::string_view received;
-    bool has_rport = false;           // ";rport" with or without a value
-    std::uint16_t rport = 0;          // the value, 0 when the parameter had none
-    bool valid = false;               // false: absent, or sent-protocol/sent-by did not parse
+    bool has_rport = false;   // ";rport" with or without a value
+    std::uint16_t rport = 0;  // the value, 0 when the parameter had none
+    bool valid = false;       // false: absent, or sent-protocol/sent-by did not parse
 };
 
 // From, To or one Contact: name-addr ("Display" <uri>;params) or addr-spec (uri;params).
@@ -112,7 +111,7 @@ struct NameAddr {
     std::string_view tag;
     bool has_tag = false;
     bool angle_brackets = false;
-    bool valid = false;             // false: absent, or the value did not parse
+    bool valid = false;  // false: absent, or the value did not parse
 };
 
 struct CSeq {
@@ -144,17 +143,17 @@ struct MessageFields {
     // Request method; for a response, the method of its CSeq (what the response answers).
     Method method = Method::other;
     std::string_view method_text;
-    std::string_view request_uri;   // requests only
-    std::uint16_t status_code = 0;  // responses only
-    std::string_view reason_phrase; // responses only; may be empty
+    std::string_view request_uri;    // requests only
+    std::uint16_t status_code = 0;   // responses only
+    std::string_view reason_phrase;  // responses only; may be empty
 
     std::string_view call_id;
     CSeq cseq;
     NameAddr from;
     NameAddr to;
-    NameAddr contact;               // the first contact of the first Contact header
-    Via top_via;                    // the first via-parm of the first Via header
-    std::uint16_t via_count = 0;    // via-parms over all Via headers (comma-joined ones too)
+    NameAddr contact;             // the first contact of the first Contact header
+    Via top_via;                  // the first via-parm of the first Via header
+    std::uint16_t via_count = 0;  // via-parms over all Via headers (comma-joined ones too)
     std::optional<std::uint32_t> max_forwards;
     std::string_view content_type;
     std::string_view user_agent;
@@ -165,7 +164,7 @@ struct MessageFields {
     // Content-Length as declared; nullopt when absent or not a number (see flags).
     std::optional<std::uint32_t> content_length;
     std::size_t body_bytes_present = 0;  // bytes after the empty line, whatever was declared
-    std::string_view body;  // Content-Length bytes when declared (clamped), else all the rest
+    std::string_view body;               // Content-Length bytes when declared (clamped), else all the rest
 
     bool content_length_invalid = false;  // present but not a 32-bit decimal number
     bool body_truncated = false;          // fewer bytes present than Content-Length declares
@@ -191,9 +190,7 @@ struct Message : MessageFields {
 
     bool is_request() const noexcept { return kind == MessageKind::request; }
     bool is_response() const noexcept { return kind == MessageKind::response; }
-    std::span<const HeaderField> headers() const noexcept {
-        return {header_fields.data(), header_count};
-    }
+    std::span<const HeaderField> headers() const noexcept { return {header_fields.data(), header_count}; }
     // Value of the first header with this name (full or compact form, any case), including
     // fields beyond the stored ones; nullopt when absent.
     std::optional<std::string_view> find_header(std::string_view name) const noexcept;
@@ -217,4 +214,4 @@ NameAddr parse_name_addr(std::string_view value) noexcept;
 std::optional<CSeq> parse_cseq(std::string_view value) noexcept;
 Reason parse_reason(std::string_view reason_value) noexcept;
 
-} // namespace hepd::sip
+}  // namespace hepd::sip

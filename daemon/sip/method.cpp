@@ -34,8 +34,7 @@ Method parse_method(std::string_view token) noexcept {
     case 9:
         if (token == "SUBSCRIBE") return Method::subscribe;
         break;
-    default:
-        break;
+    default: break;
     }
     return Method::other;
 }
@@ -61,4 +60,4 @@ std::string_view to_string(Method method) noexcept {
     return "other";
 }
 
-} // namespace hepd::sip
+}  // namespace hepd::sip

@@ -32,4 +32,4 @@ Method parse_method(std::string_view token) noexcept;
 // "INVITE", "ACK", ... and "other": the wire names double as the `method` metric label.
 std::string_view to_string(Method method) noexcept;
 
-} // namespace hepd::sip
+}  // namespace hepd::sip

@@ -296,8 +296,7 @@ void apply_attribute(std::string_view value, SessionDescription& sd, Section sec
         }
         return;
     }
-    default:
-        break;
+    default: break;
     }
     if (media == nullptr) return;  // the remaining attributes are media-level only
     switch (attribute) {
@@ -328,7 +327,7 @@ void apply_attribute(std::string_view value, SessionDescription& sd, Section sec
 
 bool is_alpha(char c) noexcept { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
-} // namespace
+}  // namespace
 
 std::optional<SdpError> parse_sdp_into(std::string_view text, SessionDescription& sd) noexcept {
     static_cast<SessionFields&>(sd) = SessionFields{};
@@ -397,14 +396,11 @@ std::optional<SdpError> parse_sdp_into(std::string_view text, SessionDescription
             }
             break;
         }
-        case 'a':
-            apply_attribute(value, sd, section);
-            break;
+        case 'a': apply_attribute(value, sd, section); break;
         case 'v':
             count_malformed(sd);  // a second v= would start another description; not supported
             break;
-        default:
-            break;  // t=, b=, i=, u=, e=, p=, k=, r=, z=: not needed for monitoring
+        default: break;  // t=, b=, i=, u=, e=, p=, k=, r=, z=: not needed for monitoring
         }
     }
     if (!have_version) return SdpError::empty;
@@ -445,15 +441,13 @@ std::optional<RtpMap> static_rtpmap(std::uint8_t payload_type) noexcept {
     };
     // RFC 3551 tables 4 and 5; empty names are unassigned or reserved numbers.
     static constexpr Entry kTable[35] = {
-        {"PCMU", 8000, 1},   {"", 0, 0},          {"", 0, 0},          {"GSM", 8000, 1},
-        {"G723", 8000, 1},   {"DVI4", 8000, 1},   {"DVI4", 16000, 1},  {"LPC", 8000, 1},
-        {"PCMA", 8000, 1},   {"G722", 8000, 1},   {"L16", 44100, 2},   {"L16", 44100, 1},
-        {"QCELP", 8000, 1},  {"CN", 8000, 1},     {"MPA", 90000, 1},   {"G728", 8000, 1},
-        {"DVI4", 11025, 1},  {"DVI4", 22050, 1},  {"G729", 8000, 1},   {"", 0, 0},
-        {"", 0, 0},          {"", 0, 0},          {"", 0, 0},          {"", 0, 0},
-        {"", 0, 0},          {"CelB", 90000, 1},  {"JPEG", 90000, 1},  {"", 0, 0},
-        {"nv", 90000, 1},    {"", 0, 0},          {"", 0, 0},          {"H261", 90000, 1},
-        {"MPV", 90000, 1},   {"MP2T", 90000, 1},  {"H263", 90000, 1},
+        {"PCMU", 8000, 1},  {"", 0, 0},         {"", 0, 0},         {"GSM", 8000, 1},   {"G723", 8000, 1},
+        {"DVI4", 8000, 1},  {"DVI4", 16000, 1}, {"LPC", 8000, 1},   {"PCMA", 8000, 1},  {"G722", 8000, 1},
+        {"L16", 44100, 2},  {"L16", 44100, 1},  {"QCELP", 8000, 1}, {"CN", 8000, 1},    {"MPA", 90000, 1},
+        {"G728", 8000, 1},  {"DVI4", 11025, 1}, {"DVI4", 22050, 1}, {"G729", 8000, 1},  {"", 0, 0},
+        {"", 0, 0},         {"", 0, 0},         {"", 0, 0},         {"", 0, 0},         {"", 0, 0},
+        {"CelB", 90000, 1}, {"JPEG", 90000, 1}, {"", 0, 0},         {"nv", 90000, 1},   {"", 0, 0},
+        {"", 0, 0},         {"H261", 90000, 1}, {"MPV", 90000, 1},  {"MP2T", 90000, 1}, {"H263", 90000, 1},
     };
     if (payload_type >= std::size(kTable) || kTable[payload_type].encoding.empty()) return std::nullopt;
     const Entry& e = kTable[payload_type];
@@ -498,7 +492,7 @@ std::optional<Endpoint> endpoint_of(const Connection* connection, std::uint32_t 
     return Endpoint{*address, static_cast<std::uint16_t>(port)};
 }
 
-} // namespace
+}  // namespace
 
 std::optional<Endpoint> media_endpoint(const SessionDescription& sdp, std::size_t media_index) noexcept {
     if (media_index >= sdp.media_count) return std::nullopt;
@@ -534,4 +528,4 @@ std::optional<std::string_view> find_attribute(std::string_view section_text, st
     return std::nullopt;
 }
 
-} // namespace hepd::sip
+}  // namespace hepd::sip

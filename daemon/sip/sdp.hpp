@@ -32,8 +32,8 @@ struct Connection {
     std::string_view network_type;  // "IN"
     AddressType address_type = AddressType::none;
     std::string_view address_type_text;
-    std::string_view address;       // without the /ttl and /count suffixes
-    std::uint8_t ttl = 0;           // IPv4 multicast only; 0 when absent
+    std::string_view address;  // without the /ttl and /count suffixes
+    std::uint8_t ttl = 0;      // IPv4 multicast only; 0 when absent
     std::uint16_t address_count = 1;
     bool present() const noexcept { return address_type != AddressType::none; }
 };
@@ -119,7 +119,7 @@ struct SessionFields {
     std::uint32_t version = 0;
     Origin origin;
     std::string_view session_name;
-    Connection connection;  // session-level c=
+    Connection connection;                         // session-level c=
     Direction direction = Direction::unspecified;  // session-level default
     std::uint32_t ptime = 0;                       // session-level a=ptime (non-standard, seen)
     std::string_view session_text;                 // the session-level lines
@@ -174,4 +174,4 @@ std::optional<Endpoint> rtcp_endpoint(const SessionDescription& sdp, std::size_t
 // an empty view for a flag attribute, nullopt when absent.
 std::optional<std::string_view> find_attribute(std::string_view section_text, std::string_view name) noexcept;
 
-} // namespace hepd::sip
+}  // namespace hepd::sip

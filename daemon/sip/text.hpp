@@ -13,9 +13,7 @@
 namespace hepd::sip::detail {
 
 inline constexpr bool is_space(char c) noexcept { return c == ' ' || c == '\t'; }
-inline constexpr bool is_lws(char c) noexcept {
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
+inline constexpr bool is_lws(char c) noexcept { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 inline constexpr bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
 // Branch-free: header names are compared byte by byte on every packet.
 inline constexpr char to_lower(char c) noexcept {
@@ -34,9 +32,7 @@ inline constexpr std::array<bool, 256> make_token_table() noexcept {
 }
 inline constexpr std::array<bool, 256> token_table = make_token_table();
 
-inline constexpr bool is_token_char(char c) noexcept {
-    return token_table[static_cast<unsigned char>(c)];
-}
+inline constexpr bool is_token_char(char c) noexcept { return token_table[static_cast<unsigned char>(c)]; }
 
 inline constexpr bool is_token(std::string_view s) noexcept {
     if (s.empty()) return false;
@@ -55,9 +51,7 @@ inline constexpr std::string_view rtrim_lws(std::string_view s) noexcept {
     while (n > 0 && is_lws(s[n - 1])) --n;
     return s.substr(0, n);
 }
-inline constexpr std::string_view trim_lws(std::string_view s) noexcept {
-    return rtrim_lws(ltrim_lws(s));
-}
+inline constexpr std::string_view trim_lws(std::string_view s) noexcept { return rtrim_lws(ltrim_lws(s)); }
 
 // Lower-cases the ASCII letters among 8 bytes at once (exact: other bytes are left alone).
 inline std::uint64_t lower8(std::uint64_t x) noexcept {
@@ -125,8 +119,7 @@ inline constexpr bool iequals(std::string_view a, std::string_view b) noexcept {
 }
 
 inline bool istarts_with(std::string_view text, std::string_view lower_prefix) noexcept {
-    return text.size() >= lower_prefix.size() &&
-           iequals_lower(text.substr(0, lower_prefix.size()), lower_prefix);
+    return text.size() >= lower_prefix.size() && iequals_lower(text.substr(0, lower_prefix.size()), lower_prefix);
 }
 
 // Decimal digits only (no sign, no white space, at most 20 digits), rejecting overflow of T.
@@ -202,7 +195,9 @@ inline std::size_t find_unquoted(std::string_view s, char sep, bool angle) noexc
 class ItemSplitter {
 public:
     ItemSplitter(std::string_view text, char sep, bool angle) noexcept
-        : rest_(text), sep_(sep), angle_(angle),
+        : rest_(text),
+          sep_(sep),
+          angle_(angle),
           plain_(text.empty() || (std::memchr(text.data(), '"', text.size()) == nullptr &&
                                   (!angle || std::memchr(text.data(), '<', text.size()) == nullptr))) {}
 
@@ -264,8 +259,7 @@ void for_each_param(std::string_view params, F&& f) noexcept {
         } else {
             const std::string_view value = trim_lws(item.substr(eq + 1));
             const bool quoted = value.size() >= 2 && value.front() == '"' && value.back() == '"';
-            if (f(rtrim_lws(item.substr(0, eq)), quoted ? value.substr(1, value.size() - 2) : value, true))
-                return;
+            if (f(rtrim_lws(item.substr(0, eq)), quoted ? value.substr(1, value.size() - 2) : value, true)) return;
         }
     }
 }
@@ -275,4 +269,4 @@ inline constexpr std::string_view unquote(std::string_view s) noexcept {
     return s;
 }
 
-} // namespace hepd::sip::detail
+}  // namespace hepd::sip::detail

@@ -30,7 +30,7 @@ Counter& outcome_counter(DialogStats& stats, Method method, TransactionOutcome o
     return stats.transactions_finished[static_cast<std::size_t>(method)][static_cast<std::size_t>(outcome)];
 }
 
-} // namespace
+}  // namespace
 
 std::uint64_t transaction_hash(std::uint64_t call_hash, std::uint32_t cseq, Method method) noexcept {
     const std::uint64_t extra = (std::uint64_t{cseq} << 8) | static_cast<std::uint8_t>(method);
@@ -42,13 +42,11 @@ TransactionTable::TransactionTable(const DialogConfig& config, DialogStats& stat
 
 std::uint32_t TransactionTable::lookup(std::uint64_t hash, std::string_view call_id, std::uint32_t cseq,
                                        Method method) const noexcept {
-    return table_.find(hash, [&](const TransactionKey& k) {
-        return k.cseq == cseq && k.method == method && k.call_id == call_id;
-    });
+    return table_.find(
+        hash, [&](const TransactionKey& k) { return k.cseq == cseq && k.method == method && k.call_id == call_id; });
 }
 
-const Transaction* TransactionTable::find(std::string_view call_id, std::uint32_t cseq,
-                                          Method method) const noexcept {
+const Transaction* TransactionTable::find(std::string_view call_id, std::uint32_t cseq, Method method) const noexcept {
     const std::uint32_t at = lookup(transaction_hash(hash_text(call_id), cseq, method), call_id, cseq, method);
     return at == Table::kNone ? nullptr : &table_.entry(at).value;
 }
@@ -96,8 +94,8 @@ std::uint32_t TransactionTable::settle(std::uint32_t at, Timestamp now) {
     return Table::kNone;
 }
 
-Disposition TransactionTable::on_request(const Message& m, const PacketMeta& meta, Hop hop,
-                                         std::uint64_t call_hash, std::uint32_t fingerprint) {
+Disposition TransactionTable::on_request(const Message& m, const PacketMeta& meta, Hop hop, std::uint64_t call_hash,
+                                         std::uint32_t fingerprint) {
     const Method method = m.method;
     const std::uint64_t hash = transaction_hash(call_hash, m.cseq.number, method);
     std::uint32_t at = lookup(hash, m.call_id, m.cseq.number, method);
@@ -130,8 +128,8 @@ Disposition TransactionTable::on_request(const Message& m, const PacketMeta& met
     return Disposition::transaction_created;
 }
 
-Disposition TransactionTable::on_response(const Message& m, const PacketMeta& meta, Hop hop,
-                                          std::uint64_t call_hash, std::uint32_t fingerprint) {
+Disposition TransactionTable::on_response(const Message& m, const PacketMeta& meta, Hop hop, std::uint64_t call_hash,
+                                          std::uint32_t fingerprint) {
     const Method method = m.method;  // of the CSeq
     std::uint32_t at = lookup(transaction_hash(call_hash, m.cseq.number, method), m.call_id, m.cseq.number, method);
     if (at != Table::kNone) at = settle(at, meta.time);
@@ -199,4 +197,4 @@ bool TransactionTable::restore(const TransactionKey& key, const Transaction& rec
     return true;
 }
 
-} // namespace hepd::sip
+}  // namespace hepd::sip

@@ -4,12 +4,11 @@
 // its final response (delay and status class counted) or to Timer F (timed_out), then lingers
 // briefly to absorb retransmissions; none becomes a long-lived record. Capped: at the cap the
 // least recently active transaction is evicted and counted.
+#include "core/lru_table.hpp"
+#include "core/packet_meta.hpp"
 #include "sip/dialog.hpp"
 #include "sip/dialog_stats.hpp"
 #include "sip/message.hpp"
-
-#include "core/lru_table.hpp"
-#include "core/packet_meta.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -70,4 +69,4 @@ private:
 
 std::uint64_t transaction_hash(std::uint64_t call_hash, std::uint32_t cseq, Method method) noexcept;
 
-} // namespace hepd::sip
+}  // namespace hepd::sip

@@ -15,48 +15,30 @@ namespace hepd::snapshot {
 
 std::string_view to_string(SnapshotError error) noexcept {
     switch (error) {
-        case SnapshotError::not_found:
-            return "not_found";
-        case SnapshotError::unreadable:
-            return "unreadable";
-        case SnapshotError::bad_magic:
-            return "bad_magic";
-        case SnapshotError::unsupported_version:
-            return "unsupported_version";
-        case SnapshotError::truncated:
-            return "truncated";
-        case SnapshotError::trailing_data:
-            return "trailing_data";
-        case SnapshotError::checksum_mismatch:
-            return "checksum_mismatch";
-        case SnapshotError::parse_error:
-            return "parse_error";
-        case SnapshotError::invalid_record:
-            return "invalid_record";
+    case SnapshotError::not_found: return "not_found";
+    case SnapshotError::unreadable: return "unreadable";
+    case SnapshotError::bad_magic: return "bad_magic";
+    case SnapshotError::unsupported_version: return "unsupported_version";
+    case SnapshotError::truncated: return "truncated";
+    case SnapshotError::trailing_data: return "trailing_data";
+    case SnapshotError::checksum_mismatch: return "checksum_mismatch";
+    case SnapshotError::parse_error: return "parse_error";
+    case SnapshotError::invalid_record: return "invalid_record";
     }
     return "unknown";
 }
 
 std::string_view describe(SnapshotError error) noexcept {
     switch (error) {
-        case SnapshotError::not_found:
-            return "no snapshot file";
-        case SnapshotError::unreadable:
-            return "the snapshot file cannot be read";
-        case SnapshotError::bad_magic:
-            return "not a hepd snapshot file";
-        case SnapshotError::unsupported_version:
-            return "a snapshot format this build of hepd does not read";
-        case SnapshotError::truncated:
-            return "the snapshot file is cut short (interrupted write or copy)";
-        case SnapshotError::trailing_data:
-            return "the snapshot file is longer than its header says";
-        case SnapshotError::checksum_mismatch:
-            return "the snapshot file is corrupted (checksum mismatch)";
-        case SnapshotError::parse_error:
-            return "the snapshot payload is malformed";
-        case SnapshotError::invalid_record:
-            return "the snapshot holds a record this build cannot represent";
+    case SnapshotError::not_found: return "no snapshot file";
+    case SnapshotError::unreadable: return "the snapshot file cannot be read";
+    case SnapshotError::bad_magic: return "not a hepd snapshot file";
+    case SnapshotError::unsupported_version: return "a snapshot format this build of hepd does not read";
+    case SnapshotError::truncated: return "the snapshot file is cut short (interrupted write or copy)";
+    case SnapshotError::trailing_data: return "the snapshot file is longer than its header says";
+    case SnapshotError::checksum_mismatch: return "the snapshot file is corrupted (checksum mismatch)";
+    case SnapshotError::parse_error: return "the snapshot payload is malformed";
+    case SnapshotError::invalid_record: return "the snapshot holds a record this build cannot represent";
     }
     return "unknown snapshot error";
 }
@@ -147,17 +129,14 @@ bool encode_payload(const std::vector<ShardImage>& images, const SnapshotHeader&
     to_proto(header, h);
     enc.header(h);
     for (const ShardImage& image : images) {
-        const bool ok = enc.put(image.dialogs, [](const DialogRecord& r, RecordChunk& c) {
-            to_proto(r, *c.add_dialogs());
-        }) && enc.put(image.transactions, [](const TransactionRecord& r, RecordChunk& c) {
-            to_proto(r, *c.add_transactions());
-        }) && enc.put(image.streams, [](const StreamRecord& r, RecordChunk& c) {
-            to_proto(r, *c.add_streams());
-        }) && enc.put(image.bindings, [](const BindingRecord& r, RecordChunk& c) {
-            to_proto(r, *c.add_bindings());
-        }) && enc.put(image.reported_streams, [](const ReportedRecord& r, RecordChunk& c) {
-            to_proto(r, *c.add_reported_streams());
-        });
+        const bool ok =
+            enc.put(image.dialogs, [](const DialogRecord& r, RecordChunk& c) { to_proto(r, *c.add_dialogs()); }) &&
+            enc.put(image.transactions,
+                    [](const TransactionRecord& r, RecordChunk& c) { to_proto(r, *c.add_transactions()); }) &&
+            enc.put(image.streams, [](const StreamRecord& r, RecordChunk& c) { to_proto(r, *c.add_streams()); }) &&
+            enc.put(image.bindings, [](const BindingRecord& r, RecordChunk& c) { to_proto(r, *c.add_bindings()); }) &&
+            enc.put(image.reported_streams,
+                    [](const ReportedRecord& r, RecordChunk& c) { to_proto(r, *c.add_reported_streams()); });
         if (!ok) return false;
     }
     return enc.flush();
@@ -255,19 +234,18 @@ Result<SnapshotFile, SnapshotError> decode_snapshot(ByteSpan file, std::string* 
     const std::uint64_t length = load_be64(file.data() + kLengthOffset);
     const std::size_t available = file.size() - kFrameHeaderSize;
     if (length > available)
-        return refuse(
-            SnapshotError::truncated, detail,
-            "payload of " + std::to_string(length) + " octets, " + std::to_string(available) + " present");
+        return refuse(SnapshotError::truncated, detail,
+                      "payload of " + std::to_string(length) + " octets, " + std::to_string(available) + " present");
     if (length < available)
-        return refuse(SnapshotError::trailing_data, detail,
-                      std::to_string(available - length) + " octets after the " + std::to_string(length) +
-                          "-octet payload");
+        return refuse(
+            SnapshotError::trailing_data, detail,
+            std::to_string(available - length) + " octets after the " + std::to_string(length) + "-octet payload");
     const ByteSpan payload = file.subspan(kFrameHeaderSize);
     const std::uint32_t payload_crc = crc32_update(0, payload);
     if (payload_crc != load_be32(file.data() + kPayloadCrcOffset))
-        return refuse(SnapshotError::checksum_mismatch, detail,
-                      "payload CRC-32 " + hex32(payload_crc) + ", stored " +
-                          hex32(load_be32(file.data() + kPayloadCrcOffset)));
+        return refuse(
+            SnapshotError::checksum_mismatch, detail,
+            "payload CRC-32 " + hex32(payload_crc) + ", stored " + hex32(load_be32(file.data() + kPayloadCrcOffset)));
 
     try {
         SnapshotFile out;
@@ -275,8 +253,7 @@ Result<SnapshotFile, SnapshotError> decode_snapshot(ByteSpan file, std::string* 
         ByteSpan message;
         Header header;
         if (!next_message(payload, pos, message) || !parse(header, message))
-            return refuse(SnapshotError::parse_error, detail,
-                          "the payload does not start with a valid Header");
+            return refuse(SnapshotError::parse_error, detail, "the payload does not start with a valid Header");
         std::string why;
         from_proto(header, out.header, why);
         if (out.header.format_version != version)

@@ -34,8 +34,7 @@ std::array<std::uint8_t, kFrameHeaderSize> encode_frame_header(const FrameHeader
 }
 
 std::string frame_payload(std::string_view payload, std::uint32_t version, std::uint32_t flags) {
-    const auto header =
-        encode_frame_header({version, flags, payload.size(), crc32_update(0, as_bytes(payload))});
+    const auto header = encode_frame_header({version, flags, payload.size(), crc32_update(0, as_bytes(payload))});
     std::string out(reinterpret_cast<const char*>(header.data()), header.size());
     out.append(payload);
     return out;

@@ -23,20 +23,13 @@ namespace hepd::snapshot {
 
 std::string_view to_string(WriteError error) noexcept {
     switch (error) {
-        case WriteError::create_failed:
-            return "create_failed";
-        case WriteError::write_failed:
-            return "write_failed";
-        case WriteError::sync_failed:
-            return "sync_failed";
-        case WriteError::close_failed:
-            return "close_failed";
-        case WriteError::rename_failed:
-            return "rename_failed";
-        case WriteError::dir_sync_failed:
-            return "dir_sync_failed";
-        case WriteError::encode_failed:
-            return "encode_failed";
+    case WriteError::create_failed: return "create_failed";
+    case WriteError::write_failed: return "write_failed";
+    case WriteError::sync_failed: return "sync_failed";
+    case WriteError::close_failed: return "close_failed";
+    case WriteError::rename_failed: return "rename_failed";
+    case WriteError::dir_sync_failed: return "dir_sync_failed";
+    case WriteError::encode_failed: return "encode_failed";
     }
     return "unknown";
 }
@@ -162,8 +155,7 @@ Result<WriteSummary, WriteFailure> write_file(const std::vector<ShardImage>& ima
     if (!write_all(tmp.fd(), frame.data(), frame.size(), 0, true))
         return fail(failure(WriteError::write_failed, errno, "cannot write " + tmp.path()));
     while (::fsync(tmp.fd()) != 0) {
-        if (errno != EINTR)
-            return fail(failure(WriteError::sync_failed, errno, "cannot fsync " + tmp.path()));
+        if (errno != EINTR) return fail(failure(WriteError::sync_failed, errno, "cannot fsync " + tmp.path()));
     }
     if (!tmp.close()) return fail(failure(WriteError::close_failed, errno, "cannot close " + tmp.path()));
     if (::rename(tmp.path().c_str(), path.c_str()) != 0)
@@ -189,8 +181,8 @@ Result<WriteSummary, WriteFailure> write_file(const std::vector<ShardImage>& ima
 
 }  // namespace
 
-Result<WriteSummary, WriteFailure> write_snapshot(const std::vector<ShardImage>& images,
-                                                  const std::string& path, const SnapshotMeta& meta) {
+Result<WriteSummary, WriteFailure> write_snapshot(const std::vector<ShardImage>& images, const std::string& path,
+                                                  const SnapshotMeta& meta) {
     try {
         return write_file(images, path, meta);
     } catch (const std::bad_alloc&) {
@@ -253,8 +245,7 @@ Result<SnapshotFile, SnapshotError> read_snapshot(const std::string& path, std::
         }
     } catch (const std::bad_alloc&) {
         ::close(fd);
-        return refuse(SnapshotError::unreadable,
-                      "out of memory reading " + std::to_string(st.st_size) + " octets");
+        return refuse(SnapshotError::unreadable, "out of memory reading " + std::to_string(st.st_size) + " octets");
     }
     ::close(fd);
     if (!regular) return refuse(SnapshotError::unreadable, "not a regular file");

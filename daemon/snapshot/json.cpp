@@ -12,9 +12,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-Json time_json(Timestamp t) {
-    return t.us == 0 ? Json(nullptr) : Json(format_iso8601(t));
-}
+Json time_json(Timestamp t) { return t.us == 0 ? Json(nullptr) : Json(format_iso8601(t)); }
 
 Json endpoint_json(const hepd::Endpoint& e) {
     return e.address.empty() && e.port == 0 ? Json(nullptr) : Json(e.to_string());
@@ -35,9 +33,7 @@ Json used_json(const std::array<T, N>& a) {
     return array_json(a, n);
 }
 
-Json optional_json(std::uint32_t v, std::uint32_t none) {
-    return v == none ? Json(nullptr) : Json(v);
-}
+Json optional_json(std::uint32_t v, std::uint32_t none) { return v == none ? Json(nullptr) : Json(v); }
 
 Json counts_json(const RecordCounts& c) {
     Json j;

@@ -116,8 +116,7 @@ public:
 
     void text(const char* name, const std::string& in, std::size_t cap, std::string& out) {
         if (!ok_) return;
-        if (in.size() > cap)
-            return fail(name, std::to_string(in.size()) + " octets, at most " + std::to_string(cap));
+        if (in.size() > cap) return fail(name, std::to_string(in.size()) + " octets, at most " + std::to_string(cap));
         out = in;
     }
 
@@ -191,18 +190,10 @@ void to_proto(const hepd::Endpoint& in, Endpoint& out) {
 bool from_proto(const Endpoint& in, hepd::Endpoint& out, std::string& why) {
     const auto* p = reinterpret_cast<const std::uint8_t*>(in.address().data());
     switch (in.address().size()) {
-        case 0:
-            out.address = IpAddress{};
-            break;
-        case 4:
-            out.address = IpAddress::v4(std::span<const std::uint8_t, 4>(p, 4));
-            break;
-        case 16:
-            out.address = IpAddress::v6(std::span<const std::uint8_t, 16>(p, 16));
-            break;
-        default:
-            why = "address of " + std::to_string(in.address().size()) + " octets";
-            return false;
+    case 0: out.address = IpAddress{}; break;
+    case 4: out.address = IpAddress::v4(std::span<const std::uint8_t, 4>(p, 4)); break;
+    case 16: out.address = IpAddress::v6(std::span<const std::uint8_t, 16>(p, 16)); break;
+    default: why = "address of " + std::to_string(in.address().size()) + " octets"; return false;
     }
     if (in.port() > 0xffff) {
         why = "port " + std::to_string(in.port());
@@ -296,8 +287,8 @@ bool from_proto(const Dialog& in, DialogRecord& out, std::string& why) {
     d.cancel_seen = in.cancel_seen();
     d.q850_counted = in.q850_counted();
     if (r.ok() && in.user_agent().size() > d.user_agent.size())
-        r.fail("user_agent", std::to_string(in.user_agent().size()) + " octets, at most " +
-                                 std::to_string(d.user_agent.size()));
+        r.fail("user_agent",
+               std::to_string(in.user_agent().size()) + " octets, at most " + std::to_string(d.user_agent.size()));
     if (!r.ok()) return false;
     d.user_agent.fill('\0');
     std::copy(in.user_agent().begin(), in.user_agent().end(), d.user_agent.begin());
@@ -495,8 +486,7 @@ bool from_proto(const Binding& in, BindingRecord& out, std::string& why) {
     b.call_id = in.call_id();
     r.time("time_us", in.time_us(), b.time);
     if (r.ok() && static_cast<std::size_t>(in.codecs_size()) > kMaxBindingCodecs)
-        r.fail("codecs",
-               std::to_string(in.codecs_size()) + " entries, at most " + std::to_string(kMaxBindingCodecs));
+        r.fail("codecs", std::to_string(in.codecs_size()) + " entries, at most " + std::to_string(kMaxBindingCodecs));
     for (int k = 0; k < in.codecs_size() && r.ok(); ++k) {
         const auto i = static_cast<std::size_t>(k);
         const BindingCodec& c = in.codecs(k);

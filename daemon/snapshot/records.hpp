@@ -66,9 +66,7 @@ struct RecordCounts {
     std::uint64_t bindings = 0;
     std::uint64_t reported_streams = 0;
 
-    std::uint64_t total() const noexcept {
-        return dialogs + transactions + streams + bindings + reported_streams;
-    }
+    std::uint64_t total() const noexcept { return dialogs + transactions + streams + bindings + reported_streams; }
     RecordCounts& operator+=(const RecordCounts& o) noexcept {
         dialogs += o.dialogs;
         transactions += o.transactions;
@@ -89,8 +87,7 @@ struct ShardImage {
     std::vector<ReportedRecord> reported_streams;
 
     RecordCounts counts() const noexcept {
-        return {dialogs.size(), transactions.size(), streams.size(), bindings.size(),
-                reported_streams.size()};
+        return {dialogs.size(), transactions.size(), streams.size(), bindings.size(), reported_streams.size()};
     }
     friend bool operator==(const ShardImage&, const ShardImage&) = default;
 };

@@ -73,8 +73,7 @@ RestoreCounts restore(const SnapshotFile& file, const std::vector<shard::ShardWo
         return counts;
     }
 
-    for (const std::size_t i :
-         by_time(r.dialogs, [](const DialogRecord& d) { return d.dialog.last_activity; })) {
+    for (const std::size_t i : by_time(r.dialogs, [](const DialogRecord& d) { return d.dialog.last_activity; })) {
         const DialogRecord& d = r.dialogs[i];
         sip::DialogTable& table = shards[shard::shard_of_call(d.call_id, n)]->dialogs();
         count(counts.dialogs, table.restore(d.call_id, d.from_tag, d.dialog));
@@ -82,8 +81,7 @@ RestoreCounts restore(const SnapshotFile& file, const std::vector<shard::ShardWo
     for (const std::size_t i :
          by_time(r.transactions, [](const TransactionRecord& t) { return t.transaction.last_activity; })) {
         const TransactionRecord& t = r.transactions[i];
-        sip::TransactionTable& table =
-            shards[shard::shard_of_call(t.key.call_id, n)]->dialogs().transactions();
+        sip::TransactionTable& table = shards[shard::shard_of_call(t.key.call_id, n)]->dialogs().transactions();
         count(counts.transactions, table.restore(t.key, t.transaction));
     }
     // Bindings first: a stream inserted afterwards joins the binding of its media address.
@@ -101,8 +99,7 @@ RestoreCounts restore(const SnapshotFile& file, const std::vector<shard::ShardWo
         rtp::StreamTable& table = shards[shard::shard_of_media(s.key.dst, n)]->streams();
         count(counts.streams, table.insert(s.key, s.stream));
     }
-    for (const std::size_t i :
-         by_time(r.reported_streams, [](const ReportedRecord& s) { return s.stream.last; })) {
+    for (const std::size_t i : by_time(r.reported_streams, [](const ReportedRecord& s) { return s.stream.last; })) {
         const ReportedRecord& s = r.reported_streams[i];
         // Beside the streams of its reporter (files before the reporter was kept: by call).
         const std::size_t at = s.stream.reporter.port != 0 ? shard::shard_of_media(s.stream.reporter, n)

@@ -74,8 +74,8 @@ struct WriteSummary {
 // rename over `path`, fsync of the directory. On any failure `path` is left as it was (except
 // after dir_sync_failed, when the new file is complete but its rename may not survive a power
 // cut) and the temporary file is removed. Never throws. One writer per path at a time.
-Result<WriteSummary, WriteFailure> write_snapshot(const std::vector<ShardImage>& images,
-                                                  const std::string& path, const SnapshotMeta& meta);
+Result<WriteSummary, WriteFailure> write_snapshot(const std::vector<ShardImage>& images, const std::string& path,
+                                                  const SnapshotMeta& meta);
 // Captures and writes in one go: for shards that are stopped or paused (shutdown, tests).
 Result<WriteSummary, WriteFailure> write_snapshot(const std::vector<const shard::ShardWorker*>& shards,
                                                   const std::string& path, const SnapshotMeta& meta);
@@ -127,8 +127,7 @@ struct RestoreCounts {
                reported_streams.restored;
     }
     std::uint64_t refused() const noexcept {
-        return dialogs.refused + transactions.refused + streams.refused + bindings.refused +
-               reported_streams.refused;
+        return dialogs.refused + transactions.refused + streams.refused + bindings.refused + reported_streams.refused;
     }
     friend bool operator==(const RestoreCounts&, const RestoreCounts&) = default;
 };

@@ -38,7 +38,7 @@ std::string write_temp(const std::string& name, const std::string& text) {
     return path;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("hepd --version and --help", "[app]") {
     auto v = run("--version");

@@ -1,4 +1,5 @@
 #include "config/config.hpp"
+
 #include "core/log.hpp"
 
 #include <catch2/catch.hpp>
@@ -14,11 +15,11 @@
 #include <string>
 
 using namespace hepd::config;
-using hepd::Endpoint;
 using hepd::Cidr;
+using hepd::Endpoint;
 using hepd::IpAddress;
-using hepd::PayloadClass;
 using hepd::parse_payload_class;
+using hepd::PayloadClass;
 using std::chrono::hours;
 using std::chrono::milliseconds;
 using std::chrono::minutes;
@@ -38,8 +39,7 @@ ConfigError load_error(std::string_view yaml) {
     throw std::logic_error("unreachable");
 }
 
-ConfigError override_error(Config& c, std::string_view key, std::string_view value,
-                           std::string_view flag = "--flag") {
+ConfigError override_error(Config& c, std::string_view key, std::string_view value, std::string_view flag = "--flag") {
     try {
         apply_override(c, key, value, flag);
     } catch (const ConfigError& e) {
@@ -228,7 +228,7 @@ std::string read_text(const std::string& path) {
 
 const std::string kShippedConfig = std::string(HEPD_SOURCE_DIR) + "/config/hepd.yaml";
 
-} // namespace
+}  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // Defaults
@@ -288,7 +288,7 @@ TEST_CASE("empty and partial documents keep the defaults", "[config][defaults]")
     CHECK(load("# nothing but a comment\n") == defaults());
     CHECK(load("---\n") == defaults());
     CHECK(load("{}") == defaults());
-    CHECK(load("hep:\n") == defaults());                     // a section with every key commented out
+    CHECK(load("hep:\n") == defaults());  // a section with every key commented out
     CHECK(load("hep:\n  udp:\n  tcp: {}\n") == defaults());
 
     Config expected = defaults();
@@ -500,9 +500,10 @@ pcap:
 }
 
 TEST_CASE("strings that look like other YAML values survive a round trip", "[config][round_trip]") {
-    for (const char* text : {"", "null", "~", "true", "5", "0x10", "a: b", "#hash", " lead", "trail ", "quote\"d",
-                             "back\\slash", "[x]", "{y}", "é ünïcode", "- dash", "*star", "&amp", "!bang", "%pct",
-                             "@at", "`tick", "'single'", "line\\nnot-a-break"}) {
+    for (const char* text :
+         {"",      "null",   "~",        "true",        "5",   "0x10",  "a: b",      "#hash",
+          " lead", "trail ", "quote\"d", "back\\slash", "[x]", "{y}",   "é ünïcode", "- dash",
+          "*star", "&amp",   "!bang",    "%pct",        "@at", "`tick", "'single'",  "line\\nnot-a-break"}) {
         Config c = defaults();
         c.hep.auth_key = text;
         c.agents = {agent_by_node_name("n", text[0] != '\0' ? text : "x")};
@@ -739,12 +740,14 @@ TEST_CASE("unknown keys are errors at every depth", "[config][errors]") {
           "tables, timers, pcap)");
 
     e = load_error("hep:\n  tcp:\n    max_conections: 5\n");
-    CHECK(std::string(e.what()) == "test.yaml:3:5: hep.tcp.max_conections: unknown key (did you mean "
-                                   "\"max_connections\"?)");
+    CHECK(std::string(e.what()) ==
+          "test.yaml:3:5: hep.tcp.max_conections: unknown key (did you mean "
+          "\"max_connections\"?)");
 
     e = load_error("hep:\n  tcp:\n    enabled: true\n    colour: red\n");
-    CHECK(std::string(e.what()) == "test.yaml:4:5: hep.tcp.colour: unknown key (expected one of: enabled, "
-                                   "max_connections, idle_timeout, max_frame_bytes)");
+    CHECK(std::string(e.what()) ==
+          "test.yaml:4:5: hep.tcp.colour: unknown key (expected one of: enabled, "
+          "max_connections, idle_timeout, max_frame_bytes)");
 
     e = load_error("hep:\n  udp: {enabled: true, threads: 2}\n");
     CHECK(e.key_path() == "hep.udp.threads");
@@ -755,7 +758,8 @@ TEST_CASE("unknown keys are errors at every depth", "[config][errors]") {
     CHECK(std::string(e.what()) ==
           "test.yaml:4:5: agents[0].colour: unknown key (expected one of: name, capture_id, cidr, node_name)");
 
-    e = load_error("hep:\n  payload_types:\n    - {code: 1, name: x, class: sip}\n    - {code: 2, nmae: y, class: log}\n");
+    e = load_error(
+        "hep:\n  payload_types:\n    - {code: 1, name: x, class: sip}\n    - {code: 2, nmae: y, class: log}\n");
     CHECK(std::string(e.what()) == "test.yaml:4:17: hep.payload_types[1].nmae: unknown key (did you mean \"name\"?)");
 
     e = load_error("Log_Level: info\n");  // keys are case-sensitive
@@ -797,8 +801,9 @@ TEST_CASE("wrong types are errors", "[config][errors]") {
     CHECK(e.detail().find("(negative)") != std::string::npos);
 
     e = load_error("shards:\n  count: \"4\"\n");
-    CHECK(std::string(e.what()) == "test.yaml:2:10: shards.count: expected an integer in [0, 1024], got the quoted "
-                                   "string \"4\" (numbers and booleans are written without quotes)");
+    CHECK(std::string(e.what()) ==
+          "test.yaml:2:10: shards.count: expected an integer in [0, 1024], got the quoted "
+          "string \"4\" (numbers and booleans are written without quotes)");
 
     e = load_error("hep:\n  udp:\n    enabled: yes\n");
     CHECK(std::string(e.what()) == "test.yaml:3:14: hep.udp.enabled: expected true or false, got \"yes\"");
@@ -852,8 +857,9 @@ TEST_CASE("out-of-range values are errors and the bounds are inclusive", "[confi
     CHECK(load("hep: {tcp: {max_frame_bytes: 6}}").hep.tcp.max_frame_bytes == 6);
     CHECK(load_error("hep: {tcp: {max_frame_bytes: 5}}").detail().find("(out of range)") != std::string::npos);
     const auto e = load_error("hep: {tcp: {max_frame_bytes: 64KiB}}");  // 65536, one too many
-    CHECK(e.detail() ==
-          "expected a size in [6, 65535] (bytes, or a whole number with KiB, MiB or GiB), got \"64KiB\" (out of range)");
+    CHECK(
+        e.detail() ==
+        "expected a size in [6, 65535] (bytes, or a whole number with KiB, MiB or GiB), got \"64KiB\" (out of range)");
 
     CHECK(load("hep: {udp: {receive_threads: 256}}").hep.udp.receive_threads == 256);
     CHECK(load_error("hep: {udp: {receive_threads: 257}}").key_path() == "hep.udp.receive_threads");
@@ -929,12 +935,13 @@ TEST_CASE("log levels", "[config][errors]") {
 
 TEST_CASE("listen addresses", "[config][errors]") {
     const Config c = load("hep:\n  listen: [\"0.0.0.0:9060\", \"[::]:9060\", 127.0.0.1:0]\n");
-    CHECK(c.hep.listen == std::vector<Endpoint>{endpoint("0.0.0.0:9060"), endpoint("[::]:9060"),
-                                                endpoint("127.0.0.1:0")});
+    CHECK(c.hep.listen ==
+          std::vector<Endpoint>{endpoint("0.0.0.0:9060"), endpoint("[::]:9060"), endpoint("127.0.0.1:0")});
 
     auto e = load_error("hep:\n  listen:\n    - 0.0.0.0:9060\n    - localhost:9060\n");
-    CHECK(std::string(e.what()) == "test.yaml:4:7: hep.listen[1]: expected ADDRESS:PORT with a literal IP address "
-                                   "(e.g. 0.0.0.0:9060 or [::]:9060), got \"localhost:9060\"");
+    CHECK(std::string(e.what()) ==
+          "test.yaml:4:7: hep.listen[1]: expected ADDRESS:PORT with a literal IP address "
+          "(e.g. 0.0.0.0:9060 or [::]:9060), got \"localhost:9060\"");
     CHECK(load_error("hep:\n  listen: [\"0.0.0.0\"]\n").key_path() == "hep.listen[0]");
     CHECK(load_error("hep:\n  listen: [\"0.0.0.0:65536\"]\n").key_path() == "hep.listen[0]");
     CHECK(load_error("hep:\n  listen: [\"::1:9060\"]\n").key_path() == "hep.listen[0]");
@@ -964,8 +971,9 @@ TEST_CASE("metrics endpoint", "[config][errors]") {
     CHECK(load("hep: {listen: [127.0.0.1:0]}\nmetrics: {listen: 127.0.0.1:0}").metrics.listen.port == 0);
 
     e = load_error("metrics:\n  path: metrics\n");
-    CHECK(std::string(e.what()) ==
-          "test.yaml:2:9: metrics.path: expected an URL path starting with '/' (no spaces, '?' or '#'), got \"metrics\"");
+    CHECK(
+        std::string(e.what()) ==
+        "test.yaml:2:9: metrics.path: expected an URL path starting with '/' (no spaces, '?' or '#'), got \"metrics\"");
     CHECK(load_error("metrics: {path: \"/a b\"}").key_path() == "metrics.path");
     CHECK(load_error("metrics: {path: \"/m?x=1\"}").key_path() == "metrics.path");
     CHECK(load_error("metrics: {path: \"\"}").key_path() == "metrics.path");
@@ -977,9 +985,10 @@ TEST_CASE("allow lists and CIDRs", "[config][errors]") {
     CHECK(c.hep.allow == std::vector<Cidr>{cidr("10.0.0.0/8"), cidr("::1/128"), cidr("fd00::/8")});
 
     auto e = load_error("hep:\n  allow: [\"10.0.0.0/8\", \"bad\"]\n");
-    CHECK(std::string(e.what()) == "test.yaml:2:25: hep.allow[1]: expected a CIDR such as 10.0.0.0/8 or "
-                                   "2001:db8::/32 (or a single address), got \"bad\" (not a literal IPv4 or IPv6 "
-                                   "address)");
+    CHECK(std::string(e.what()) ==
+          "test.yaml:2:25: hep.allow[1]: expected a CIDR such as 10.0.0.0/8 or "
+          "2001:db8::/32 (or a single address), got \"bad\" (not a literal IPv4 or IPv6 "
+          "address)");
     e = load_error("hep:\n  allow:\n    - 10.1.2.3/8\n");
     CHECK(e.detail().find("(bits set after the prefix; did you mean 10.0.0.0/8?)") != std::string::npos);
     CHECK(e.line() == 3);
@@ -1004,10 +1013,9 @@ TEST_CASE("agents", "[config][errors]") {
   - name: PBX_01
     node_name: "pbx 01 (Paris)"
 )y");
-    CHECK(c.agents == std::vector<AgentConfig>{agent_by_capture_id("edge-1", 0),
-                                               agent_by_capture_id("edge-2", 4294967295u),
-                                               agent_by_cidr("media.pool", "10.1.0.0/16"),
-                                               agent_by_node_name("PBX_01", "pbx 01 (Paris)")});
+    CHECK(c.agents == std::vector<AgentConfig>{
+                          agent_by_capture_id("edge-1", 0), agent_by_capture_id("edge-2", 4294967295u),
+                          agent_by_cidr("media.pool", "10.1.0.0/16"), agent_by_node_name("PBX_01", "pbx 01 (Paris)")});
 
     auto e = load_error("agents:\n  - name: kam\n    capture_id: 1\n  - name: kam\n    capture_id: 2\n");
     CHECK(std::string(e.what()) == "test.yaml:4:11: agents[1].name: duplicate agent name \"kam\" (first at line 2)");
@@ -1016,8 +1024,9 @@ TEST_CASE("agents", "[config][errors]") {
     CHECK(std::string(e.what()) == "test.yaml:2:5: agents[0]: needs one of capture_id, cidr, node_name");
 
     e = load_error("agents:\n  - name: kam\n    capture_id: 1\n    cidr: 10.0.0.0/8\n");
-    CHECK(std::string(e.what()) == "test.yaml:4:11: agents[0].cidr: an agent is matched by exactly one of "
-                                   "capture_id, cidr, node_name; this one already has capture_id");
+    CHECK(std::string(e.what()) ==
+          "test.yaml:4:11: agents[0].cidr: an agent is matched by exactly one of "
+          "capture_id, cidr, node_name; this one already has capture_id");
 
     e = load_error("agents:\n  - capture_id: 1\n");
     CHECK(std::string(e.what()) == "test.yaml:2:5: agents[0]: missing required key name");
@@ -1055,8 +1064,9 @@ TEST_CASE("agents", "[config][errors]") {
 }
 
 TEST_CASE("payload types", "[config][errors]") {
-    const Config c = load("hep:\n  payload_types:\n    - {code: 0x3D, name: ng, class: other}\n"
-                          "    - {code: 255, name: j, class: rtcp_json}\n    - {code: 0, name: z, class: sip}\n");
+    const Config c = load(
+        "hep:\n  payload_types:\n    - {code: 0x3D, name: ng, class: other}\n"
+        "    - {code: 255, name: j, class: rtcp_json}\n    - {code: 0, name: z, class: sip}\n");
     CHECK(c.hep.payload_types == std::vector<PayloadTypeConfig>{{61, "ng", PayloadClass::other},
                                                                 {255, "j", PayloadClass::rtcp_json},
                                                                 {0, "z", PayloadClass::sip}});
@@ -1068,7 +1078,8 @@ TEST_CASE("payload types", "[config][errors]") {
     CHECK(e.detail() == "expected one of sip, rtp, rtcp, rtcp_json, qos, log, other, got \"rtcp_xr\"");
     e = load_error("hep:\n  payload_types:\n    - {code: 5, name: x}\n");
     CHECK(std::string(e.what()) == "test.yaml:3:7: hep.payload_types[0]: missing required key class");
-    e = load_error("hep:\n  payload_types:\n    - {code: 5, name: x, class: sip}\n    - {code: 0x05, name: y, class: log}\n");
+    e = load_error(
+        "hep:\n  payload_types:\n    - {code: 5, name: x, class: sip}\n    - {code: 0x05, name: y, class: log}\n");
     CHECK(std::string(e.what()) ==
           "test.yaml:4:14: hep.payload_types[1].code: payload type 5 is listed twice (first at line 3)");
     CHECK(load_error("hep:\n  payload_types:\n    - {code: 0x, name: x, class: sip}\n").key_path() ==
@@ -1082,15 +1093,17 @@ TEST_CASE("pcap ports", "[config][errors]") {
     CHECK(load_error("pcap: {sip_ports: [5060, 65536]}").key_path() == "pcap.sip_ports[1]");
     CHECK(load_error("pcap: {sip_ports: [5060, 5060]}").detail() == "duplicate entry (first at line 1)");
     const auto e = load_error("pcap:\n  hep_ports: [9060]\n  sip_ports: [5060, 9060]\n");
-    CHECK(std::string(e.what()) == "test.yaml:3:14: pcap.sip_ports: port 9060 is also in pcap.hep_ports; a port "
-                                   "is read as one or the other");
+    CHECK(std::string(e.what()) ==
+          "test.yaml:3:14: pcap.sip_ports: port 9060 is also in pcap.hep_ports; a port "
+          "is read as one or the other");
 }
 
 TEST_CASE("strings refuse control characters and invalid UTF-8", "[config][errors]") {
     CHECK(load("hep: {auth_key: \"caf\\u00e9\"}").hep.auth_key == "caf\xc3\xa9");
     auto e = load_error("hep:\n  auth_key: \"a\\x01b\"\n");
-    CHECK(std::string(e.what()) == "test.yaml:2:13: hep.auth_key: expected a string of at most 1024 bytes, got "
-                                   "\"a\\x01b\" (control characters or invalid UTF-8)");
+    CHECK(std::string(e.what()) ==
+          "test.yaml:2:13: hep.auth_key: expected a string of at most 1024 bytes, got "
+          "\"a\\x01b\" (control characters or invalid UTF-8)");
     CHECK(load_error("hep: {auth_key: \"a\\tb\"}").key_path() == "hep.auth_key");
     CHECK(load_error("hep: {auth_key: \"\\u0085\"}").key_path() == "hep.auth_key");  // NEL, a YAML line break
     CHECK(load_error("hep: {auth_key: \"\\u2028\"}").key_path() == "hep.auth_key");

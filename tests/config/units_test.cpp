@@ -38,7 +38,7 @@ UnitError size_error(std::string_view text) {
     return r.error();
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("durations parse in every unit", "[config][units]") {
     CHECK(us_of("0") == 0);
@@ -113,10 +113,10 @@ TEST_CASE("durations print in the largest exact unit", "[config][units]") {
 }
 
 TEST_CASE("printed durations parse back to the same value", "[config][units]") {
-    for (std::int64_t us : {std::int64_t{0}, std::int64_t{1}, std::int64_t{999}, std::int64_t{1'000},
-                            std::int64_t{59'000'000}, std::int64_t{60'000'000}, std::int64_t{3'599'000'000},
-                            std::int64_t{3'600'000'000}, std::int64_t{86'400'000'001},
-                            std::numeric_limits<std::int64_t>::max()}) {
+    for (std::int64_t us :
+         {std::int64_t{0}, std::int64_t{1}, std::int64_t{999}, std::int64_t{1'000}, std::int64_t{59'000'000},
+          std::int64_t{60'000'000}, std::int64_t{3'599'000'000}, std::int64_t{3'600'000'000},
+          std::int64_t{86'400'000'001}, std::numeric_limits<std::int64_t>::max()}) {
         INFO(us);
         CHECK(us_of(format_duration(microseconds(us))) == us);
     }
@@ -165,8 +165,8 @@ TEST_CASE("sizes print in the largest exact binary unit", "[config][units]") {
     CHECK(format_size(3'145'728) == "3MiB");
     CHECK(format_size(2'147'483'648) == "2GiB");
     CHECK(format_size(std::numeric_limits<std::uint64_t>::max()) == "18446744073709551615");
-    for (std::uint64_t b : {std::uint64_t{0}, std::uint64_t{1023}, std::uint64_t{1} << 40,
-                            std::numeric_limits<std::uint64_t>::max()}) {
+    for (std::uint64_t b :
+         {std::uint64_t{0}, std::uint64_t{1023}, std::uint64_t{1} << 40, std::numeric_limits<std::uint64_t>::max()}) {
         INFO(b);
         CHECK(bytes_of(format_size(b)) == b);
     }

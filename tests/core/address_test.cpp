@@ -1,4 +1,5 @@
 #include "core/address.hpp"
+
 #include "core/hash.hpp"
 
 #include <catch2/catch.hpp>

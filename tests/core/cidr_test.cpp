@@ -5,9 +5,9 @@
 #include <array>
 #include <cstdint>
 
-using hepd::IpAddress;
 using hepd::Cidr;
 using hepd::CidrError;
+using hepd::IpAddress;
 
 namespace {
 
@@ -32,7 +32,7 @@ IpAddress ip(std::string_view text) {
     return *a;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("an IPv4 prefix parses into network and length", "[core][cidr]") {
     const Cidr c = cidr("10.0.0.0/8");

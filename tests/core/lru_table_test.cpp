@@ -1,5 +1,6 @@
-#include "core/hash.hpp"
 #include "core/lru_table.hpp"
+
+#include "core/hash.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -14,10 +15,8 @@ namespace {
 std::uint32_t find(const Table& t, const std::string& k) {
     return t.find(hash_text(k), [&](const std::string& stored) { return stored == k; });
 }
-std::optional<Table::Entry> put(Table& t, const std::string& k, int v) {
-    return t.insert(hash_text(k), k, v).second;
-}
-} // namespace
+std::optional<Table::Entry> put(Table& t, const std::string& k, int v) { return t.insert(hash_text(k), k, v).second; }
+}  // namespace
 
 TEST_CASE("LRU table finds, touches and evicts the least recently active", "[core][lru]") {
     Table t(3);
@@ -56,8 +55,8 @@ TEST_CASE("LRU table erase_if removes and reports", "[core][lru]") {
 TEST_CASE("LRU table agrees with a reference model under random churn", "[core][lru]") {
     constexpr std::size_t kCap = 200;
     Table t(kCap);
-    std::map<std::string, int> model;       // key -> value
-    std::map<std::string, long> last_use;   // key -> logical time
+    std::map<std::string, int> model;      // key -> value
+    std::map<std::string, long> last_use;  // key -> logical time
     long now = 0;
     std::mt19937 rng(7);
     for (int step = 0; step < 50'000; ++step) {

@@ -1,5 +1,6 @@
-#include "core/bytes.hpp"
 #include "core/result.hpp"
+
+#include "core/bytes.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -13,7 +14,7 @@ Result<int, E> half(int x) {
     if (x % 2 != 0) return fail(E::bad);
     return x / 2;
 }
-} // namespace
+}  // namespace
 
 TEST_CASE("result carries a value or an error", "[core]") {
     auto ok = half(8);

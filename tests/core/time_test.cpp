@@ -1,5 +1,6 @@
-#include "core/log.hpp"
 #include "core/time.hpp"
+
+#include "core/log.hpp"
 
 #include <catch2/catch.hpp>
 

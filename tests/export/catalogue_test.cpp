@@ -1,9 +1,8 @@
 // daemon/export/METRICS.md is the operators' catalogue: its table must list exactly what the
 // exporter serves, with the same types and label names.
 #include "estate.hpp"
-#include "scrape.hpp"
-
 #include "export/exporter.hpp"
+#include "scrape.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -80,7 +79,7 @@ std::string read_text(const std::string& path) {
     return s.str();
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("METRICS.md lists exactly the metrics served, with their types and labels", "[export][catalogue]") {
     const std::string markdown = read_text(std::string(HEPD_SOURCE_DIR) + "/daemon/export/METRICS.md");

@@ -16,7 +16,8 @@ namespace hepd::test {
 namespace {
 
 bool all_digits(const std::string& s) {
-    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
+    return !s.empty() &&
+           std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
 }
 
 // Four dot-separated runs of 1-3 digits anywhere in the text: an IPv4 address.
@@ -50,7 +51,7 @@ bool safe_text(const std::string& s) {
 
 double le_value(const std::string& le) { return le == "+Inf" ? INFINITY : std::stod(le); }
 
-} // namespace
+}  // namespace
 
 std::size_t check_histograms(const Exposition& x) {
     std::size_t series = 0;
@@ -87,10 +88,10 @@ std::size_t check_histograms(const Exposition& x) {
 }
 
 std::size_t check_label_hygiene(const Exposition& x, std::size_t shards) {
-    static const std::set<std::string> kNames{"agent",  "cause",   "codec",  "commit", "direction", "event",
-                                              "kind",   "le",      "method", "outcome", "payload_type", "reason",
-                                              "shard",  "source",  "state",  "status_class", "table", "transport",
-                                              "version"};
+    static const std::set<std::string> kNames{"agent",        "cause",  "codec",     "commit", "direction",
+                                              "event",        "kind",   "le",        "method", "outcome",
+                                              "payload_type", "reason", "shard",     "source", "state",
+                                              "status_class", "table",  "transport", "version"};
     std::size_t checked = 0;
     for (const auto& s : x.samples) {
         if (s.name.rfind("hepd_", 0) != 0) continue;  // the HTTP library's own exposer_* metrics
@@ -123,4 +124,4 @@ std::size_t check_label_hygiene(const Exposition& x, std::size_t shards) {
     return checked;
 }
 
-} // namespace hepd::test
+}  // namespace hepd::test

@@ -14,4 +14,4 @@ std::size_t check_histograms(const Exposition& x);
 // address, a port, an SSRC, a Call-ID or a user. Returns the label values checked.
 std::size_t check_label_hygiene(const Exposition& x, std::size_t shards);
 
-} // namespace hepd::test
+}  // namespace hepd::test

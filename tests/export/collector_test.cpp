@@ -1,12 +1,12 @@
 // The collector without HTTP: conversions checked by hand, the agent label, which series are
 // always there and which only when seen, and shards summing exactly.
+#include "export/collector.hpp"
+
 #include "checks.hpp"
 #include "estate.hpp"
-#include "scrape.hpp"
-
-#include "export/collector.hpp"
 #include "export/convert.hpp"
 #include "intake/agent_map.hpp"
+#include "scrape.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -69,7 +69,7 @@ std::string options_request(int n) {
 
 using L = test::Labels;
 
-} // namespace
+}  // namespace
 
 TEST_CASE("histograms: core buckets become cumulative Prometheus buckets", "[export][convert]") {
     Histogram<3> h{{1.0, 2.0, 5.0}};
@@ -145,11 +145,10 @@ TEST_CASE("a collector with no sources still shows every fixed series at zero", 
     const Exposition x = to_exposition(collector.Collect());
 
     // Label-less series are always there.
-    for (const char* name :
-         {"hepd_tcp_connections", "hepd_udp_kernel_drops_total", "hepd_shard_queue_dropped_datagrams_total",
-          "hepd_rtp_packets_total", "hepd_rtp_streams_active", "hepd_dialogs_created_total",
-          "hepd_snapshot_failures_total", "hepd_snapshot_duration_seconds",
-          "hepd_snapshot_last_success_timestamp_seconds"}) {
+    for (const char* name : {"hepd_tcp_connections", "hepd_udp_kernel_drops_total",
+                             "hepd_shard_queue_dropped_datagrams_total", "hepd_rtp_packets_total",
+                             "hepd_rtp_streams_active", "hepd_dialogs_created_total", "hepd_snapshot_failures_total",
+                             "hepd_snapshot_duration_seconds", "hepd_snapshot_last_success_timestamp_seconds"}) {
         INFO(name);
         CHECK(x.at(name) == 0);
     }
@@ -183,7 +182,8 @@ TEST_CASE("a collector with no sources still shows every fixed series at zero", 
         CHECK(x.types.count(name) == 1);
         CHECK(x.find(name).empty());
     }
-    CHECK(x.at("hepd_build_info", {{"version", metrics::this_build().version}, {"commit", metrics::this_build().commit}}) == 1);
+    CHECK(x.at("hepd_build_info",
+               {{"version", metrics::this_build().version}, {"commit", metrics::this_build().commit}}) == 1);
     CHECK(test::check_histograms(x) == 7);  // every histogram but the per-method transaction delay
     test::check_label_hygiene(x, 0);
 }

@@ -90,7 +90,8 @@ void feed_intakes(Estate& e) {
     // sofia-sip writes no time: seconds == 0, replaced by the receive time.
     f.sip_kamailio += udp_v3(encode(hep_message(3, 1, kKamailioCaptureId, 0, kOptionsPing))) ? 1 : 0;
     ++f.fixup_zero;
-    f.rtcp_json_asterisk += udp_v3(encode(hep_message(3, 5, kAsteriskCaptureId, 1'700'000'000, "{\"ssrc\":1}"))) ? 1 : 0;
+    f.rtcp_json_asterisk +=
+        udp_v3(encode(hep_message(3, 5, kAsteriskCaptureId, 1'700'000'000, "{\"ssrc\":1}"))) ? 1 : 0;
     f.log_other += udp_v3(encode(hep_message(3, 100, 9, 1'700'000'000, "a log line"))) ? 1 : 0;
     // Each of these three senders (capture ids 2001, 2002, 9) is 100 s behind the receive time:
     // beyond the 5 s limit once each. The zero-time message is on the receive clock already.
@@ -135,7 +136,7 @@ std::uint16_t agent_of(const Endpoint& src) {
     }
 }
 
-} // namespace
+}  // namespace
 
 std::vector<std::string> estate_agent_names() { return metrics::agent_names(estate_agents()); }
 
@@ -211,4 +212,4 @@ Estate::Estate(const gen::CorpusOptions& corpus, std::size_t shards) {
 
 Estate::~Estate() = default;
 
-} // namespace hepd::test
+}  // namespace hepd::test

@@ -4,8 +4,8 @@
 // messages, TCP listener statistics, kernel drops and snapshot figures.
 #include "export/collector.hpp"
 #include "gen/call_generator.hpp"
-#include "intake/hep_intake.hpp"
 #include "ingest/listeners.hpp"
+#include "intake/hep_intake.hpp"
 #include "shard/pipeline.hpp"
 #include "shard/shard_worker.hpp"
 
@@ -36,16 +36,16 @@ struct IntakeFeed {
     std::uint64_t udp_v3_packets = 0, udp_v3_bytes = 0;
     std::uint64_t tcp_v2_packets = 0, tcp_v2_bytes = 0;
     std::uint64_t tcp_v1_packets = 0, tcp_v1_bytes = 0;
-    std::uint64_t udp_not_hep = 0;        // garbage: version unknown, decode error not_hep
-    std::uint64_t udp_truncated = 0;      // "HEP3" + 1 byte: decode error truncated
-    std::uint64_t udp_rate_limited = 0;   // counted through count_drop(rate_limit)
-    std::uint64_t queue_full = 0;         // counted through count_queue_full()
-    std::uint64_t sip_kamailio = 0;       // accepted SIP with capture id 2001 (v3)
-    std::uint64_t sip_other = 0;          // accepted SIP from nobody named (v1 and v2)
+    std::uint64_t udp_not_hep = 0;       // garbage: version unknown, decode error not_hep
+    std::uint64_t udp_truncated = 0;     // "HEP3" + 1 byte: decode error truncated
+    std::uint64_t udp_rate_limited = 0;  // counted through count_drop(rate_limit)
+    std::uint64_t queue_full = 0;        // counted through count_queue_full()
+    std::uint64_t sip_kamailio = 0;      // accepted SIP with capture id 2001 (v3)
+    std::uint64_t sip_other = 0;         // accepted SIP from nobody named (v1 and v2)
     std::uint64_t rtcp_json_asterisk = 0;
     std::uint64_t log_other = 0;
-    std::uint64_t fixup_zero = 0;         // v3 with seconds == 0
-    std::uint64_t fixup_missing = 0;      // v1: no time at all
+    std::uint64_t fixup_zero = 0;                          // v3 with seconds == 0
+    std::uint64_t fixup_missing = 0;                       // v1: no time at all
     std::array<std::uint64_t, 3> clock_offset_exceeded{};  // by agent index (live UDP intake)
 };
 
@@ -70,4 +70,4 @@ struct Estate {
 // The collector every test uses: agents named by the intake's map, all sources registered.
 std::vector<std::string> estate_agent_names();
 
-} // namespace hepd::test
+}  // namespace hepd::test

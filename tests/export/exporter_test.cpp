@@ -1,11 +1,11 @@
 // The exporter end to end: a real estate (generated calls through two shards, HEP intakes), a
 // real HTTP server on 127.0.0.1 port 0, a real HTTP client, and every figure checked against
 // what was fed.
+#include "export/exporter.hpp"
+
 #include "checks.hpp"
 #include "estate.hpp"
 #include "scrape.hpp"
-
-#include "export/exporter.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -127,7 +127,7 @@ const Scraped& scraped() {
     return s;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("a scrape over HTTP reports the estate exactly", "[export][http]") {
     const Scraped& s = scraped();
@@ -146,20 +146,43 @@ TEST_CASE("a scrape over HTTP reports the estate exactly", "[export][http]") {
     const Exposition& x = s.first;
 
     SECTION("every metric the design names is there, with samples") {
-        for (const char* name :
-             {"hepd_build_info", "hepd_hep_received_packets_total", "hepd_hep_received_bytes_total",
-              "hepd_hep_dropped_packets_total", "hepd_hep_decode_errors_total", "hepd_hep_timestamp_fixups_total",
-              "hepd_hep_packets_total", "hepd_tcp_connections", "hepd_tcp_connections_closed_total",
-              "hepd_udp_kernel_drops_total", "hepd_shard_queue_depth", "hepd_shard_queue_dropped_datagrams_total",
-              "hepd_shard_wakeups_total",
-              "hepd_sip_requests_total", "hepd_sip_responses_total", "hepd_sip_retransmissions_total",
-              "hepd_dialogs_active", "hepd_dialogs_finished_total", "hepd_dialog_pdd_seconds",
-              "hepd_dialog_setup_seconds", "hepd_dialog_duration_seconds", "hepd_sip_q850_causes_total",
-              "hepd_sip_transactions_total", "hepd_rtp_streams_active", "hepd_rtp_packets_total",
-              "hepd_rtp_lost_packets_total", "hepd_rtp_jitter_seconds", "hepd_rtp_mos", "hepd_rtcp_reports_total",
-              "hepd_rtcp_fraction_lost", "hepd_rtcp_rtt_seconds", "hepd_table_evictions_total",
-              "hepd_rtp_parse_errors_total", "hepd_sip_parse_errors_total", "hepd_snapshot_duration_seconds",
-              "hepd_snapshot_failures_total", "hepd_snapshot_last_success_timestamp_seconds"}) {
+        for (const char* name : {"hepd_build_info",
+                                 "hepd_hep_received_packets_total",
+                                 "hepd_hep_received_bytes_total",
+                                 "hepd_hep_dropped_packets_total",
+                                 "hepd_hep_decode_errors_total",
+                                 "hepd_hep_timestamp_fixups_total",
+                                 "hepd_hep_packets_total",
+                                 "hepd_tcp_connections",
+                                 "hepd_tcp_connections_closed_total",
+                                 "hepd_udp_kernel_drops_total",
+                                 "hepd_shard_queue_depth",
+                                 "hepd_shard_queue_dropped_datagrams_total",
+                                 "hepd_shard_wakeups_total",
+                                 "hepd_sip_requests_total",
+                                 "hepd_sip_responses_total",
+                                 "hepd_sip_retransmissions_total",
+                                 "hepd_dialogs_active",
+                                 "hepd_dialogs_finished_total",
+                                 "hepd_dialog_pdd_seconds",
+                                 "hepd_dialog_setup_seconds",
+                                 "hepd_dialog_duration_seconds",
+                                 "hepd_sip_q850_causes_total",
+                                 "hepd_sip_transactions_total",
+                                 "hepd_rtp_streams_active",
+                                 "hepd_rtp_packets_total",
+                                 "hepd_rtp_lost_packets_total",
+                                 "hepd_rtp_jitter_seconds",
+                                 "hepd_rtp_mos",
+                                 "hepd_rtcp_reports_total",
+                                 "hepd_rtcp_fraction_lost",
+                                 "hepd_rtcp_rtt_seconds",
+                                 "hepd_table_evictions_total",
+                                 "hepd_rtp_parse_errors_total",
+                                 "hepd_sip_parse_errors_total",
+                                 "hepd_snapshot_duration_seconds",
+                                 "hepd_snapshot_failures_total",
+                                 "hepd_snapshot_last_success_timestamp_seconds"}) {
             INFO(name);
             REQUIRE(x.types.count(name) == 1);
             CHECK(x.helps.count(name) == 1);
@@ -216,20 +239,20 @@ TEST_CASE("a scrape over HTTP reports the estate exactly", "[export][http]") {
         CHECK(x.find("hepd_sip_requests_total").size() == 6);
         CHECK(x.sum("hepd_sip_requests_total") == 2 * c.calls + c.cancelled + c.completed + pings);
 
-        CHECK(x.at("hepd_sip_responses_total", {{"method", "INVITE"}, {"status_class", "1xx"}, {"agent", "asterisk"}}) ==
-              2 * c.calls);
-        CHECK(x.at("hepd_sip_responses_total", {{"method", "INVITE"}, {"status_class", "2xx"}, {"agent", "asterisk"}}) ==
-              c.completed);
-        CHECK(x.at("hepd_sip_responses_total", {{"method", "INVITE"}, {"status_class", "4xx"}, {"agent", "asterisk"}}) ==
-              c.failed + c.cancelled);
-        CHECK(x.at("hepd_sip_responses_total", {{"method", "CANCEL"}, {"status_class", "2xx"}, {"agent", "asterisk"}}) ==
-              c.cancelled);
+        CHECK(x.at("hepd_sip_responses_total",
+                   {{"method", "INVITE"}, {"status_class", "1xx"}, {"agent", "asterisk"}}) == 2 * c.calls);
+        CHECK(x.at("hepd_sip_responses_total",
+                   {{"method", "INVITE"}, {"status_class", "2xx"}, {"agent", "asterisk"}}) == c.completed);
+        CHECK(x.at("hepd_sip_responses_total",
+                   {{"method", "INVITE"}, {"status_class", "4xx"}, {"agent", "asterisk"}}) == c.failed + c.cancelled);
+        CHECK(x.at("hepd_sip_responses_total",
+                   {{"method", "CANCEL"}, {"status_class", "2xx"}, {"agent", "asterisk"}}) == c.cancelled);
         CHECK(x.at("hepd_sip_responses_total", {{"method", "BYE"}, {"status_class", "2xx"}, {"agent", "asterisk"}}) ==
               caller_byes);
         CHECK(x.at("hepd_sip_responses_total", {{"method", "BYE"}, {"status_class", "2xx"}, {"agent", "kamailio"}}) ==
               c.callee_hangups);
-        CHECK(x.at("hepd_sip_responses_total", {{"method", "OPTIONS"}, {"status_class", "2xx"}, {"agent", "asterisk"}}) ==
-              pings);
+        CHECK(x.at("hepd_sip_responses_total",
+                   {{"method", "OPTIONS"}, {"status_class", "2xx"}, {"agent", "asterisk"}}) == pings);
         CHECK(x.find("hepd_sip_responses_total").size() == 7);
 
         CHECK(x.sum("hepd_sip_retransmissions_total") == 0);
@@ -304,7 +327,8 @@ TEST_CASE("a scrape over HTTP reports the estate exactly", "[export][http]") {
         auto d = [](std::uint64_t n) { return static_cast<double>(n); };
         CHECK(x.at("hepd_hep_received_packets_total", {{"transport", "udp"}, {"version", "3"}}) == d(f.udp_v3_packets));
         CHECK(f.udp_v3_packets == 8);  // 4 SIP, RTCP-JSON, log, truncated, rate-limited
-        CHECK(x.at("hepd_hep_received_packets_total", {{"transport", "udp"}, {"version", "unknown"}}) == d(f.udp_not_hep));
+        CHECK(x.at("hepd_hep_received_packets_total", {{"transport", "udp"}, {"version", "unknown"}}) ==
+              d(f.udp_not_hep));
         CHECK(x.at("hepd_hep_received_packets_total", {{"transport", "tcp"}, {"version", "2"}}) == d(f.tcp_v2_packets));
         CHECK(x.at("hepd_hep_received_packets_total", {{"transport", "tcp"}, {"version", "1"}}) == d(f.tcp_v1_packets));
         CHECK(x.sum("hepd_hep_received_packets_total") == 13);
@@ -361,9 +385,7 @@ TEST_CASE("a scrape over HTTP reports the estate exactly", "[export][http]") {
         CHECK(test::check_histograms(x) == 8);
     }
 
-    SECTION("labels come from closed sets only") {
-        CHECK(test::check_label_hygiene(x, 2) > 200);
-    }
+    SECTION("labels come from closed sets only") { CHECK(test::check_label_hygiene(x, 2) > 200); }
 
     SECTION("scraping has no side effects: a second scrape reads the same") {
         const Exposition& again = s.second;
@@ -525,8 +547,8 @@ TEST_CASE("scrapes during live traffic: counters never go backwards", "[export][
         test::check_histograms(x);
         for (const auto& s : x.samples) {
             const std::string family = x.family_of(s.name);
-            const bool monotonic = x.types.at(family) == "counter" ||
-                                   (x.types.at(family) == "histogram" && s.name != family + "_sum");
+            const bool monotonic =
+                x.types.at(family) == "counter" || (x.types.at(family) == "histogram" && s.name != family + "_sum");
             if (!monotonic || s.name.rfind("hepd_", 0) != 0) continue;
             if (const auto before = previous.value(s.name, s.labels)) {
                 INFO(s.name);

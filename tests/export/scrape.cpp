@@ -35,9 +35,7 @@ private:
     int fd_;
 };
 
-[[noreturn]] void fail_errno(const std::string& what) {
-    throw std::runtime_error(what + ": " + std::strerror(errno));
-}
+[[noreturn]] void fail_errno(const std::string& what) { throw std::runtime_error(what + ": " + std::strerror(errno)); }
 
 std::string lower(std::string s) {
     for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -110,7 +108,8 @@ Sample parse_sample(const std::string& line) {
     if (i >= line.size() || line[i] != ' ') throw std::runtime_error("expected a space before the value: " + line);
     ++i;
     const std::size_t space = line.find(' ', i);
-    s.value = parse_number(std::string_view(line).substr(i, space == std::string::npos ? std::string::npos : space - i), line);
+    s.value = parse_number(std::string_view(line).substr(i, space == std::string::npos ? std::string::npos : space - i),
+                           line);
     if (space != std::string::npos) parse_number(std::string_view(line).substr(space + 1), line);  // timestamp
     return s;
 }
@@ -123,7 +122,7 @@ bool includes(const Labels& labels, const Labels& subset) {
     return true;
 }
 
-} // namespace
+}  // namespace
 
 HttpResponse http_get(std::uint16_t port, const std::string& path, std::chrono::milliseconds timeout) {
     const Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -268,4 +267,4 @@ Exposition to_exposition(const std::vector<prometheus::MetricFamily>& families) 
     return parse_exposition(prometheus::TextSerializer().Serialize(families));
 }
 
-} // namespace hepd::test
+}  // namespace hepd::test

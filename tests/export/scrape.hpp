@@ -58,4 +58,4 @@ Exposition parse_exposition(std::string_view text);
 // The same path the HTTP server takes: prometheus-cpp's TextSerializer, then parse_exposition().
 Exposition to_exposition(const std::vector<prometheus::MetricFamily>& families);
 
-} // namespace hepd::test
+}  // namespace hepd::test

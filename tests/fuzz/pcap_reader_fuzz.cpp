@@ -39,8 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     if (frames != s.frames || walk.error() != reader.error() || walk.error_offset() != reader.error_offset())
         std::abort();
-    if (s.frames !=
-        s.decode_errors_total() + s.fragments.fragments - s.fragments.reassembled + s.packets_total())
+    if (s.frames != s.decode_errors_total() + s.fragments.fragments - s.fragments.reassembled + s.packets_total())
         std::abort();
     (void)reader.error_message();
     return sum == 0xffffffffffffffffULL ? 1 : 0;

@@ -1,10 +1,10 @@
 // Feeds arbitrary bytes to the RTCP-JSON scanner and checks what it returns: every error has a
 // name, and a report never claims more blocks than it holds.
+#include "rtp/rtcp_json.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
-
-#include "rtp/rtcp_json.hpp"
 
 namespace {
 
@@ -12,7 +12,7 @@ void require(bool condition) {
     if (!condition) __builtin_trap();
 }
 
-} // namespace
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace hepd::rtp;

@@ -1,11 +1,11 @@
 // Feeds arbitrary bytes to the RTCP compound parser and every typed parser, walking every
 // iterator to its end, and checks that every view stays inside the input.
-#include <cstddef>
-#include <cstdint>
-
 #include "core/bytes.hpp"
 #include "rtp/ntp.hpp"
 #include "rtp/rtcp_packet.hpp"
+
+#include <cstddef>
+#include <cstdint>
 
 namespace {
 
@@ -50,57 +50,56 @@ std::uint64_t walk(const hepd::rtp::RtcpPacket& packet, const Bounds& in) {
     require(in.contains(packet.body));
     require(packet.body.size() + 4 + packet.padding_size == packet.bytes.size());
     switch (packet.type) {
-        case RtcpType::sr:
-            if (const auto sr = parse_sender_report(packet)) {
-                sum += sr->sender_info.packet_count;
-                for (const ReportBlock block : sr->report_blocks) sum += static_cast<std::uint64_t>(block.cumulative_lost);
-                require(sr->report_blocks.size() == packet.count);
-                require(in.contains(sr->profile_extension));
-            }
-            break;
-        case RtcpType::rr:
-            if (const auto rr = parse_receiver_report(packet)) {
-                for (const ReportBlock block : rr->report_blocks) sum += block.jitter;
-                require(rr->report_blocks.size() == packet.count);
-            }
-            break;
-        case RtcpType::sdes:
-            if (const auto sdes = parse_sdes(packet)) {
-                std::size_t chunks = 0;
-                for (const SdesChunk chunk : *sdes) {
-                    ++chunks;
-                    require(in.contains(chunk.items));
-                    for (const SdesItem item : chunk) {
-                        require(in.contains(item.value));
-                        sum += item.value.size();
-                    }
-                    sum += chunk.cname().size();
+    case RtcpType::sr:
+        if (const auto sr = parse_sender_report(packet)) {
+            sum += sr->sender_info.packet_count;
+            for (const ReportBlock block : sr->report_blocks) sum += static_cast<std::uint64_t>(block.cumulative_lost);
+            require(sr->report_blocks.size() == packet.count);
+            require(in.contains(sr->profile_extension));
+        }
+        break;
+    case RtcpType::rr:
+        if (const auto rr = parse_receiver_report(packet)) {
+            for (const ReportBlock block : rr->report_blocks) sum += block.jitter;
+            require(rr->report_blocks.size() == packet.count);
+        }
+        break;
+    case RtcpType::sdes:
+        if (const auto sdes = parse_sdes(packet)) {
+            std::size_t chunks = 0;
+            for (const SdesChunk chunk : *sdes) {
+                ++chunks;
+                require(in.contains(chunk.items));
+                for (const SdesItem item : chunk) {
+                    require(in.contains(item.value));
+                    sum += item.value.size();
                 }
-                require(chunks == packet.count);
+                sum += chunk.cname().size();
             }
-            break;
-        case RtcpType::bye:
-            if (const auto bye = parse_bye(packet)) {
-                for (const std::uint32_t ssrc : bye->sources) sum += ssrc;
-                require(in.contains(bye->reason));
-            }
-            break;
-        case RtcpType::app:
-            if (const auto app = parse_app(packet)) {
-                require(app->name.size() == 4);
-                require(in.contains(app->data));
-            }
-            break;
-        case RtcpType::xr:
-            if (const auto xr = parse_xr(packet)) sum += walk_xr(*xr, in);
-            break;
-        default:
-            break;
+            require(chunks == packet.count);
+        }
+        break;
+    case RtcpType::bye:
+        if (const auto bye = parse_bye(packet)) {
+            for (const std::uint32_t ssrc : bye->sources) sum += ssrc;
+            require(in.contains(bye->reason));
+        }
+        break;
+    case RtcpType::app:
+        if (const auto app = parse_app(packet)) {
+            require(app->name.size() == 4);
+            require(in.contains(app->data));
+        }
+        break;
+    case RtcpType::xr:
+        if (const auto xr = parse_xr(packet)) sum += walk_xr(*xr, in);
+        break;
+    default: break;
     }
     return sum;
 }
 
-} // namespace
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace hepd::rtp;
@@ -110,7 +109,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // Typed parsers must hold up on a packet whose framing alone was checked, whatever its type.
     if (const auto first = parse_rtcp_packet(bytes)) {
         RtcpPacket packet = *first;
-        for (const RtcpType type : {RtcpType::sr, RtcpType::rr, RtcpType::sdes, RtcpType::bye, RtcpType::app, RtcpType::xr}) {
+        for (const RtcpType type :
+             {RtcpType::sr, RtcpType::rr, RtcpType::sdes, RtcpType::bye, RtcpType::app, RtcpType::xr}) {
             packet.type = type;
             (void)walk(packet, in);
         }

@@ -1,11 +1,11 @@
 // Feeds arbitrary bytes to the RTP parser, the RFC 8285 element reader and the demultiplexer,
 // and checks that every view stays inside the input and the parts add up to the whole.
-#include <cstddef>
-#include <cstdint>
-
 #include "core/bytes.hpp"
 #include "rtp/demux.hpp"
 #include "rtp/rtp_packet.hpp"
+
+#include <cstddef>
+#include <cstdint>
 
 namespace {
 
@@ -17,7 +17,7 @@ bool inside(hepd::ByteSpan part, const std::uint8_t* data, std::size_t size) {
     return part.empty() || (part.data() >= data && part.data() + part.size() <= data + size);
 }
 
-} // namespace
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace hepd::rtp;

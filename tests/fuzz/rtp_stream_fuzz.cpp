@@ -1,17 +1,17 @@
 // Drives a small stream table with a script of operations read from the input (RTP as bytes and
 // as fields, raw RTCP, RTCP-JSON, bindings, expiry) and checks after every step that the gauges
 // agree with the tables, and at the end that every started stream finished exactly once.
-#include <array>
-#include <cstddef>
-#include <cstdint>
-#include <string_view>
-
-#include <spdlog/spdlog.h>
-
 #include "core/media_binding.hpp"
 #include "core/packet_meta.hpp"
 #include "rtp/rtp_packet.hpp"
 #include "rtp/stream_table.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
 
 namespace {
 
@@ -55,7 +55,7 @@ void check(const hepd::rtp::StreamTable& t) {
     require(t.reported_size() <= t.config().max_reported_streams);
 }
 
-} // namespace
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace hepd;
@@ -85,48 +85,48 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const PacketMeta meta{Timestamp{now}, endpoint(a), endpoint(b), 0};
         ByteSpan bytes;
         switch (op % 6) {
-            case 0:
-                if (!in.take_span(bytes)) break;
-                table.on_rtp(meta, bytes);
-                break;
-            case 1:
-                if (!in.take_span(bytes)) break;
-                table.on_rtcp(meta, bytes);
-                break;
-            case 2:
-                if (!in.take_span(bytes)) break;
-                table.on_rtcp_json(meta, call_ids[a % 3], bytes);
-                break;
-            case 3: {
-                MediaBinding binding;
-                binding.media = endpoint(a);
-                binding.time = Timestamp{now - (b & 0x0f) * 1000};
-                binding.call_id = call_ids[b % 3];
-                binding.codec_count = static_cast<std::uint8_t>(b % 3);
-                for (std::size_t i = 0; i < binding.codec_count; ++i) {
-                    binding.codecs[i].payload_type = static_cast<std::uint8_t>(96 + a % 3 + i);
-                    binding.codecs[i].clock_rate = (b & 0x80) != 0 ? 48000 : 44100;
-                    binding.codecs[i].set_name(i == 0 ? "opus" : "telephone-event");
-                }
-                table.bind(binding);
-                break;
+        case 0:
+            if (!in.take_span(bytes)) break;
+            table.on_rtp(meta, bytes);
+            break;
+        case 1:
+            if (!in.take_span(bytes)) break;
+            table.on_rtcp(meta, bytes);
+            break;
+        case 2:
+            if (!in.take_span(bytes)) break;
+            table.on_rtcp_json(meta, call_ids[a % 3], bytes);
+            break;
+        case 3: {
+            MediaBinding binding;
+            binding.media = endpoint(a);
+            binding.time = Timestamp{now - (b & 0x0f) * 1000};
+            binding.call_id = call_ids[b % 3];
+            binding.codec_count = static_cast<std::uint8_t>(b % 3);
+            for (std::size_t i = 0; i < binding.codec_count; ++i) {
+                binding.codecs[i].payload_type = static_cast<std::uint8_t>(96 + a % 3 + i);
+                binding.codecs[i].clock_rate = (b & 0x80) != 0 ? 48000 : 44100;
+                binding.codecs[i].set_name(i == 0 ? "opus" : "telephone-event");
             }
-            case 4: table.expire(Timestamp{now}); break;
-            default: {
-                std::uint8_t seq_hi = 0;
-                std::uint8_t ts = 0;
-                if (!in.take(seq_hi) || !in.take(ts)) break;
-                static const std::array<std::uint8_t, 64> payload{};
-                RtpPacket p;
-                p.payload_type = static_cast<std::uint8_t>(a & 0x7f);
-                p.sequence = static_cast<std::uint16_t>((seq_hi << 8) | b);
-                p.timestamp = static_cast<std::uint32_t>(ts) * 160U;
-                p.ssrc = a & 3U;
-                p.marker = (op & 0x40) != 0;
-                p.payload = ByteSpan(payload.data(), (b & 1) != 0 ? 4 : 40);
-                table.on_rtp(meta, p);
-                break;
-            }
+            table.bind(binding);
+            break;
+        }
+        case 4: table.expire(Timestamp{now}); break;
+        default: {
+            std::uint8_t seq_hi = 0;
+            std::uint8_t ts = 0;
+            if (!in.take(seq_hi) || !in.take(ts)) break;
+            static const std::array<std::uint8_t, 64> payload{};
+            RtpPacket p;
+            p.payload_type = static_cast<std::uint8_t>(a & 0x7f);
+            p.sequence = static_cast<std::uint16_t>((seq_hi << 8) | b);
+            p.timestamp = static_cast<std::uint32_t>(ts) * 160U;
+            p.ssrc = a & 3U;
+            p.marker = (op & 0x40) != 0;
+            p.payload = ByteSpan(payload.data(), (b & 1) != 0 ? 4 : 40);
+            table.on_rtp(meta, p);
+            break;
+        }
         }
         check(table);
     }

@@ -1,6 +1,6 @@
 #include "hep/compression.hpp"
-#include "hep/decoder.hpp"
 
+#include "hep/decoder.hpp"
 #include "hep_builder.hpp"
 
 #include <catch2/catch.hpp>

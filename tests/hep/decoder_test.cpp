@@ -20,6 +20,7 @@ IpAddress ip(std::string_view text) { return *IpAddress::parse(text); }
 
 // Written out byte by byte in Kamailio's chunk order (1,2,3,4,7,8,9,10,11,12,17,15).
 const Bytes kamailio_like = {
+    // clang-format off
     'H', 'E', 'P', '3', 0x00, 0x75,                          // total 117
     0x00, 0x00, 0x00, 0x01, 0x00, 0x07, 0x02,                // family 2
     0x00, 0x00, 0x00, 0x02, 0x00, 0x07, 0x11,                // protocol 17
@@ -33,6 +34,7 @@ const Bytes kamailio_like = {
     0x00, 0x00, 0x00, 0x0c, 0x00, 0x0a, 0x00, 0x00, 0x07, 0xd1,  // capture id 2001
     0x00, 0x00, 0x00, 0x11, 0x00, 0x0b, 'a', 'b', 'c', '@', 'h',  // correlation id
     0x00, 0x00, 0x00, 0x0f, 0x00, 0x0d, 'O', 'P', 'T', 'I', 'O', 'N', 'S',  // payload
+    // clang-format on
 };
 
 // Offsets at which a chunk of kamailio_like ends.
@@ -154,20 +156,34 @@ TEST_CASE("v3: each chunk alone sets only its own presence bit", "[hep][decode][
         Field field;
     };
     const std::vector<Case> cases = {
-        {0x01, {2}, Field::ip_family},          {0x02, {17}, Field::ip_protocol},
-        {0x03, {10, 0, 0, 1}, Field::src_address}, {0x04, {10, 0, 0, 2}, Field::dst_address},
-        {0x07, {0, 1}, Field::src_port},        {0x08, {0, 2}, Field::dst_port},
-        {0x09, {0, 0, 0, 1}, Field::seconds},   {0x0a, {0, 0, 0, 1}, Field::micros},
-        {0x0b, {100}, Field::payload_type},     {0x0c, {0, 0, 0, 0}, Field::capture_id},
-        {0x0d, {0, 0}, Field::keep_alive},      {0x0e, {}, Field::auth_key},
-        {0x0f, {'x'}, Field::payload},          {0x10, {0x78, 0x9c}, Field::payload},
-        {0x11, {'c'}, Field::correlation_id},   {0x12, {0, 1}, Field::vlan},
-        {0x13, {'n'}, Field::node_name},        {0x14, {1, 2, 3, 4, 5, 6}, Field::mac_src},
-        {0x15, {1, 2, 3, 4, 5, 6}, Field::mac_dst}, {0x16, {0x08, 0x00}, Field::ethertype},
-        {0x17, {0x02}, Field::tcp_flags},       {0x18, {0}, Field::tos},
-        {0x20, {0, 0}, Field::mos},             {0x21, {0, 0}, Field::r_factor},
-        {0x23, {0, 0, 0, 0}, Field::jitter},    {0x24, {'t'}, Field::transaction_type},
-        {0x28, {0, 0}, Field::event_type},      {0x65, {'{', '}'}, Field::extra_correlation},
+        {0x01, {2}, Field::ip_family},
+        {0x02, {17}, Field::ip_protocol},
+        {0x03, {10, 0, 0, 1}, Field::src_address},
+        {0x04, {10, 0, 0, 2}, Field::dst_address},
+        {0x07, {0, 1}, Field::src_port},
+        {0x08, {0, 2}, Field::dst_port},
+        {0x09, {0, 0, 0, 1}, Field::seconds},
+        {0x0a, {0, 0, 0, 1}, Field::micros},
+        {0x0b, {100}, Field::payload_type},
+        {0x0c, {0, 0, 0, 0}, Field::capture_id},
+        {0x0d, {0, 0}, Field::keep_alive},
+        {0x0e, {}, Field::auth_key},
+        {0x0f, {'x'}, Field::payload},
+        {0x10, {0x78, 0x9c}, Field::payload},
+        {0x11, {'c'}, Field::correlation_id},
+        {0x12, {0, 1}, Field::vlan},
+        {0x13, {'n'}, Field::node_name},
+        {0x14, {1, 2, 3, 4, 5, 6}, Field::mac_src},
+        {0x15, {1, 2, 3, 4, 5, 6}, Field::mac_dst},
+        {0x16, {0x08, 0x00}, Field::ethertype},
+        {0x17, {0x02}, Field::tcp_flags},
+        {0x18, {0}, Field::tos},
+        {0x20, {0, 0}, Field::mos},
+        {0x21, {0, 0}, Field::r_factor},
+        {0x23, {0, 0, 0, 0}, Field::jitter},
+        {0x24, {'t'}, Field::transaction_type},
+        {0x28, {0, 0}, Field::event_type},
+        {0x65, {'{', '}'}, Field::extra_correlation},
     };
     for (const auto& c : cases) {
         CAPTURE(c.type);
@@ -182,8 +198,8 @@ TEST_CASE("v3: each chunk alone sets only its own presence bit", "[hep][decode][
 TEST_CASE("v3: fixed-width chunks with the wrong width are errors", "[hep][decode][v3][error]") {
     const std::vector<std::pair<std::uint16_t, std::size_t>> fixed = {
         {0x01, 1}, {0x02, 1}, {0x03, 4}, {0x04, 4}, {0x05, 16}, {0x06, 16}, {0x07, 2},
-        {0x08, 2}, {0x09, 4}, {0x0a, 4}, {0x0b, 1}, {0x0c, 4}, {0x0d, 2}, {0x12, 2},
-        {0x16, 2}, {0x17, 1}, {0x18, 1}, {0x20, 2}, {0x21, 2}, {0x23, 4}, {0x28, 2}};
+        {0x08, 2}, {0x09, 4}, {0x0a, 4}, {0x0b, 1}, {0x0c, 4},  {0x0d, 2},  {0x12, 2},
+        {0x16, 2}, {0x17, 1}, {0x18, 1}, {0x20, 2}, {0x21, 2},  {0x23, 4},  {0x28, 2}};
     for (const auto& [type, width] : fixed) {
         CAPTURE(type, width);
         CHECK(decode(V3Builder().chunk(type, Bytes(width, 0x02)).build()).ok());  // 2: not SIP
@@ -222,13 +238,8 @@ TEST_CASE("v3: vendor chunks and unknown types are skipped", "[hep][decode][v3][
 
 TEST_CASE("v3: a repeated generic chunk: the last one wins", "[hep][decode][v3]") {
     // The message must outlive the views decode() returns into it.
-    const Bytes msg = V3Builder()
-                          .u32(0x0c, 1)
-                          .text(0x0f, "first")
-                          .u32(0x0c, 2)
-                          .text(0x10, "\x78\x9c")
-                          .text(0x0f, "second")
-                          .build();
+    const Bytes msg =
+        V3Builder().u32(0x0c, 1).text(0x0f, "first").u32(0x0c, 2).text(0x10, "\x78\x9c").text(0x0f, "second").build();
     const auto r = decode(msg);
     REQUIRE(r.ok());
     CHECK(r->capture_id == 2u);
@@ -242,13 +253,15 @@ TEST_CASE("v3: the family chunk picks between IPv4 and IPv6 address chunks", "[h
     const Bytes v6s = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01};
     const Bytes v6d = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02};
     SECTION("family 10 with both: IPv6, whatever the order") {
-        const auto r = decode(V3Builder().chunk(0x05, v6s).chunk(0x03, v4s).chunk(0x04, v4d).chunk(0x06, v6d).u8(0x01, 10).build());
+        const auto r = decode(
+            V3Builder().chunk(0x05, v6s).chunk(0x03, v4s).chunk(0x04, v4d).chunk(0x06, v6d).u8(0x01, 10).build());
         REQUIRE(r.ok());
         CHECK(r->src.address == ip("fe80::1"));
         CHECK(r->dst.address == ip("fe80::2"));
     }
     SECTION("family 2 with both: IPv4") {
-        const auto r = decode(V3Builder().u8(0x01, 2).chunk(0x05, v6s).chunk(0x03, v4s).chunk(0x04, v4d).chunk(0x06, v6d).build());
+        const auto r =
+            decode(V3Builder().u8(0x01, 2).chunk(0x05, v6s).chunk(0x03, v4s).chunk(0x04, v4d).chunk(0x06, v6d).build());
         REQUIRE(r.ok());
         CHECK(r->src.address == ip("10.0.0.1"));
         CHECK(r->dst.address == ip("10.0.0.2"));
@@ -313,7 +326,8 @@ TEST_CASE("v3: framing errors", "[hep][decode][v3][error]") {
 
     Bytes good = kamailio_like;
     SECTION("total length says more or less than the datagram") {
-        for (const std::size_t lie : {std::size_t{0}, std::size_t{5}, std::size_t{6}, std::size_t{116}, std::size_t{118}, std::size_t{65535}}) {
+        for (const std::size_t lie :
+             {std::size_t{0}, std::size_t{5}, std::size_t{6}, std::size_t{116}, std::size_t{118}, std::size_t{65535}}) {
             CAPTURE(lie);
             Bytes b = good;
             hep::test::set_total_length(b, lie);

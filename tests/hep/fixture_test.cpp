@@ -39,11 +39,11 @@ struct Expected {
     std::uint32_t micros;
     std::uint16_t src_port;
     std::uint16_t dst_port;
-    const char* first;       // request method or status code
+    const char* first;  // request method or status code
     const char* cseq_method;
     const char* call_id;
     std::size_t payload_size;
-    bool correlation;        // chunk 0x11 = Call-ID, only on requests Kamailio received
+    bool correlation;  // chunk 0x11 = Call-ID, only on requests Kamailio received
 };
 
 // kamailio-siptrace-hep3-udp.pcap, in capture order.
@@ -185,7 +185,8 @@ std::string call_id_of(std::string_view sip) {
         if (colon == std::string_view::npos) continue;
         std::string name(line.substr(0, colon));
         while (!name.empty() && name.back() == ' ') name.pop_back();
-        std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        std::transform(name.begin(), name.end(), name.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
         if (name != "call-id" && name != "i") continue;
         std::string_view value = line.substr(colon + 1);
         while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
@@ -220,12 +221,11 @@ void check_message(const Message& m, const Expected& e) {
     CHECK(m.has_correlation_id() == e.correlation);
     if (e.correlation) CHECK(as_text(m.correlation_id) == e.call_id);
     // Chunks 1,2,3,4,7,8,9,10,11,12,[17],15 and nothing else.
-    std::uint32_t present = Message::bit(Field::ip_family) | Message::bit(Field::ip_protocol) |
-                            Message::bit(Field::src_address) | Message::bit(Field::dst_address) |
-                            Message::bit(Field::src_port) | Message::bit(Field::dst_port) |
-                            Message::bit(Field::seconds) | Message::bit(Field::micros) |
-                            Message::bit(Field::payload_type) | Message::bit(Field::capture_id) |
-                            Message::bit(Field::payload);
+    std::uint32_t present =
+        Message::bit(Field::ip_family) | Message::bit(Field::ip_protocol) | Message::bit(Field::src_address) |
+        Message::bit(Field::dst_address) | Message::bit(Field::src_port) | Message::bit(Field::dst_port) |
+        Message::bit(Field::seconds) | Message::bit(Field::micros) | Message::bit(Field::payload_type) |
+        Message::bit(Field::capture_id) | Message::bit(Field::payload);
     if (e.correlation) present |= Message::bit(Field::correlation_id);
     CHECK(m.present == present);
 }
@@ -302,7 +302,8 @@ TEST_CASE("fixture: Kamailio siptrace HEPv3 over TCP, reassembled and framed", "
         REQUIRE(isn.has_value());
         segments.push_back({packet->tcp_seq - *isn - 1, {packet->payload.begin(), packet->payload.end()}});
     }
-    std::stable_sort(segments.begin(), segments.end(), [](const Segment& a, const Segment& b) { return a.offset < b.offset; });
+    std::stable_sort(segments.begin(), segments.end(),
+                     [](const Segment& a, const Segment& b) { return a.offset < b.offset; });
     std::vector<std::uint8_t> stream;
     for (const auto& s : segments) {
         REQUIRE(s.offset == stream.size());  // no gap, no retransmission in this capture

@@ -67,4 +67,4 @@ inline void set_total_length(Bytes& message, std::size_t length) {
     message[5] = static_cast<std::uint8_t>(length);
 }
 
-} // namespace hepd::hep::test
+}  // namespace hepd::hep::test

@@ -1,6 +1,5 @@
 #include "hep/decoder.hpp"
 #include "hep/encoder.hpp"
-
 #include "hep_builder.hpp"
 
 #include <catch2/catch.hpp>
@@ -17,13 +16,16 @@ std::string text_of(ByteSpan b) { return std::string(as_text(b)); }
 IpAddress ip(std::string_view text) { return *IpAddress::parse(text); }
 
 const Bytes v1_ipv4 = {
+    // clang-format off
     0x01, 0x10, 0x02, 0x11,      // version 1, length 16, family 2, protocol 17
     0x13, 0xc4, 0x13, 0xc5,      // ports 5060 -> 5061 (big-endian)
     192, 0, 2, 1, 198, 51, 100, 7,
     'B', 'Y', 'E', ' ',
+    // clang-format on
 };
 
 const Bytes v2_ipv4 = {
+    // clang-format off
     0x02, 0x10, 0x02, 0x06,      // version 2, length 16, family 2, protocol TCP
     0x13, 0xc4, 0x13, 0xc5,
     192, 0, 2, 1, 198, 51, 100, 7,
@@ -31,17 +33,21 @@ const Bytes v2_ipv4 = {
     0x40, 0xe2, 0x01, 0x00,      // micros 123456 = 0x0001e240, little-endian
     0xd1, 0x07, 0x00, 0x00,      // capture id 2001 = 0x07d1, little-endian; 2 bytes padding
     'A', 'C', 'K',
+    // clang-format on
 };
 
 const Bytes v1_ipv6 = {
+    // clang-format off
     0x01, 0x28, 0x0a, 0x11,      // family 10, length 40
     0x00, 0x50, 0xff, 0xff,      // ports 80 -> 65535
     0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01,
     0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02,
     'X',
+    // clang-format on
 };
 
 const Bytes v2_ipv6 = {
+    // clang-format off
     0x02, 0x28, 0x0a, 0x84,      // family 10, protocol SCTP
     0x13, 0xc4, 0x13, 0xc4,
     0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01,
@@ -50,6 +56,7 @@ const Bytes v2_ipv6 = {
     0xff, 0xff, 0xff, 0xff,      // micros 4294967295: raw, normalisation deals with it
     0xff, 0xff, 0xaa, 0xbb,      // capture id 65535; padding ignored
     'O', 'K',
+    // clang-format on
 };
 
 }  // namespace

@@ -79,8 +79,9 @@ TEST_CASE("configuration adds and overrides payload types", "[hep][payload_type]
 
 TEST_CASE("payload classes round-trip through their names", "[hep][payload_type]") {
     const std::pair<PayloadClass, std::string_view> all[] = {
-        {PayloadClass::sip, "sip"}, {PayloadClass::rtp, "rtp"},   {PayloadClass::rtcp, "rtcp"},
-        {PayloadClass::rtcp_json, "rtcp_json"}, {PayloadClass::qos, "qos"}, {PayloadClass::log, "log"},
+        {PayloadClass::sip, "sip"},    {PayloadClass::rtp, "rtp"},
+        {PayloadClass::rtcp, "rtcp"},  {PayloadClass::rtcp_json, "rtcp_json"},
+        {PayloadClass::qos, "qos"},    {PayloadClass::log, "log"},
         {PayloadClass::other, "other"}};
     STATIC_REQUIRE(std::size(all) == kPayloadClassCount);
     for (const auto& [cls, name] : all) {

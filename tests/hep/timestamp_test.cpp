@@ -111,7 +111,7 @@ TEST_CASE("a message without time uses the receive time", "[hep][timestamp]") {
 TEST_CASE("fix-up kinds have distinct snake_case names", "[hep][timestamp]") {
     std::set<std::string_view> names;
     for (std::size_t i = 0; i < timestamp_fixup_count; ++i) names.insert(to_string(static_cast<TimestampFixup>(i)));
-    CHECK(names == std::set<std::string_view>{"none", "missing", "zero", "ntp_epoch", "byte_swapped",
-                                              "micros_overflow", "out_of_range"});
+    CHECK(names == std::set<std::string_view>{"none", "missing", "zero", "ntp_epoch", "byte_swapped", "micros_overflow",
+                                              "out_of_range"});
     CHECK(to_string(static_cast<TimestampFixup>(timestamp_fixup_count)) == "unknown");
 }

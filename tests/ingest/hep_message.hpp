@@ -43,4 +43,4 @@ inline constexpr std::string_view kOptions =
     "Call-ID: opt-1@10.0.0.1\r\nCSeq: 1 OPTIONS\r\nFrom: <sip:a@x>;tag=1\r\nTo: <sip:b@y>\r\n"
     "Content-Length: 0\r\n\r\n";
 
-} // namespace hepd::test
+}  // namespace hepd::test

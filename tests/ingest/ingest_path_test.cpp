@@ -38,7 +38,7 @@ IngestPolicy limits(std::uint64_t rate, std::uint64_t burst, std::uint64_t per_a
     return p;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("global rate limit at a fixed offered load: within 5 %, drops = offered - allowed", "[ingest][rate]") {
     ManualClock steady(Timestamp{0});
@@ -89,7 +89,7 @@ TEST_CASE("per-sender limit isolates a noisy sender", "[ingest][rate]") {
     auto run = [&](IngestPolicy policy) {
         IngestPolicy named = std::move(policy);
         named.agents = intake::AgentMap({intake::AgentRule::by_source("quiet", *Cidr::parse("10.0.0.1")),
-                                 intake::AgentRule::by_source("noisy", *Cidr::parse("10.0.0.9"))});
+                                         intake::AgentRule::by_source("noisy", *Cidr::parse("10.0.0.9"))});
         IngestControl control(std::move(named), steady);
         CollectingSink sink;
         IngestPath path(control, sink, wall);
@@ -130,7 +130,8 @@ TEST_CASE("per-sender table is capped and evicts the least recently active sende
     const auto bytes = sip_bytes();
     std::vector<Packet> batch;
     // Four senders, three packets each, clock frozen: each new bucket holds 2 tokens.
-    for (std::uint32_t host = 1; host <= 4; ++host) append(batch, bytes, Endpoint{IpAddress::v4(0x0a000000U + host), 1}, 3);
+    for (std::uint32_t host = 1; host <= 4; ++host)
+        append(batch, bytes, Endpoint{IpAddress::v4(0x0a000000U + host), 1}, 3);
     path.process(batch, intake::Carrier::udp);
     CHECK(path.stats().accepted() == 8);
     CHECK(path.stats().drops(intake::DropReason::rate_limit) == 4);
@@ -241,7 +242,8 @@ TEST_CASE("received = accepted + drops per path and merged, with every kind of r
     truncated.resize(truncated.size() - 1);
 
     std::vector<Packet> batch;
-    for (std::uint32_t host = 1; host <= 5; ++host) append(batch, good, Endpoint{IpAddress::v4(0x0a000000U + host), 1}, 3);
+    for (std::uint32_t host = 1; host <= 5; ++host)
+        append(batch, good, Endpoint{IpAddress::v4(0x0a000000U + host), 1}, 3);
     append(batch, unkeyed, Endpoint{ip("10.1.0.1"), 1}, 2);
     append(batch, truncated, Endpoint{ip("10.1.0.2"), 1}, 2);
     append(batch, good, Endpoint{ip("192.0.2.1"), 1}, 2);

@@ -75,7 +75,8 @@ bool wait_until(Pred done, std::chrono::milliseconds limit = std::chrono::millis
 
 // Runs `io` on this thread until `done` holds or `limit` passes.
 template <class Pred>
-bool run_until(boost::asio::io_context& io, Pred done, std::chrono::milliseconds limit = std::chrono::milliseconds(3000)) {
+bool run_until(boost::asio::io_context& io, Pred done,
+               std::chrono::milliseconds limit = std::chrono::milliseconds(3000)) {
     const auto deadline = std::chrono::steady_clock::now() + limit;
     while (!done() && std::chrono::steady_clock::now() < deadline) {
         io.restart();
@@ -111,4 +112,4 @@ private:
 
 inline IpAddress ip(std::string_view text) { return *IpAddress::parse(text); }
 
-} // namespace hepd::test
+}  // namespace hepd::test

@@ -27,7 +27,9 @@ struct TcpRig {
     explicit TcpRig(IngestPolicy policy = {}, std::size_t max_connections = 16,
                     std::chrono::milliseconds idle = std::chrono::milliseconds(0), std::size_t max_frame = 65535,
                     IngestPathOptions path_options = {})
-        : steady(Timestamp{0}), wall(kWall), control(std::move(policy), steady),
+        : steady(Timestamp{0}),
+          wall(kWall),
+          control(std::move(policy), steady),
           path(control, sink, wall, std::move(path_options)) {
         TcpOptions o;
         o.listen = Endpoint{ip("127.0.0.1"), 0};
@@ -91,19 +93,19 @@ private:
 
 std::vector<std::uint8_t> opensips_message(std::string_view call_id, std::string_view sip) {
     return ChunkWriter()
-        .chunk(0, 0x01, {2})                     // IPv4
-        .chunk(0, 0x02, {6})                     // the SIP itself went over TCP
-        .chunk(0, 0x03, {192, 0, 2, 10})         // src 192.0.2.10
-        .chunk(0, 0x04, {192, 0, 2, 20})         // dst 192.0.2.20
-        .chunk(0, 0x07, {0x13, 0xc4})            // src port 5060
-        .chunk(0, 0x08, {0x13, 0xc5})            // dst port 5061
+        .chunk(0, 0x01, {2})                       // IPv4
+        .chunk(0, 0x02, {6})                       // the SIP itself went over TCP
+        .chunk(0, 0x03, {192, 0, 2, 10})           // src 192.0.2.10
+        .chunk(0, 0x04, {192, 0, 2, 20})           // dst 192.0.2.20
+        .chunk(0, 0x07, {0x13, 0xc4})              // src port 5060
+        .chunk(0, 0x08, {0x13, 0xc5})              // dst port 5061
         .chunk(0, 0x09, {0x65, 0x53, 0xf1, 0x00})  // 1700000000
         .chunk(0, 0x0a, {0x00, 0x00, 0x03, 0xe8})  // 1000 µs
-        .chunk(0, 0x0b, {1})                     // SIP
+        .chunk(0, 0x0b, {1})                       // SIP
         .chunk(0, 0x0c, {0x00, 0x00, 0x00, 0x2a})  // capture id 42
         .text(0x11, call_id)
         .text(0x65, R"({"cid":"x"})")
-        .chunk(0x0003, 0x0001, {0xde, 0xad})     // an OpenSIPS vendor chunk
+        .chunk(0x0003, 0x0001, {0xde, 0xad})  // an OpenSIPS vendor chunk
         .text(0x0f, sip)
         .done();
 }
@@ -113,7 +115,7 @@ constexpr std::string_view kInvite =
     "Call-ID: abc@192.0.2.10\r\nCSeq: 1 INVITE\r\nFrom: <sip:a@x>;tag=9\r\nTo: <sip:b@y>\r\n"
     "Content-Length: 0\r\n\r\n";
 
-} // namespace
+}  // namespace
 
 TEST_CASE("TCP: a frame split at every byte position is framed once", "[ingest][net][tcp]") {
     TcpRig rig;

@@ -3,10 +3,9 @@
 // timer. This executable replaces the global operator new and counts the allocations made on the
 // receive threads (the UDP receive thread and the thread running the TCP listener), which mark
 // themselves through their sink; the test thread, the shard thread and the kernel are not counted.
+#include "hep_message.hpp"
 #include "ingest/listeners.hpp"
 #include "ingest/udp_receiver.hpp"
-
-#include "hep_message.hpp"
 #include "ingest_support.hpp"
 #include "shard_support.hpp"
 
@@ -45,7 +44,7 @@ void* allocate_aligned(std::size_t n, std::align_val_t a) {
     throw std::bad_alloc();
 }
 
-} // namespace
+}  // namespace
 
 void* operator new(std::size_t n) { return allocate(n); }
 void* operator new[](std::size_t n) { return allocate(n); }
@@ -159,8 +158,8 @@ public:
         UdpOptions o;
         o.listen = Endpoint{ip("127.0.0.1"), 0};
         o.receive_buffer_bytes = 4u << 20;
-        udp_ = std::make_unique<UdpReceiver>(o, control_, path_options(),
-                                             [this](std::size_t) -> DatagramSink& { return udp_sink_; }, wall_);
+        udp_ = std::make_unique<UdpReceiver>(
+            o, control_, path_options(), [this](std::size_t) -> DatagramSink& { return udp_sink_; }, wall_);
         TcpOptions t;
         t.listen = Endpoint{ip("127.0.0.1"), 0};
         t.idle_timeout = std::chrono::seconds(60);  // re-armed on every read, as in the daemon
@@ -190,7 +189,8 @@ public:
     // Sends in bursts that the socket buffer holds, each received before the next.
     void send_udp(int n) {
         for (int i = 0; i < n; ++i) {
-            udp_client_.send_to(asio::buffer(udp_messages_[static_cast<std::size_t>(i) % udp_messages_.size()]), udp_to_);
+            udp_client_.send_to(asio::buffer(udp_messages_[static_cast<std::size_t>(i) % udp_messages_.size()]),
+                                udp_to_);
             ++udp_sent_;
             if (udp_sent_ % 50 == 0) REQUIRE(wait_udp_received());
         }
@@ -304,7 +304,7 @@ std::uint64_t allocations_during(Rig& rig, Step step) {
     return g_allocations.load();
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("the receive path allocates nothing once warm (UDP and TCP, to a real shard)", "[ingest][alloc]") {
     Rig rig;

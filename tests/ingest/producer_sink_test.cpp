@@ -42,7 +42,7 @@ std::vector<std::vector<std::uint8_t>> calls(int n) {
     return out;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("two receive paths feed two shards; full queues are counted as queue_full", "[ingest][shard]") {
     shard::PipelineOptions po;

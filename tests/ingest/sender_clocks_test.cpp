@@ -1,9 +1,9 @@
 // Senders' clocks against the receive clock, driven by a ManualClock: every offset, shift and
 // count below is worked out by hand.
-#include "ingest/ingest_path.hpp"
 #include "intake/sender_clocks.hpp"
 
 #include "hep_message.hpp"
+#include "ingest/ingest_path.hpp"
 #include "ingest_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -61,7 +61,7 @@ std::uint64_t sum(const std::array<StatCounter, kMaxAgents>& a) {
     return n;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("a sender within the limit keeps its capture times as sent", "[ingest][clock]") {
     ManualClock wall(kStart);
@@ -283,7 +283,7 @@ std::vector<std::uint8_t> options_at(std::int64_t capture_us, std::uint32_t capt
     return test::encode(m);
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("live path: two agents, one an hour behind, end up on one clock", "[ingest][clock]") {
     ManualClock steady(Timestamp{0});
@@ -312,9 +312,9 @@ TEST_CASE("live path: two agents, one an hour behind, end up on one clock", "[in
         CHECK(a.capture_id == 1);
         CHECK(b.capture_id == 2);
         CHECK(b.time.us - sink.got[1].time.us == static_cast<std::int64_t>(i / 2) * 500'000);  // B's intervals
-        CHECK(std::llabs(b.time.us - a.time.us) <= 5 * kSecond);                             // one clock
+        CHECK(std::llabs(b.time.us - a.time.us) <= 5 * kSecond);                               // one clock
     }
-    CHECK(sink.got[1].time == kStart);  // measured at B's first packet: its receive time
+    CHECK(sink.got[1].time == kStart);                           // measured at B's first packet: its receive time
     CHECK(path.stats().clocks.offset_exceeded[0].value() == 1);  // B (agent "other")
     CHECK(sum(path.stats().clocks.steps) == 0);
 }

@@ -68,4 +68,4 @@ struct ShardRig {
     std::unique_ptr<shard::Pipeline> pipeline;
 };
 
-} // namespace hepd::test
+}  // namespace hepd::test

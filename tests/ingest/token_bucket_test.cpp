@@ -119,7 +119,7 @@ TEST_CASE("shared token bucket: unlimited grants everything; reset keeps earned 
     bucket.reset(10, 4, clock.now());  // unlimited -> limited: full
     CHECK_FALSE(bucket.unlimited());
     CHECK(bucket.take(100, clock.now()) == 4);
-    clock.advance_us(200'000);  // 2 tokens earned at 10/s
+    clock.advance_us(200'000);         // 2 tokens earned at 10/s
     bucket.reset(10, 1, clock.now());  // the new burst caps what was earned
     CHECK(bucket.take(100, clock.now()) == 1);
     // A clock read behind the last refill (another thread's older reading) earns nothing.

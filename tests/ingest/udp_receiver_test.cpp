@@ -78,7 +78,7 @@ std::vector<std::uint8_t> numbered(std::uint32_t n) {
     return test::encode(m);
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("recvmmsg: 1,000 waiting datagrams come back in batches of 64, in order", "[ingest][net][udp]") {
     asio::io_context io;
@@ -220,7 +220,7 @@ TEST_CASE("admission over real sockets", "[ingest][net][udp]") {
         IngestPolicy policy;
         policy.limits = RateLimits{0, 0, 1, 50};
         policy.agents = intake::AgentMap({intake::AgentRule::by_source("quiet", *Cidr::parse("127.0.0.1")),
-                                  intake::AgentRule::by_source("noisy", *Cidr::parse("127.0.0.2"))});
+                                          intake::AgentRule::by_source("noisy", *Cidr::parse("127.0.0.2"))});
         UdpRig rig(std::move(policy), ip("127.0.0.1"), 2);
         UdpSender quiet(io, ip("127.0.0.1"), rig.at());
         UdpSender noisy(io, ip("127.0.0.2"), rig.at());
@@ -291,8 +291,8 @@ struct ShardedUdpRig {
         o.receive_buffer_bytes = receive_buffer_bytes;
         IngestPathOptions po;
         po.max_batch_age = max_batch_age;
-        receiver = std::make_unique<UdpReceiver>(o, control, po, [this](std::size_t) -> DatagramSink& { return sink; },
-                                                 wall);
+        receiver = std::make_unique<UdpReceiver>(
+            o, control, po, [this](std::size_t) -> DatagramSink& { return sink; }, wall);
         receiver->start();
     }
     ~ShardedUdpRig() { receiver->stop(); }
@@ -305,7 +305,7 @@ struct ShardedUdpRig {
     std::unique_ptr<UdpReceiver> receiver;
 };
 
-} // namespace
+}  // namespace
 
 TEST_CASE("UDP: a lone datagram reaches the shard by the age bound, without further traffic", "[ingest][net][udp]") {
     ShardedUdpRig rig(IngestPathOptions::kDefaultMaxBatchAge);

@@ -12,12 +12,11 @@ using hepd::test::ip;
 
 namespace {
 ByteSpan text(std::string_view s) { return as_bytes(s); }
-}
+}  // namespace
 
 TEST_CASE("agent map: capture id, then node name, then the longest source prefix", "[ingest][agent]") {
     const AgentMap map({
-        AgentRule::by_capture_id("kamailio", 2001),
-        AgentRule::by_node_name("pbx", "pbx01"),
+        AgentRule::by_capture_id("kamailio", 2001), AgentRule::by_node_name("pbx", "pbx01"),
         AgentRule::by_source("rtpengine", *Cidr::parse("10.1.2.0/24")),
         AgentRule::by_source("lan", *Cidr::parse("10.0.0.0/8")),
         AgentRule::by_capture_id("kamailio", 2002),  // a second selector for the same name

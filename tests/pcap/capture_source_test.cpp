@@ -18,9 +18,7 @@ using namespace hepd::pcap;
 
 namespace {
 
-std::string data_file(const std::string& name) {
-    return std::string(HEPD_SOURCE_DIR) + "/tests/pcap/data/" + name;
-}
+std::string data_file(const std::string& name) { return std::string(HEPD_SOURCE_DIR) + "/tests/pcap/data/" + name; }
 
 struct Got {
     Timestamp time;
@@ -45,9 +43,8 @@ Run run_file(const std::string& path, CaptureOptions options = {}) {
     CaptureSource source(std::move(options));
     Run r;
     auto sink = [&](const shard::Datagram& d) {
-        r.got.push_back(Got{d.time, d.src.to_string(), d.dst.to_string(), d.transport, d.kind,
-                            d.hep_payload_type, d.capture_id, std::string(d.correlation_id),
-                            std::string(as_text(d.payload))});
+        r.got.push_back(Got{d.time, d.src.to_string(), d.dst.to_string(), d.transport, d.kind, d.hep_payload_type,
+                            d.capture_id, std::string(d.correlation_id), std::string(as_text(d.payload))});
     };
     r.error = source.read_file(path, sink, &r.message);
     source.finish();
@@ -62,19 +59,14 @@ std::string call_id(const std::string& sip) {
     return sip.substr(start, sip.find("\r\n", start) - start);
 }
 
-std::string first_line(const std::string& sip) {
-    return sip.substr(0, sip.find("\r\n"));
-}
+std::string first_line(const std::string& sip) { return sip.substr(0, sip.find("\r\n")); }
 
 void check_accounting(const CaptureStats& s) {
     // Every frame ends in exactly one place.
-    CHECK(s.frames ==
-          s.decode_errors_total() + s.fragments.fragments - s.fragments.reassembled + s.packets_total());
+    CHECK(s.frames == s.decode_errors_total() + s.fragments.fragments - s.fragments.reassembled + s.packets_total());
 }
 
-std::uint64_t packets(const CaptureStats& s, PacketClass c) {
-    return s.packets[static_cast<std::size_t>(c)];
-}
+std::uint64_t packets(const CaptureStats& s, PacketClass c) { return s.packets[static_cast<std::size_t>(c)]; }
 std::uint64_t kind_count(const CaptureStats& s, PayloadClass k) {
     return s.datagrams_by_kind[static_cast<std::size_t>(k)];
 }
@@ -100,8 +92,7 @@ TEST_CASE("looks_like_sip: start lines only", "[pcap][classify]") {
     CHECK_FALSE(looks_like_sip(as_bytes(long_line)));  // the line must end within 1 KiB
 }
 
-TEST_CASE("fixture: HEP over UDP gives 60 SIP datagrams with the HEP message's own fields",
-          "[pcap][fixture]") {
+TEST_CASE("fixture: HEP over UDP gives 60 SIP datagrams with the HEP message's own fields", "[pcap][fixture]") {
     const auto name = "kamailio-siptrace-hep3-udp.pcap";
     const Run r = run_file(test::fixture_path(name));
     CHECK(r.error == FileError::none);
@@ -122,8 +113,7 @@ TEST_CASE("fixture: HEP over UDP gives 60 SIP datagrams with the HEP message's o
     }
     CHECK(ids == std::set<std::string>{"1-18897@127.0.0.1", "2-18897@127.0.0.1", "3-18897@127.0.0.1",
                                        "4-18897@127.0.0.1", "5-18897@127.0.0.1"});
-    CHECK(with_correlation ==
-          std::vector<std::size_t>{1, 8, 9, 16, 17, 24, 25, 32, 33, 40, 41, 45, 49, 53, 57});
+    CHECK(with_correlation == std::vector<std::size_t>{1, 8, 9, 16, 17, 24, 25, 32, 33, 40, 41, 45, 49, 53, 57});
     // First message: the UAC's INVITE to the proxy, HEP time 1796013063.512829, 509 bytes of SIP.
     CHECK(r.got[0].time == Timestamp::from_parts(1796013063, 512829));
     CHECK(r.got[0].src == "127.0.0.1:5061");
@@ -144,8 +134,7 @@ TEST_CASE("fixture: HEP over UDP gives 60 SIP datagrams with the HEP message's o
     check_accounting(s);
 }
 
-TEST_CASE("fixture: HEP over TCP is reassembled and framed into the same 60 messages",
-          "[pcap][fixture][tcp]") {
+TEST_CASE("fixture: HEP over TCP is reassembled and framed into the same 60 messages", "[pcap][fixture][tcp]") {
     const auto tcp_name = "kamailio-siptrace-hep3-tcp.pcap";
     const Run r = run_file(test::fixture_path(tcp_name));
     CHECK(r.error == FileError::none);
@@ -163,8 +152,7 @@ TEST_CASE("fixture: HEP over TCP is reassembled and framed into the same 60 mess
     // on the file: 12 messages each).
     CHECK(ids == std::set<std::string>{"1-19189@127.0.0.1", "2-19189@127.0.0.1", "3-19189@127.0.0.1",
                                        "4-19189@127.0.0.1", "5-19189@127.0.0.1"});
-    CHECK(with_correlation ==
-          std::vector<std::size_t>{1, 8, 9, 16, 17, 24, 25, 32, 33, 40, 41, 45, 49, 53, 57});
+    CHECK(with_correlation == std::vector<std::size_t>{1, 8, 9, 16, 17, 24, 25, 32, 33, 40, 41, 45, 49, 53, 57});
 
     const CaptureStats& s = r.stats;
     // capinfos: 121 frames; tshark: one conversation, 63 frames client -> 9060 (60 with data, SYN,
@@ -265,8 +253,7 @@ TEST_CASE("generated: IPv6 fragments behind a hop-by-hop header, last piece firs
     check_accounting(r.stats);
 }
 
-TEST_CASE("generated: SIP over TCP with packing, splitting, reordering, retransmission, wrap",
-          "[pcap][tcp]") {
+TEST_CASE("generated: SIP over TCP with packing, splitting, reordering, retransmission, wrap", "[pcap][tcp]") {
     const Run r = run_file(data_file("sip_tcp.pcap"));
     CHECK(r.error == FileError::none);
     // tshark -o tcp.reassemble_out_of_order:TRUE -Y sip: frames 4 (OPTIONS + MESSAGE), 5 (200),

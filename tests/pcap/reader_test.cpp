@@ -39,8 +39,7 @@ public:
     std::string write(const std::string& name, std::size_t cut = 0) const {
         const auto path = (std::filesystem::temp_directory_path() / name).string();
         std::ofstream out(path, std::ios::binary | std::ios::trunc);
-        out.write(reinterpret_cast<const char*>(bytes_.data()),
-                  static_cast<std::streamsize>(bytes_.size() - cut));
+        out.write(reinterpret_cast<const char*>(bytes_.data()), static_cast<std::streamsize>(bytes_.size() - cut));
         return path;
     }
 
@@ -73,8 +72,7 @@ std::vector<std::uint8_t> ipv4_udp_hi() {
             1,    10, 0, 0,  2, 0x13, 0xc4, 0x13, 0xd8, 0,  10, 0, 0,  'h', 'i'};
 }
 
-std::vector<std::uint8_t> with_prefix(std::vector<std::uint8_t> prefix,
-                                      const std::vector<std::uint8_t>& body) {
+std::vector<std::uint8_t> with_prefix(std::vector<std::uint8_t> prefix, const std::vector<std::uint8_t>& body) {
     prefix.insert(prefix.end(), body.begin(), body.end());
     return prefix;
 }
@@ -118,9 +116,7 @@ TEST_CASE("link types: Ethernet with QinQ, SLL, SLL2, BSD loopback", "[pcap]") {
     };
     const std::vector<Case> cases{
         {1, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0x08, 0x00}, 0},
-        {1,
-         {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0x88, 0xa8, 0x00, 0x0a, 0x81, 0x00, 0x20, 0x2a, 0x08, 0x00},
-         42},
+        {1, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0x88, 0xa8, 0x00, 0x0a, 0x81, 0x00, 0x20, 0x2a, 0x08, 0x00}, 42},
         {113, {0, 0, 0, 1, 0, 6, 0, 1, 2, 3, 4, 5, 0, 0, 0x08, 0x00}, 0},
         {276, {0x08, 0x00, 0, 0, 0, 0, 0, 1, 0, 1, 0, 6, 0, 1, 2, 3, 4, 5, 0, 0}, 0},
         {0, {2, 0, 0, 0}, 0},
@@ -218,13 +214,9 @@ TEST_CASE("the Kamailio HEP-over-UDP fixture reads as 60 UDP datagrams to 9060",
 
 namespace {
 
-std::string data_file(const std::string& name) {
-    return std::string(HEPD_SOURCE_DIR) + "/tests/pcap/data/" + name;
-}
+std::string data_file(const std::string& name) { return std::string(HEPD_SOURCE_DIR) + "/tests/pcap/data/" + name; }
 
-std::vector<std::uint8_t> read_all(const std::string& path) {
-    return test::read_binary_file(path);
-}
+std::vector<std::uint8_t> read_all(const std::string& path) { return test::read_binary_file(path); }
 
 // pcapng blocks, written field by field in the requested byte order.
 class NgBuilder {
@@ -244,8 +236,7 @@ public:
     NgBuilder& epb(std::uint32_t itf, std::uint64_t ts, const std::vector<std::uint8_t>& data,
                    std::uint32_t caplen_override = 0xffffffff) {
         Block b(*this);
-        const auto caplen =
-            caplen_override == 0xffffffff ? static_cast<std::uint32_t>(data.size()) : caplen_override;
+        const auto caplen = caplen_override == 0xffffffff ? static_cast<std::uint32_t>(data.size()) : caplen_override;
         b.u32(itf).u32(static_cast<std::uint32_t>(ts >> 32)).u32(static_cast<std::uint32_t>(ts));
         b.u32(caplen).u32(static_cast<std::uint32_t>(data.size())).raw(data).pad();
         return b.finish(6);
@@ -341,8 +332,7 @@ std::vector<FrameCopy> read_frames(FileReader& r) {
     std::vector<FrameCopy> out;
     Frame f;
     while (r.next(f))
-        out.push_back(
-            {f.time.us, f.link_type, f.interface_id, f.orig_length, {f.data.begin(), f.data.end()}});
+        out.push_back({f.time.us, f.link_type, f.interface_id, f.orig_length, {f.data.begin(), f.data.end()}});
     return out;
 }
 
@@ -480,8 +470,7 @@ TEST_CASE("gzip: a truncated or corrupt stream delivers what inflated before the
         if (!r.ok()) {
             // Too little to inflate even the file header.
             const bool expected_error = r.error() == FileError::gzip_truncated ||
-                                        r.error() == FileError::not_a_capture ||
-                                        r.error() == FileError::gzip_corrupt;
+                                        r.error() == FileError::not_a_capture || r.error() == FileError::gzip_corrupt;
             CHECK(expected_error);
             continue;
         }
@@ -586,13 +575,12 @@ TEST_CASE("classic pcap: a cut anywhere keeps every whole record before it", "[p
         ends.push_back(at);
     }
     REQUIRE(ends.size() == 1010);
-    for (std::size_t n : {std::size_t{24}, std::size_t{30}, ends[0], ends[0] + 15, ends[0] + 16,
-                          ends[499] + 100, ends[1008], bytes.size() - 1}) {
+    for (std::size_t n : {std::size_t{24}, std::size_t{30}, ends[0], ends[0] + 15, ends[0] + 16, ends[499] + 100,
+                          ends[1008], bytes.size() - 1}) {
         CAPTURE(n);
         auto r = FileReader::from_memory(ByteSpan(bytes.data(), n));
         REQUIRE(r.ok());
-        const auto whole =
-            static_cast<std::size_t>(std::upper_bound(ends.begin(), ends.end(), n) - ends.begin());
+        const auto whole = static_cast<std::size_t>(std::upper_bound(ends.begin(), ends.end(), n) - ends.begin());
         const auto got = read_frames(*r);
         CHECK(got.size() == whole);
         const std::size_t last_end = whole == 0 ? 24 : ends[whole - 1];
@@ -631,8 +619,7 @@ TEST_CASE("pcapng: hostile blocks stop with the error and the offset", "[pcap][p
             b.epb(0, 0, frame);
             store_be32(b.bytes().data() + at + 4, 0);
             b.bytes()[at + 4] = static_cast<std::uint8_t>(len);
-            CHECK(first_error(b.bytes(), 0) ==
-                  std::make_pair(FileError::bad_block_length, std::uint64_t{at}));
+            CHECK(first_error(b.bytes(), 0) == std::make_pair(FileError::bad_block_length, std::uint64_t{at}));
         }
     }
     SECTION("a packet on an interface the section has not described") {
@@ -676,8 +663,7 @@ TEST_CASE("pcapng: hostile blocks stop with the error and the offset", "[pcap][p
             auto end = d.end_of_options();
             o.insert(o.end(), end.begin(), end.end());
             d.idb(1, 0, o);
-            CHECK(first_error(d.bytes(), 0) ==
-                  std::make_pair(FileError::bad_interface_option, std::uint64_t{at}));
+            CHECK(first_error(d.bytes(), 0) == std::make_pair(FileError::bad_interface_option, std::uint64_t{at}));
         }
     }
     SECTION("bad byte-order magic, unknown major version, short first block") {
@@ -711,8 +697,7 @@ TEST_CASE("pcapng: hostile blocks stop with the error and the offset", "[pcap][p
         c.shb(false).other(4, 4);
         for (std::size_t i = 0; i <= FileReader::kMaxInterfaces; ++i) c.idb(1, 0);
         const std::size_t last = c.bytes().size() - 20;
-        CHECK(first_error(c.bytes(), 0) ==
-              std::make_pair(FileError::too_many_interfaces, std::uint64_t{last}));
+        CHECK(first_error(c.bytes(), 0) == std::make_pair(FileError::too_many_interfaces, std::uint64_t{last}));
     }
 }
 

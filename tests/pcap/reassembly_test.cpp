@@ -21,8 +21,8 @@ IpAddress v4(std::uint8_t last) {
 }
 
 // `bytes` must outlive the packet.
-IpPacket fragment(const std::string& bytes, std::uint32_t offset, bool more, std::int64_t us = 0,
-                  std::uint32_t id = 7, std::uint8_t src = 1) {
+IpPacket fragment(const std::string& bytes, std::uint32_t offset, bool more, std::int64_t us = 0, std::uint32_t id = 7,
+                  std::uint8_t src = 1) {
     IpPacket f;
     f.time = Timestamp{us};
     f.src = v4(src);
@@ -36,9 +36,7 @@ IpPacket fragment(const std::string& bytes, std::uint32_t offset, bool more, std
     return f;
 }
 
-std::string text(const IpPacket& p) {
-    return std::string(as_text(p.payload));
-}
+std::string text(const IpPacket& p) { return std::string(as_text(p.payload)); }
 
 }  // namespace
 
@@ -112,8 +110,10 @@ TEST_CASE("decode_ip reports IPv6 fragment headers and skips atomic ones", "[pca
 
 TEST_CASE("decode_transport skips IPv6 extension headers left after reassembly", "[pcap][fragments]") {
     // Destination options (8 bytes, next = UDP) then UDP 5060 -> 5080 with "hi".
+    // clang-format off
     const std::vector<std::uint8_t> bytes{17,   0,    1,    4, 0,  0, 0, 0,   0x13,
                                           0xc4, 0x13, 0xd8, 0, 10, 0, 0, 'h', 'i'};
+    // clang-format on
     IpPacket ip;
     const std::uint8_t a[16] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
     ip.src = IpAddress::v6(std::span<const std::uint8_t, 16>(a, 16));
@@ -133,8 +133,7 @@ TEST_CASE("decode_transport skips IPv6 extension headers left after reassembly",
 }
 
 TEST_CASE("reassembly: every arrival order of four fragments gives the same datagram", "[pcap][fragments]") {
-    const std::vector<std::string> parts{std::string(16, 'a'), std::string(16, 'b'), std::string(16, 'c'),
-                                         "tail"};
+    const std::vector<std::string> parts{std::string(16, 'a'), std::string(16, 'b'), std::string(16, 'c'), "tail"};
     std::vector<int> order{0, 1, 2, 3};
     int permutations = 0;
     do {
@@ -144,8 +143,7 @@ TEST_CASE("reassembly: every arrival order of four fragments gives the same data
         for (int i = 0; i < 4; ++i) {
             const int k = order[static_cast<std::size_t>(i)];
             const auto idx = static_cast<std::size_t>(k);
-            if (r.add(fragment(parts[idx], static_cast<std::uint32_t>(16 * k), k != 3, 100 + i), out))
-                completed_at = i;
+            if (r.add(fragment(parts[idx], static_cast<std::uint32_t>(16 * k), k != 3, 100 + i), out)) completed_at = i;
         }
         CHECK(completed_at == 3);
         CHECK(text(out) == std::string(16, 'a') + std::string(16, 'b') + std::string(16, 'c') + "tail");
@@ -187,8 +185,7 @@ TEST_CASE("reassembly: duplicates are ignored, overlaps keep the first bytes", "
     CHECK(s.stats().overlaps == 1);
 }
 
-TEST_CASE("reassembly: inconsistent, oversized and fragmented-to-bits datagrams are dropped",
-          "[pcap][fragments]") {
+TEST_CASE("reassembly: inconsistent, oversized and fragmented-to-bits datagrams are dropped", "[pcap][fragments]") {
     IpPacket out;
     const std::string eight(8, 'x');
     SECTION("two different ends") {
@@ -239,8 +236,7 @@ TEST_CASE("reassembly: a lone last fragment at offset 0 is a whole datagram", "[
     CHECK(text(out) == "whole");
 }
 
-TEST_CASE("reassembly: timeouts on packet time, eviction at the cap, leftovers at the end",
-          "[pcap][fragments]") {
+TEST_CASE("reassembly: timeouts on packet time, eviction at the cap, leftovers at the end", "[pcap][fragments]") {
     const std::string eight(8, 'x');
     IpPacket out;
     Reassembler r(ReassemblyOptions{.max_datagrams = 2, .timeout_us = 1'000'000});
@@ -256,8 +252,7 @@ TEST_CASE("reassembly: timeouts on packet time, eviction at the cap, leftovers a
     CHECK(r.stats().dropped[static_cast<std::size_t>(FragmentDrop::evicted)] == 1);
     // id 2's end now starts a new datagram instead of completing the evicted one; id 3 still completes.
     CHECK_FALSE(r.add(fragment(eight, 8, false, 1'000'002, 2), out));
-    CHECK(r.stats().dropped[static_cast<std::size_t>(FragmentDrop::evicted)] ==
-          2);  // id 3 was older than id 4
+    CHECK(r.stats().dropped[static_cast<std::size_t>(FragmentDrop::evicted)] == 2);  // id 3 was older than id 4
     REQUIRE(r.add(fragment(eight, 8, false, 1'000'003, 4), out));
     CHECK(out.fragment_id == 4);
     CHECK(r.active() == 1);
@@ -303,8 +298,8 @@ struct Messages {
 };
 
 // `data` must outlive the packet.
-L4Packet segment(std::uint32_t seq, const std::string& data, std::uint8_t flags = tcp_flag::ack,
-                 std::int64_t us = 0, std::uint16_t sport = 40000) {
+L4Packet segment(std::uint32_t seq, const std::string& data, std::uint8_t flags = tcp_flag::ack, std::int64_t us = 0,
+                 std::uint16_t sport = 40000) {
     L4Packet p;
     p.time = Timestamp{us};
     p.src = Endpoint{v4(1), sport};
@@ -335,10 +330,8 @@ TEST_CASE("tcp: every split of two messages gives the same two messages", "[pcap
             const std::string b = stream.substr(k, j - k);
             const std::string c = stream.substr(j);
             r.segment(segment(100, a, tcp_flag::ack, 1), StreamProtocol::sip, got);
-            r.segment(segment(100 + static_cast<std::uint32_t>(k), b, tcp_flag::ack, 2), StreamProtocol::sip,
-                      got);
-            r.segment(segment(100 + static_cast<std::uint32_t>(j), c, tcp_flag::ack, 3), StreamProtocol::sip,
-                      got);
+            r.segment(segment(100 + static_cast<std::uint32_t>(k), b, tcp_flag::ack, 2), StreamProtocol::sip, got);
+            r.segment(segment(100 + static_cast<std::uint32_t>(j), c, tcp_flag::ack, 3), StreamProtocol::sip, got);
             REQUIRE(got.texts == std::vector<std::string>{kOptions, kMessage});
             // Each message carries the time of the segment that completed it.
             const std::int64_t first = k >= kOptions.size() ? 1 : (j >= kOptions.size() ? 2 : 3);
@@ -441,15 +434,13 @@ TEST_CASE("tcp: a framing error drops the stream's buffer and resumes at the nex
     CHECK(r.stats().sip_framing_errors[static_cast<std::size_t>(sip::FramingError::bad_header_line)] == 1);
     CHECK(r.stats().resync_bytes_dropped == bad.size());
     const std::string keepalive_then_message = "\r\n\r\n" + kOptions;
-    r.segment(segment(1 + static_cast<std::uint32_t>(bad.size()), keepalive_then_message),
-              StreamProtocol::sip, got);
+    r.segment(segment(1 + static_cast<std::uint32_t>(bad.size()), keepalive_then_message), StreamProtocol::sip, got);
     CHECK(got.texts == std::vector<std::string>{kOptions});
     // A missing Content-Length is an error on a stream (RFC 3261 18.3).
     const std::string no_length = "BYE sip:a SIP/2.0\r\nCall-ID: 3\r\n\r\n";
     TcpReassembler s;
     s.segment(segment(1, no_length), StreamProtocol::sip, got);
-    CHECK(s.stats().sip_framing_errors[static_cast<std::size_t>(sip::FramingError::missing_content_length)] ==
-          1);
+    CHECK(s.stats().sip_framing_errors[static_cast<std::size_t>(sip::FramingError::missing_content_length)] == 1);
 }
 
 TEST_CASE("tcp: HEP streams are cut with the HEP framer", "[pcap][tcp]") {
@@ -472,8 +463,7 @@ TEST_CASE("tcp: HEP streams are cut with the HEP framer", "[pcap][tcp]") {
     const std::string split_a = std::string("HEP3\x00", 5);
     const std::string split_b = std::string("\x08xy", 3);
     r.segment(segment(17 + static_cast<std::uint32_t>(garbage.size()), split_a), StreamProtocol::hep, got);
-    r.segment(segment(17 + static_cast<std::uint32_t>(garbage.size()) + 5, split_b), StreamProtocol::hep,
-              got);
+    r.segment(segment(17 + static_cast<std::uint32_t>(garbage.size()) + 5, split_b), StreamProtocol::hep, got);
     REQUIRE(got.texts.size() == 3);
     CHECK(got.texts[2] == std::string("HEP3\x00\x08xy", 8));
 }

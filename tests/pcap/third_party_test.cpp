@@ -1,9 +1,9 @@
 // Public captures from other projects (tests/fixtures/third-party/README.md) through the capture
 // source: every SIP message tshark finds in them, no more. Expected figures are tshark's, read
 // with the commands in that README, not this code's output.
-#include "pcap/capture_source.hpp"
-
 #include "support/third_party.hpp"
+
+#include "pcap/capture_source.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -59,19 +59,21 @@ void check_accounting(const CaptureStats& s) {
 
 }  // namespace
 
-TEST_CASE("third-party: sngrep aaa.pcap, 81 SIP messages over UDP, keep-alives left out", "[pcap][fixture][third-party]") {
+TEST_CASE("third-party: sngrep aaa.pcap, 81 SIP messages over UDP, keep-alives left out",
+          "[pcap][fixture][third-party]") {
     const Run r = run("aaa.pcap");
     CHECK(r.error == FileError::none);
     CHECK(r.stats.frames == 691);
     CHECK(r.sip.size() == 81);
-    const std::map<std::string, int> want = {{"INVITE", 11}, {"ACK", 7},  {"CANCEL", 11}, {"REGISTER", 18},
-                                             {"100", 7},     {"183", 1},  {"200", 3},     {"401", 14},
-                                             {"403", 3},     {"407", 3},  {"408", 2},     {"480", 1}};
+    const std::map<std::string, int> want = {{"INVITE", 11}, {"ACK", 7}, {"CANCEL", 11}, {"REGISTER", 18},
+                                             {"100", 7},     {"183", 1}, {"200", 3},     {"401", 14},
+                                             {"403", 3},     {"407", 3}, {"408", 2},     {"480", 1}};
     CHECK(tally(r.sip) == want);
     check_accounting(r.stats);
 }
 
-TEST_CASE("third-party: sngrep ipip.pcap, SIP over TCP port 5090 partly inside IPv4-in-IPv4", "[pcap][fixture][third-party]") {
+TEST_CASE("third-party: sngrep ipip.pcap, SIP over TCP port 5090 partly inside IPv4-in-IPv4",
+          "[pcap][fixture][third-party]") {
     const Run r = run("ipip.pcap");
     CHECK(r.error == FileError::none);
     REQUIRE(r.sip.size() == 4);
@@ -101,8 +103,8 @@ TEST_CASE("third-party: heplify sip_tcp_websocket.pcap, 39 SIP messages, 11 of t
     for (const Sip& m : r.sip)
         if (m.transport == shard::Transport::tcp) over_ws.push_back(tally({m}).begin()->first);
     // Frames 11, 13, 15, 18, 19, 24, 34, 46, 49, 52, 56.
-    CHECK(over_ws == std::vector<std::string>{"INVITE", "407", "ACK", "INVITE", "100", "180", "183", "200", "ACK",
-                                              "BYE", "200"});
+    CHECK(over_ws ==
+          std::vector<std::string>{"INVITE", "407", "ACK", "INVITE", "100", "180", "183", "200", "ACK", "BYE", "200"});
     const TcpStats& t = r.stats.tcp;
     CHECK(t.websocket_upgrades == 2);
     CHECK(t.websocket_messages == 11);
@@ -115,8 +117,10 @@ TEST_CASE("keep-alives of white space on a SIP port are not SIP messages", "[pca
     CaptureSource source;
     int sip = 0;
     for (const std::string payload : {"     ", "\r\n\r\n", "\t \r\n", "OPTIONS sip:a SIP/2.0\r\n\r\n"}) {
+        // clang-format off
         std::vector<std::uint8_t> frame = {0x45, 0, 0, 0, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
                                            0x13, 0xc4, 0x13, 0xc4, 0, 0, 0, 0};
+        // clang-format on
         frame.insert(frame.end(), payload.begin(), payload.end());
         frame[3] = static_cast<std::uint8_t>(frame.size());
         frame[25] = static_cast<std::uint8_t>(frame.size() - 20);

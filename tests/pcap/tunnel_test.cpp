@@ -155,15 +155,9 @@ TEST_CASE("tunnels: IP-in-IP in both outer families, both inner families", "[pca
         CHECK(d.ip.tunnel == TunnelKind::ip_in_ip);
         CHECK(d.ip.tunnel_depth == 1);
     }
-    SECTION("IPv6 in IPv4 (protocol 41)") {
-        check_inner(decode(ethernet(kIpv4, ipv4(41, 7, 8, inner_v6()))), true);
-    }
-    SECTION("IPv4 in IPv6") {
-        check_inner(decode(ethernet(kIpv6, ipv6(4, 7, 8, inner_v4()))));
-    }
-    SECTION("IPv6 in IPv6, on a raw-IP link") {
-        check_inner(decode(ipv6(41, 7, 8, inner_v6()), LinkType::raw), true);
-    }
+    SECTION("IPv6 in IPv4 (protocol 41)") { check_inner(decode(ethernet(kIpv4, ipv4(41, 7, 8, inner_v6()))), true); }
+    SECTION("IPv4 in IPv6") { check_inner(decode(ethernet(kIpv6, ipv6(4, 7, 8, inner_v4())))); }
+    SECTION("IPv6 in IPv6, on a raw-IP link") { check_inner(decode(ipv6(41, 7, 8, inner_v6()), LinkType::raw), true); }
     SECTION("a plain packet is not a tunnel") {
         const Decoded d = decode(ethernet(kIpv4, inner_v4()));
         check_inner(d);
@@ -269,16 +263,16 @@ TEST_CASE("tunnels: GRE headers that are refused", "[pcap][tunnel]") {
     const auto outer = [](const Bytes& g) { return decode(ethernet(kIpv4, ipv4(47, 7, 8, g))).error; };
     CHECK(outer(gre(kIpv4, inner_v4(), false, false, false, 0x0001)) == DecodeError::unsupported_tunnel);  // PPTP
     CHECK(outer(gre(kIpv4, inner_v4(), false, false, false, 0x4000)) == DecodeError::bad_tunnel_header);   // routing
-    CHECK(outer(gre(kIpv4, inner_v4(), false, false, false, 0x0800)) == DecodeError::bad_tunnel_header);   // strict route
-    CHECK(outer(gre(0x8847, Bytes(20, 0))) == DecodeError::unsupported_tunnel);                            // MPLS
+    CHECK(outer(gre(kIpv4, inner_v4(), false, false, false, 0x0800)) ==
+          DecodeError::bad_tunnel_header);                                       // strict route
+    CHECK(outer(gre(0x8847, Bytes(20, 0))) == DecodeError::unsupported_tunnel);  // MPLS
     // A keep-alive: GRE in IP in GRE, protocol type 0.
     CHECK(outer(gre(kIpv4, ipv4(47, 8, 7, gre(0, {})))) == DecodeError::unsupported_tunnel);
     // An inner IP header that is not IP.
     CHECK(outer(gre(kIpv4, Bytes(20, 0x55))) == DecodeError::bad_ip_header);
 }
 
-TEST_CASE("tunnels: every truncation of each encapsulation is an error, never a read past the end",
-          "[pcap][tunnel]") {
+TEST_CASE("tunnels: every truncation of each encapsulation is an error, never a read past the end", "[pcap][tunnel]") {
     const Bytes frame = ethernet(kIpv4, inner_v4());
     struct Case {
         const char* name;

@@ -1,8 +1,9 @@
 // SIP over WebSocket in TCP streams: the handshake and frame helpers, then the reassembler fed
 // hand-built frames (RFC 6455 section 5) split, fragmented, masked and broken in every way.
+#include "pcap/websocket.hpp"
+
 #include "pcap/capture_source.hpp"
 #include "pcap/tcp_reassembly.hpp"
-#include "pcap/websocket.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -96,7 +97,8 @@ Messages feed(TcpReassembler& r, const Bytes& stream, const std::vector<std::siz
     std::vector<std::size_t> ends = cuts;
     ends.push_back(stream.size());
     for (const std::size_t to : ends) {
-        const Bytes piece(stream.begin() + static_cast<std::ptrdiff_t>(from), stream.begin() + static_cast<std::ptrdiff_t>(to));
+        const Bytes piece(stream.begin() + static_cast<std::ptrdiff_t>(from),
+                          stream.begin() + static_cast<std::ptrdiff_t>(to));
         r.segment(segment(1000 + static_cast<std::uint32_t>(from), piece), StreamProtocol::sip, got);
         from = to;
     }
@@ -172,8 +174,10 @@ TEST_CASE("websocket: handshakes", "[pcap][websocket]") {
     const Handshake resp = parse_handshake(kResponse);
     CHECK(resp.switching);
     CHECK(resp.upgrades());
-    CHECK(parse_handshake("get / HTTP/1.1\r\nUpgrade: websocket\r\n").upgrades() == false);  // methods are case-sensitive
-    CHECK(parse_handshake("GET / HTTP/1.1\r\nupgrade:  WebSocket \r\nSEC-WEBSOCKET-PROTOCOL: chat, SIP\r\n").sip_protocol);
+    CHECK(parse_handshake("get / HTTP/1.1\r\nUpgrade: websocket\r\n").upgrades() ==
+          false);  // methods are case-sensitive
+    CHECK(parse_handshake("GET / HTTP/1.1\r\nupgrade:  WebSocket \r\nSEC-WEBSOCKET-PROTOCOL: chat, SIP\r\n")
+              .sip_protocol);
     CHECK(parse_handshake("GET / HTTP/1.1\r\nUpgrade: h2c\r\n").upgrades() == false);
     CHECK(parse_handshake("HTTP/1.1 200 OK\r\nUpgrade: websocket\r\n").upgrades() == false);
     CHECK(parse_handshake("HTTP/1.1 1010 X\r\nUpgrade: websocket\r\n").upgrades() == false);
@@ -214,10 +218,11 @@ TEST_CASE("websocket: both directions of a SIP WebSocket connection, split at ev
 TEST_CASE("websocket: fragmented messages, control frames between them, keep-alives", "[pcap][websocket]") {
     const Bytes mask2 = {9, 8, 7, 6};
     const std::string a = kRegister.substr(0, 50), b = kRegister.substr(50, 100), c = kRegister.substr(150);
-    const Bytes stream = cat(cat(cat(cat(cat(text(kRequest), ws_frame(1, a, false, kMask)), ws_frame(9, "ping", true, mask2)),
-                                     ws_frame(0, b, false, mask2)),
-                                 ws_frame(0, c, true, kMask)),
-                             cat(ws_frame(1, "\r\n\r\n", true, kMask), ws_frame(8, "\x03\xe8", true, kMask)));
+    const Bytes stream =
+        cat(cat(cat(cat(cat(text(kRequest), ws_frame(1, a, false, kMask)), ws_frame(9, "ping", true, mask2)),
+                    ws_frame(0, b, false, mask2)),
+                ws_frame(0, c, true, kMask)),
+            cat(ws_frame(1, "\r\n\r\n", true, kMask), ws_frame(8, "\x03\xe8", true, kMask)));
     TcpReassembler r;
     const Messages got = feed(r, stream, {kRequest.size() + 3, kRequest.size() + 90});
     CHECK(got.texts == std::vector<std::string>{kRegister});
@@ -253,7 +258,8 @@ TEST_CASE("websocket: broken frames are counted and the stream resumes", "[pcap]
         TcpReassembler r;
         const Bytes bad = ws_frame(9, "p", false);
         const Bytes big_ping = ws_frame(9, std::string(126, 'p'));
-        feed(r, cat(cat(cat(head, bad), big_ping), good), {head.size() + bad.size(), head.size() + bad.size() + big_ping.size()});
+        feed(r, cat(cat(cat(head, bad), big_ping), good),
+             {head.size() + bad.size(), head.size() + bad.size() + big_ping.size()});
         CHECK(ws_errors(r, WebSocketError::bad_frame) == 2);
         CHECK(r.stats().websocket_messages == 1);
     }
@@ -266,9 +272,8 @@ TEST_CASE("websocket: broken frames are counted and the stream resumes", "[pcap]
     }
     SECTION("compressed (permessage-deflate) messages are skipped whole, fragments included") {
         TcpReassembler r;
-        const Bytes stream = cat(cat(cat(head, ws_frame(1, "\x01\x02", false, kMask, 0, true)),
-                                     ws_frame(0, "\x03", true, kMask)),
-                                 good);
+        const Bytes stream =
+            cat(cat(cat(head, ws_frame(1, "\x01\x02", false, kMask, 0, true)), ws_frame(0, "\x03", true, kMask)), good);
         const Messages got = feed(r, stream);
         CHECK(got.texts == std::vector<std::string>{kRegister});
         CHECK(ws_errors(r, WebSocketError::compressed) == 1);
@@ -279,9 +284,8 @@ TEST_CASE("websocket: broken frames are counted and the stream resumes", "[pcap]
         o.max_message_bytes = 600;
         TcpReassembler r(o);
         const std::string part(400, 'y');
-        const Bytes stream = cat(cat(cat(cat(head, ws_frame(1, part, false)), ws_frame(0, part, false)),
-                                     ws_frame(0, part, true)),
-                                 good);
+        const Bytes stream =
+            cat(cat(cat(cat(head, ws_frame(1, part, false)), ws_frame(0, part, false)), ws_frame(0, part, true)), good);
         const Messages got = feed(r, stream);
         CHECK(got.texts == std::vector<std::string>{kRegister});
         CHECK(ws_errors(r, WebSocketError::frame_too_large) == 1);
@@ -404,7 +408,8 @@ TEST_CASE("capture source: SIP and SIP WebSocket found on TCP ports not listed",
     seg(ws, 43380, 8080, 1);
     const std::size_t cut = kRequest.find("Sec-WebSocket-Protocol");
     seg(Bytes(ws.begin(), ws.begin() + static_cast<std::ptrdiff_t>(cut)), 43384, 8080, 1);
-    seg(Bytes(ws.begin() + static_cast<std::ptrdiff_t>(cut), ws.end()), 43384, 8080, 1 + static_cast<std::uint32_t>(cut));
+    seg(Bytes(ws.begin() + static_cast<std::ptrdiff_t>(cut), ws.end()), 43384, 8080,
+        1 + static_cast<std::uint32_t>(cut));
     // Other TCP stays skipped: plain HTTP, a WebSocket for another protocol, a mid-stream piece.
     seg(text("GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n"), 43381, 80, 1);
     std::string chat = kRequest;
@@ -415,7 +420,8 @@ TEST_CASE("capture source: SIP and SIP WebSocket found on TCP ports not listed",
     // application's: no message comes out of it.
     const Bytes mqtt = cat(text(chat), ws_frame(1, kRegister, true, kMask));
     seg(Bytes(mqtt.begin(), mqtt.begin() + static_cast<std::ptrdiff_t>(cut)), 43385, 8080, 1);
-    seg(Bytes(mqtt.begin() + static_cast<std::ptrdiff_t>(cut), mqtt.end()), 43385, 8080, 1 + static_cast<std::uint32_t>(cut));
+    seg(Bytes(mqtt.begin() + static_cast<std::ptrdiff_t>(cut), mqtt.end()), 43385, 8080,
+        1 + static_cast<std::uint32_t>(cut));
     source.finish();
     const CaptureStats s = source.stats();
     if (options.sniff_sip) {

@@ -2,8 +2,9 @@
 // figure is known: statistics set by hand, two dialogs fed to a collector as the dialog table
 // would remove them. The expected text is written out here from the input, not copied from a
 // run of the renderer.
-#include "core/version.hpp"
 #include "report/run_report.hpp"
+
+#include "core/version.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -36,8 +37,8 @@ struct Input {
         dialogs.dialogs_created.add(2);
         dialogs.dialogs_finished[static_cast<std::size_t>(sip::DialogOutcome::completed)].add();
         dialogs.dialogs_finished[static_cast<std::size_t>(sip::DialogOutcome::failed)].add();
-        dialogs.pdd.observe(0.5);   // bucket le 0.5
-        dialogs.pdd.observe(1.25);  // bucket le 2
+        dialogs.pdd.observe(0.5);                                        // bucket le 0.5
+        dialogs.pdd.observe(1.25);                                       // bucket le 2
         const Timestamp t0 = Timestamp::from_parts(1796013063, 512829);  // 2026-11-30T04:31:03.512829Z
         sip::Dialog answered;
         answered.state = sip::DialogState::terminated;
@@ -76,7 +77,7 @@ struct Input {
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("summary: one line with the run's figures", "[report]") {
     const Input input;
@@ -92,22 +93,26 @@ TEST_CASE("text report: every section shows its figures", "[report]") {
     CHECK(text.rfind(std::string("hepd ") + kVersion + " offline report\n  file calls.pcap\n\nRun\n", 0) == 0);
     CHECK_FALSE(contains(text, "STOPPED EARLY"));
     // 8 MiB and 3 MiB in KiB; 3,000,000 frames / 2 s.
-    CHECK(contains(text, "\nRun\n  shards 2, wall 2.000 s, cpu 1.500 s, 1500000 frames/s, peak RSS 8192 KiB "
-                         "(anonymous 3072 KiB)\n"));
+    CHECK(contains(text,
+                   "\nRun\n  shards 2, wall 2.000 s, cpu 1.500 s, 1500000 frames/s, peak RSS 8192 KiB "
+                   "(anonymous 3072 KiB)\n"));
     CHECK(contains(text, "\nCapture\n  frames 3000000, bytes 123456789, datagrams 2999990\n  by kind: none\n"));
     // PDD: n 2, mean (0.5 + 1.25) / 2 = 0.875; p50 is the bucket of the 1st of 2 (le 0.5), p95
     // that of the 2nd (ceil(1.9) = 2: le 2). Setup: the answered call only, 2 s; duration 60 s.
-    CHECK(contains(text, "\nDialogs\n  created 2, finished: completed 1, failed 1\n  still active at the end: none\n"
-                         "  PDD: n=2 mean 0.875 s, min 0.500, max 1.250, p50<=0.50, p95<=2.00\n"));
+    CHECK(contains(text,
+                   "\nDialogs\n  created 2, finished: completed 1, failed 1\n  still active at the end: none\n"
+                   "  PDD: n=2 mean 0.875 s, min 0.500, max 1.250, p50<=0.50, p95<=2.00\n"));
     CHECK(contains(text, "  setup: n=1 mean 2.000 s, min 2.000, max 2.000"));
     CHECK(contains(text, "  duration: n=1 mean 60.000 s, min 60.000, max 60.000"));
     // The refused call, and only it, in the failed list; its INVITE 1 s after t0.
-    CHECK(contains(text, "  failed calls (1, earliest 1):\n"
-                         "    2026-11-30T04:31:04.512829Z  failed 486 q850 17  10.0.0.1:5060 -> 10.0.0.2:5062"
-                         "  busy-1@test\n"));
+    CHECK(contains(text,
+                   "  failed calls (1, earliest 1):\n"
+                   "    2026-11-30T04:31:04.512829Z  failed 486 q850 17  10.0.0.1:5060 -> 10.0.0.2:5062"
+                   "  busy-1@test\n"));
     CHECK_FALSE(contains(text, "ok-1@test"));
-    CHECK(contains(text, "\nStreams\n  started 4, finished: flushed 1, idle 3\n  RTP packets 12000, lost 37, "
-                         "duplicates 2, out of order 0, events 0\n"));
+    CHECK(contains(text,
+                   "\nStreams\n  started 4, finished: flushed 1, idle 3\n  RTP packets 12000, lost 37, "
+                   "duplicates 2, out of order 0, events 0\n"));
     CHECK(contains(text, "  MOS: n/a\n"));  // no stream reported a quality estimate
     CHECK_FALSE(contains(text, "worst streams"));
 }
@@ -116,6 +121,7 @@ TEST_CASE("text report: a run that stopped early says where", "[report]") {
     Input input;
     input.info.error = "calls.pcap: record at offset 4096 runs past the end of the file";
     const std::string text = render_text(input.report());
-    CHECK(contains(text, "  file calls.pcap\n  STOPPED EARLY: calls.pcap: record at offset 4096 runs past the end "
-                         "of the file\n\nRun\n"));
+    CHECK(contains(text,
+                   "  file calls.pcap\n  STOPPED EARLY: calls.pcap: record at offset 4096 runs past the end "
+                   "of the file\n\nRun\n"));
 }

@@ -1,16 +1,16 @@
 // Real packets: sipp 3.6.1 media (G.711 A-law, PT 8, and RFC 2833 telephone-event, PT 101)
 // captured on lo; see data/README.md. Expected values were read with tshark.
-#include <catch2/catch.hpp>
-
-#include <cstdint>
-#include <string>
-#include <vector>
-
 #include "core/bytes.hpp"
 #include "rtp/demux.hpp"
 #include "rtp/rtp_packet.hpp"
 #include "support/fixtures.hpp"
 #include "test_bytes.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
 
 using namespace hepd;
 using namespace hepd::rtp;
@@ -75,7 +75,7 @@ std::vector<Datagram> udp_datagrams(const Bytes& file) {
     return out;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("G.711 A-law packets from sipp", "[rtp][capture]") {
     SECTION("first packet of the stream carries the marker") {

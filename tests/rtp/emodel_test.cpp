@@ -86,8 +86,8 @@ TEST_CASE("codec table: G.113 appendix I values and the documented assumptions",
         double bpl;
     };
     const Row rows[] = {
-        {Codec::pcmu, 0, 25.1}, {Codec::pcma, 0, 25.1},  {Codec::g729, 11, 19.0}, {Codec::g723, 15, 16.1},
-        {Codec::gsm, 20, 10.0}, {Codec::g722, 0, 25.1},  {Codec::ilbc, 10, 25.1}, {Codec::opus, 0, 25.1},
+        {Codec::pcmu, 0, 25.1},    {Codec::pcma, 0, 25.1},  {Codec::g729, 11, 19.0}, {Codec::g723, 15, 16.1},
+        {Codec::gsm, 20, 10.0},    {Codec::g722, 0, 25.1},  {Codec::ilbc, 10, 25.1}, {Codec::opus, 0, 25.1},
         {Codec::unknown, 0, 25.1}, {Codec::other, 0, 25.1},
     };
     for (const Row& row : rows) {

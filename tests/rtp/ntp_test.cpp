@@ -17,7 +17,7 @@ TEST_CASE("signed 24-bit conversion", "[ntp]") {
     CHECK(sign_extend_24(0x800000) == -8'388'608);
     CHECK(sign_extend_24(0xffffff) == -1);
     CHECK(sign_extend_24(0xfffffe) == -2);
-    CHECK(sign_extend_24(0xab000005u) == 5);            // the octet above (fraction lost) is ignored
+    CHECK(sign_extend_24(0xab000005u) == 5);  // the octet above (fraction lost) is ignored
     CHECK(sign_extend_24(0x40ffffffu) == -1);
 }
 
@@ -35,8 +35,8 @@ TEST_CASE("Unix microseconds to NTP and back", "[ntp]") {
 
     CHECK(unix_micros_from_ntp(0x83aa7e8000000000ull) == 0);
     CHECK(unix_micros_from_ntp(0x83aa7e81c0000000ull) == 1'750'000);
-    CHECK(unix_micros_from_ntp(0x83aa7e8000000000ull + 2147) == 0);  // 0.49989 us rounds down
-    CHECK(unix_micros_from_ntp(0x83aa7e8000000000ull + 2148) == 1);  // 0.50012 us rounds up
+    CHECK(unix_micros_from_ntp(0x83aa7e8000000000ull + 2147) == 0);   // 0.49989 us rounds down
+    CHECK(unix_micros_from_ntp(0x83aa7e8000000000ull + 2148) == 1);   // 0.50012 us rounds up
     CHECK(unix_micros_from_ntp(0x83aa7e80ffffffffull) == 1'000'000);  // 0.99999999977 s
     CHECK(unix_micros_from_ntp(0) == -2'208'988'800'000'000);
     // 2024-01-01T00:00:00Z = 1704067200 s; NTP seconds 3913056000 = 0xe93c7f00
@@ -49,8 +49,8 @@ TEST_CASE("compact NTP durations in microseconds", "[ntp]") {
     CHECK(compact_ntp_to_micros(0x00010000) == 1'000'000);
     CHECK(compact_ntp_to_micros(0x00008000) == 500'000);
     CHECK(compact_ntp_to_micros(0x00054000) == 5'250'000);
-    CHECK(compact_ntp_to_micros(1) == 15);  // 15.2587890625 us
-    CHECK(compact_ntp_to_micros(2) == 31);  // 30.517578125 us
+    CHECK(compact_ntp_to_micros(1) == 15);                        // 15.2587890625 us
+    CHECK(compact_ntp_to_micros(2) == 31);                        // 30.517578125 us
     CHECK(compact_ntp_to_micros(0xffffffffu) == 65'535'999'985);  // 65535.999984741 s
 }
 

@@ -53,7 +53,7 @@ RtcpJsonError error_of(std::string_view text) {
     return r.error();
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("rtpengine sender report with SDES", "[rtp][rtcp_json]") {
     const auto r = parse_copy(rtpengine_sr);
@@ -117,9 +117,9 @@ TEST_CASE("empty report lists, null blocks, repeated keys", "[rtp][rtcp_json]") 
 }
 
 TEST_CASE("unknown keys and values of every type are skipped", "[rtp][rtcp_json]") {
-    const auto r = parse_copy(
-        R"( {"x":[1,-2.5e+3,{"y":null,"z":[true,false]}],"ssrc":9,"s":"\u00e9\/\t","report_blocks":[)"
-        R"({"source_ssrc":5,"extra":{"deep":[[]]},"fraction_lost":1}]} )");
+    const auto r =
+        parse_copy(R"( {"x":[1,-2.5e+3,{"y":null,"z":[true,false]}],"ssrc":9,"s":"\u00e9\/\t","report_blocks":[)"
+                   R"({"source_ssrc":5,"extra":{"deep":[[]]},"fraction_lost":1}]} )");
     REQUIRE(r.ok());
     CHECK(r->ssrc == 9);
     REQUIRE(r->block_count == 1);

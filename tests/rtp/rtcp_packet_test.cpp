@@ -1,12 +1,12 @@
 #include "rtp/rtcp_packet.hpp"
 
+#include "rtp/ntp.hpp"
+#include "test_bytes.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <string>
 #include <vector>
-
-#include "rtp/ntp.hpp"
-#include "test_bytes.hpp"
 
 using namespace hepd;
 using namespace hepd::rtp;
@@ -33,19 +33,27 @@ const Bytes sender_report{
 
 // SDES, SC=1: SSRC + CNAME "user@host" (2 + 9) + terminator = 16 octets; 20 in all, length 4.
 const Bytes sdes_cname{
+    // clang-format off
     0x81, 0xca, 0x00, 0x04, 0x11, 0x22, 0x33, 0x44, 0x01, 0x09,
     'u',  's',  'e',  'r',  '@',  'h',  'o',  's',  't',  0x00,
+    // clang-format on
 };
 
 // RR, RC=2: 4 + 4 + 48 = 56 octets = 14 words, length 13.
 const Bytes receiver_report{
+    // clang-format off
     0x82, 0xc9, 0x00, 0x0d, 0xde, 0xad, 0xbe, 0xef,
+    // clang-format on
     // block 1: SSRC 1, 25/256, cumulative 10, highest 0xf000, jitter 16, LSR, DLSR
+    // clang-format off
     0x00, 0x00, 0x00, 0x01, 0x19, 0x00, 0x00, 0x0a, 0x00, 0x00, 0xf0, 0x00,
     0x00, 0x00, 0x00, 0x10, 0xb7, 0x05, 0x20, 0x00, 0x00, 0x05, 0x40, 0x00,
+    // clang-format on
     // block 2: SSRC 2, 0/256, cumulative -1 (duplicates), highest 0x00020005, jitter 256, no SR yet
+    // clang-format off
     0x00, 0x00, 0x00, 0x02, 0x00, 0xff, 0xff, 0xff, 0x00, 0x02, 0x00, 0x05,
     0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    // clang-format on
 };
 
 // XR with one VoIP metrics block: 4 + 4 + 4 + 32 = 44 octets = 11 words, length 10.
@@ -66,8 +74,10 @@ const Bytes xr_voip{
 // XR with RRT, DLRR (two sub-blocks) and an unknown block type 42:
 // 4 + 4 + 12 + 28 + 8 = 56 octets = 14 words, length 13.
 const Bytes xr_rtt{
+    // clang-format off
     0x80, 0xcf, 0x00, 0x0d, 0xaa, 0xbb, 0xcc, 0xdd,
     0x04, 0x00, 0x00, 0x02, 0x83, 0xaa, 0x7e, 0x80, 0x80, 0x00, 0x00, 0x00,  // RRT at Unix 0.5 s
+    // clang-format on
     0x05, 0x00, 0x00, 0x06,                                                  // DLRR, 6 words
     0x00, 0x00, 0x00, 0x01, 0x7e, 0x80, 0x80, 0x00, 0x00, 0x01, 0x00, 0x00,  // SSRC 1, LRR, 1 s
     0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // SSRC 2, none
@@ -90,7 +100,7 @@ Bytes with_body_length(const Bytes& packet, std::size_t body) {
 
 std::vector<XrBlock> blocks_of(const XrPacket& xr) { return {xr.begin(), xr.end()}; }
 
-} // namespace
+}  // namespace
 
 // ---- compound framing -----------------------------------------------------------------------
 
@@ -353,8 +363,8 @@ TEST_CASE("cumulative lost is a signed 24-bit field", "[rtcp][rr]") {
         std::uint8_t b1, b2, b3;
         std::int32_t expected;
     };
-    for (const Case c : {Case{0x00, 0x00, 0x00, 0}, Case{0x7f, 0xff, 0xff, 8'388'607}, Case{0x80, 0x00, 0x00, -8'388'608},
-                         Case{0xff, 0xff, 0xfe, -2}, Case{0x00, 0x01, 0x00, 256}}) {
+    for (const Case c : {Case{0x00, 0x00, 0x00, 0}, Case{0x7f, 0xff, 0xff, 8'388'607},
+                         Case{0x80, 0x00, 0x00, -8'388'608}, Case{0xff, 0xff, 0xfe, -2}, Case{0x00, 0x01, 0x00, 256}}) {
         Bytes bytes = receiver_report;
         bytes[8 + 4] = 0xff;  // fraction lost must not leak into the count
         bytes[8 + 5] = c.b1;
@@ -379,7 +389,8 @@ TEST_CASE("RR with no blocks and a profile extension", "[rtcp][rr]") {
 TEST_CASE("SR with 31 report blocks, the most RC can say", "[rtcp][sr]") {
     Bytes bytes = prefix(sender_report, 28);
     bytes[0] = 0x9f;  // RC=31
-    for (std::uint8_t i = 0; i < 31; ++i) append(bytes, Bytes{0, 0, 0, i, i, 0, 0, i, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+    for (std::uint8_t i = 0; i < 31; ++i)
+        append(bytes, Bytes{0, 0, 0, i, i, 0, 0, i, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
     const std::size_t words = bytes.size() / 4 - 1;  // 4 + 24 + 31*24 = 772 octets
     REQUIRE(words == 192);
     bytes[2] = 0;
@@ -556,7 +567,8 @@ TEST_CASE("BYE without a reason", "[rtcp][bye]") {
     const Bytes one{0x81, 0xcb, 0x00, 0x01, 0x11, 0x22, 0x33, 0x44};
     auto bye = parse_bye(only_packet(one));
     REQUIRE(bye.ok());
-    CHECK(std::vector<std::uint32_t>(bye->sources.begin(), bye->sources.end()) == std::vector<std::uint32_t>{0x11223344u});
+    CHECK(std::vector<std::uint32_t>(bye->sources.begin(), bye->sources.end()) ==
+          std::vector<std::uint32_t>{0x11223344u});
     CHECK_FALSE(bye->has_reason);
     CHECK(bye->reason.empty());
 

@@ -1,11 +1,11 @@
 #include "rtp/rtp_packet.hpp"
 
+#include "test_bytes.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <string>
 #include <vector>
-
-#include "test_bytes.hpp"
 
 using namespace hepd;
 using namespace hepd::rtp;
@@ -30,7 +30,7 @@ const Bytes full{
 
 std::string text(ByteSpan bytes) { return std::string(as_text(bytes)); }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("minimal 12-octet header is decoded field by field", "[rtp][parse]") {
     const auto r = parse_rtp(span_of(minimal));
@@ -81,8 +81,10 @@ TEST_CASE("marker bit and payload type share the second octet", "[rtp][parse]") 
 }
 
 TEST_CASE("CSRC list is a view of CC identifiers", "[rtp][parse]") {
+    // clang-format off
     const Bytes packet{0x82, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x02, 0x11, 0x11, 0x11, 0x11,
                        0x22, 0x22, 0x22, 0x22, 0x33, 0x33, 0x33, 0x34, 0x01, 0x02};
+    // clang-format on
     const auto r = parse_rtp(span_of(packet));
     REQUIRE(r.ok());
     CHECK(r->sequence == 1);
@@ -234,7 +236,7 @@ TEST_CASE("version other than 2 is rejected", "[rtp][parse][hostile]") {
 TEST_CASE("extension length that lies is an error", "[rtp][parse][hostile]") {
     SECTION("one word more than present") {
         Bytes packet = full;
-        packet[0] = 0x91;  // no padding, so the whole tail could be extension
+        packet[0] = 0x91;   // no padding, so the whole tail could be extension
         packet[19] = 0x05;  // 5 words = 20 octets, only 15 follow the extension header
         const auto r = parse_rtp(span_of(packet));
         REQUIRE_FALSE(r.ok());
@@ -318,7 +320,7 @@ TEST_CASE("truncated padded packets never read outside the buffer", "[rtp][parse
 
 TEST_CASE("CC larger than the packet", "[rtp][parse][hostile]") {
     Bytes packet = minimal;  // 4 octets after the fixed header
-    packet[0] = 0x81;         // one CSRC: fits exactly
+    packet[0] = 0x81;        // one CSRC: fits exactly
     auto r = parse_rtp(span_of(packet));
     REQUIRE(r.ok());
     CHECK(r->csrcs.size() == 1);
@@ -364,7 +366,7 @@ std::vector<Element> elements(ExtensionElementReader reader, bool expect_failure
     return out;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("one-byte extension elements with padding", "[rtp][extension]") {
     const auto r = parse_rtp(span_of(full));
@@ -394,8 +396,10 @@ TEST_CASE("one-byte element running past the extension fails", "[rtp][extension]
 
 TEST_CASE("two-byte extension elements", "[rtp][extension]") {
     // profile 0x1000 | appbits 0x5; [id 1 len 2: aa bb] [pad] [id 5 len 0] [pad] [id 200 len 1: 09]
+    // clang-format off
     const Bytes packet{0x90, 0x00, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0x10, 0x05, 0x00, 0x03,
                        0x01, 0x02, 0xaa, 0xbb, 0x00, 0x05, 0x00, 0x00, 0xc8, 0x01, 0x09, 0x00};
+    // clang-format on
     const auto r = parse_rtp(span_of(packet));
     REQUIRE(r.ok());
     CHECK(is_two_byte_extension_profile(r->extension_profile));

@@ -4,14 +4,14 @@
 // expectations were computed by hand (python3) from the G.107 formulas in emodel.hpp.
 #include "rtp/stream_record.hpp"
 
+#include "stream_test_support.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
-
-#include "stream_test_support.hpp"
 
 using namespace hepd;
 using namespace hepd::rtp;
@@ -75,7 +75,7 @@ Stream run(const std::vector<Sent>& packets, std::uint32_t ssrc = 0x1234) {
 
 const QualityOptions options{};
 
-} // namespace
+}  // namespace
 
 TEST_CASE("jitter matches RFC 3550 A.8 computed independently, across a timestamp wrap", "[rtp][stream][jitter]") {
     const auto packets = jittery_voice(500, 160, 0xFFFF'F000LL, 0);
@@ -156,8 +156,9 @@ TEST_CASE("comfort noise does not feed jitter", "[rtp][stream][jitter]") {
     for (int i = 0; i < 40; ++i) {
         const bool cn = i % 10 == 5;
         // CN timestamps are off on purpose; voice is perfectly paced.
-        observe_packet(s, make_rtp(cn ? 13 : 0, static_cast<std::uint16_t>(i), static_cast<std::uint32_t>(cn ? 7 : i * 160), 3,
-                              cn ? 1 : 160),
+        observe_packet(s,
+                       make_rtp(cn ? 13 : 0, static_cast<std::uint16_t>(i),
+                                static_cast<std::uint32_t>(cn ? 7 : i * 160), 3, cn ? 1 : 160),
                        Timestamp{kBaseUs + i * 20'000});
     }
     CHECK(s.comfort_noise_packets == 4);
@@ -320,9 +321,9 @@ TEST_CASE("summary: loss and MOS for known codecs", "[rtp][stream][mos]") {
 }
 
 TEST_CASE("make_binding keeps rtpmap names and clocks, filling static ones", "[rtp][stream][binding]") {
-    MediaBinding mb = media_binding(ep("10.1.1.1:5004"), "abc@host", 42,
-                                    {codec(0, "", 0), codec(9, "G722", 8000), codec(101, "telephone-event", 8000),
-                                     codec(111, "OPUS", 48000)});
+    MediaBinding mb = media_binding(
+        ep("10.1.1.1:5004"), "abc@host", 42,
+        {codec(0, "", 0), codec(9, "G722", 8000), codec(101, "telephone-event", 8000), codec(111, "OPUS", 48000)});
     const Binding b = make_binding(mb);
     CHECK(b.call_id == "abc@host");
     CHECK(b.time.us == kBaseUs + 42);

@@ -22,7 +22,7 @@ std::vector<SeqVerdict> feed(SequenceTracker& t, std::uint32_t first, std::uint3
     return out;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("a clean run: probation, then every packet expected and received", "[rtp][stream][sequence]") {
     SequenceTracker t;
@@ -33,7 +33,8 @@ TEST_CASE("a clean run: probation, then every packet expected and received", "[r
     CHECK(t.update(1001) == SeqVerdict::in_order);
     CHECK(t.validated);
     CHECK(t.base_seq == 1001);
-    for (std::uint32_t s = 1002; s <= 1049; ++s) REQUIRE(t.update(static_cast<std::uint16_t>(s)) == SeqVerdict::in_order);
+    for (std::uint32_t s = 1002; s <= 1049; ++s)
+        REQUIRE(t.update(static_cast<std::uint16_t>(s)) == SeqVerdict::in_order);
     CHECK(t.expected() == 49);
     CHECK(t.received_total() == 49);
     CHECK(t.lost() == 0);
@@ -108,23 +109,23 @@ TEST_CASE("the window tells late from duplicate up to A.1's misorder limit", "[r
     SequenceTracker t;
     feed(t, 1, 200, {120, 150});
     CHECK(t.lost() == 2);
-    CHECK(t.update(150) == SeqVerdict::late);       // 50 behind: low word
+    CHECK(t.update(150) == SeqVerdict::late);  // 50 behind: low word
     CHECK(t.update(150) == SeqVerdict::duplicate);
-    CHECK(t.update(120) == SeqVerdict::late);       // 80 behind: high word
+    CHECK(t.update(120) == SeqVerdict::late);  // 80 behind: high word
     CHECK(t.update(120) == SeqVerdict::duplicate);
     CHECK(t.update(101) == SeqVerdict::duplicate);  // 99 behind, seen long ago
     CHECK(t.update(100) == SeqVerdict::jump);       // 100 behind: A.1 treats it as a jump
     CHECK(t.expected() == 199);                     // 2..200
     CHECK(t.received_total() == 202);               // 197 + 2 late + 3 duplicates
     CHECK(t.lost() == -3);
-    CHECK(t.update(201) == SeqVerdict::in_order);   // not the jump's successor: no restart
+    CHECK(t.update(201) == SeqVerdict::in_order);  // not the jump's successor: no restart
     CHECK(t.restarts == 0);
 }
 
 TEST_CASE("the window shifts across long gaps", "[rtp][stream][sequence]") {
     SequenceTracker t;
     feed(t, 1, 10);
-    CHECK(t.update(80) == SeqVerdict::gap);   // shift by 70: bit of 10 moves to the high word
+    CHECK(t.update(80) == SeqVerdict::gap);  // shift by 70: bit of 10 moves to the high word
     CHECK(t.update(10) == SeqVerdict::duplicate);
     CHECK(t.update(11) == SeqVerdict::late);
     CHECK(t.update(300) == SeqVerdict::gap);  // shift by 220: everything forgotten
@@ -168,7 +169,7 @@ TEST_CASE("a drop-out under MAX_DROPOUT is loss, not a restart", "[rtp][stream][
     feed(t, 2001, 2010);
     CHECK(t.expected() == 2009);  // 2..2010
     CHECK(t.received_total() == 20);
-    CHECK(t.lost() == 1989);      // 11..1999
+    CHECK(t.lost() == 1989);  // 11..1999
 }
 
 TEST_CASE("probation restarts on a non-consecutive number", "[rtp][stream][sequence]") {

@@ -2,14 +2,14 @@
 // either order, RTCP receiver views (raw and RTCP-JSON), snapshot round trips.
 #include "rtp/stream_table.hpp"
 
+#include "rtp/ntp.hpp"
+#include "stream_test_support.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include "rtp/ntp.hpp"
-#include "stream_test_support.hpp"
 
 using namespace hepd;
 using namespace hepd::rtp;
@@ -41,16 +41,16 @@ StreamTableConfig small_config() {
     return c;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("streams are keyed by source, destination and SSRC", "[rtp][stream][table]") {
     StreamTable t(small_config());
     send(t, alice, bob, 0xAAAA, 10);
-    send(t, carol, bob, 0xAAAA, 10);      // same SSRC, other source (replayed media)
-    send(t, alice, bob, 0xBBBB, 10);      // other SSRC
-    send(t, bob, alice, 0xAAAA, 10);      // the other direction
+    send(t, carol, bob, 0xAAAA, 10);  // same SSRC, other source (replayed media)
+    send(t, alice, bob, 0xBBBB, 10);  // other SSRC
+    send(t, bob, alice, 0xAAAA, 10);  // the other direction
     CHECK(t.size() == 4);
-    CHECK(t.media_size() == 2);           // bob:40000 and alice:30000
+    CHECK(t.media_size() == 2);  // bob:40000 and alice:30000
     CHECK(t.stats().streams_active.value() == 4);
     CHECK(t.stats().streams_started.value() == 4);
     CHECK(t.stats().rtp_packets.value() == 40);
@@ -84,9 +84,11 @@ TEST_CASE("parse errors are counted by reason and create nothing", "[rtp][stream
 TEST_CASE("truncations at every length are counted and never create state", "[rtp][stream][table][hostile]") {
     StreamTable t(small_config());
     // RTP with a CSRC, a one-octet-form extension and padding: every prefix is malformed.
+    // clang-format off
     Bytes packet = {0xb1, 0x08, 0x00, 0x10, 0, 0, 0, 0x50, 0, 0, 0, 0x07,  // V=2 P X CC=1, PT 8
                     0x11, 0x22, 0x33, 0x44,                                  // CSRC
                     0xbe, 0xde, 0x00, 0x01, 0x10, 0xaa, 0x00, 0x00};         // extension, 1 word
+    // clang-format on
     for (int i = 0; i < 20; ++i) packet.push_back(0xd5);
     packet.push_back(0x00);
     packet.push_back(0x00);
@@ -134,7 +136,7 @@ TEST_CASE("idle streams finish once, feeding the statistics exactly once", "[rtp
     StreamTable t(small_config());
     RecordingSink sink;
     t.set_sink(&sink);
-    send(t, alice, bob, 1, 50);                  // 0 .. 0.98 s
+    send(t, alice, bob, 1, 50);  // 0 .. 0.98 s
     // Second stream: seqs 100..149 without 120 and 121.
     for (int i = 0; i < 50; ++i) {
         if (i == 20 || i == 21) continue;
@@ -221,8 +223,8 @@ TEST_CASE("eviction keeps the least recently active streams' neighbours intact",
     send(t, alice, bob, 1, 1, 0);
     send(t, alice, bob, 2, 1, 10);
     send(t, alice, bob, 3, 1, 20);
-    send(t, alice, bob, 1, 1, 30, 8, 101);   // stream 1 becomes the most recent
-    send(t, carol, bob, 4, 1, 40);           // evicts stream 2
+    send(t, alice, bob, 1, 1, 30, 8, 101);  // stream 1 becomes the most recent
+    send(t, carol, bob, 4, 1, 40);          // evicts stream 2
     CHECK(t.find({alice, bob, 2}) == nullptr);
     CHECK(t.find({alice, bob, 1}) != nullptr);
     // The RTCP lookup walks the media entry's list: it must still reach 1, 3 and 4.
@@ -262,15 +264,15 @@ Outcome run_call(int packets_before) {
         state = state * 1664525U + 1013904223U;
         const std::int64_t at = i * 20'000LL + (state >> 8) % 15'000;
         const bool event = i >= 100 && i < 105;
-        t.on_rtp(meta_at(at, alice, bob),
-                 make_rtp(event ? 101 : 111, static_cast<std::uint16_t>(i), event ? 96000U : i * 960U, 0x0A, event ? 4 : 80));
+        t.on_rtp(meta_at(at, alice, bob), make_rtp(event ? 101 : 111, static_cast<std::uint16_t>(i),
+                                                   event ? 96000U : i * 960U, 0x0A, event ? 4 : 80));
         t.on_rtp(meta_at(at + 3, bob, alice), make_rtp(8, static_cast<std::uint16_t>(5000 + i), i * 160U, 0x0B));
     }
     t.finish_all(Timestamp{kBaseUs + 5'000'000});
     return {sink.finished, t.stats().late_bindings.value()};
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("binding first or packets first give the same streams", "[rtp][stream][table][binding]") {
     const Outcome first = run_call(0);
@@ -323,7 +325,7 @@ TEST_CASE("a binding reaches streams created later, also after the first ones en
 
     t.expire(Timestamp{kBaseUs + 10'000'000});
     CHECK(t.size() == 0);
-    CHECK(t.pending_size() == 1);  // kept for streams to come
+    CHECK(t.pending_size() == 1);            // kept for streams to come
     send(t, alice, bob, 2, 10, 20'000'000);  // a new SSRC after a re-INVITE
     REQUIRE(t.binding_of({alice, bob, 2}) != nullptr);
     CHECK(t.binding_of({alice, bob, 2})->call_id == "c@x");
@@ -335,7 +337,7 @@ TEST_CASE("an SSRC change is a new stream; the old one ends when idle", "[rtp][s
     RecordingSink sink;
     t.set_sink(&sink);
     t.bind(media_binding(bob, "restart@x", 0, {codec(0, "PCMU", 8000)}));
-    send(t, alice, bob, 0x1111, 50, 0, 0, 100);        // until 0.98 s
+    send(t, alice, bob, 0x1111, 50, 0, 0, 100);         // until 0.98 s
     send(t, alice, bob, 0x2222, 200, 1'000'000, 0, 7);  // the sender restarted: new SSRC and numbering
     CHECK(t.size() == 2);
     CHECK(t.media_size() == 1);
@@ -354,7 +356,8 @@ TEST_CASE("an SSRC change is a new stream; the old one ends when idle", "[rtp][s
     CHECK(t.stats().lost_packets.value() == 0);
 }
 
-TEST_CASE("a binding clock outside the candidates is counted when the stream finishes", "[rtp][stream][table][binding]") {
+TEST_CASE("a binding clock outside the candidates is counted when the stream finishes",
+          "[rtp][stream][table][binding]") {
     StreamTable t(small_config());
     t.bind(media_binding(bob, "l16@x", 0, {codec(96, "L16", 44100)}));
     send(t, alice, bob, 1, 20, 0, 96);
@@ -532,7 +535,8 @@ TEST_CASE("RTCP-JSON: a capped table of receiver views by Call-ID and SSRC", "[r
     const std::uint32_t lsr = ntp_middle32(ntp_from_unix_micros(t0));
     const std::string rtpengine = R"({ "ssrc":1,"type":201,"report_count":2,"report_blocks":[{"source_ssrc":2,)"
                                   R"("highest_seq_no":100,"fraction_lost":26,"ia_jitter":40,"packets_lost":16777215,)"
-                                  R"("lsr":)" + std::to_string(lsr) + R"(,"dlsr":16384},{"source_ssrc":3}] })";
+                                  R"("lsr":)" +
+                                  std::to_string(lsr) + R"(,"dlsr":16384},{"source_ssrc":3}] })";
     t.on_rtcp_json(PacketMeta{Timestamp{t0 + 750'000}, alice, bob, 0}, "call-A", span_of(rtpengine));
     CHECK(t.reported_size() == 2);
     CHECK(t.stats().reported_streams_active.value() == 2);
@@ -575,7 +579,8 @@ TEST_CASE("snapshot round trip: visit everything, insert it into a new table", "
     send(a, alice, bob, 1, 20);
     send(a, bob, alice, 2, 20);
     a.on_rtcp(meta_at(500'000, bob_rtcp, alice_rtcp), span_of(receiver_report(9, {Block{1, 3}})));
-    a.on_rtcp_json(meta_at(0, alice, bob), "snap@x", span_of(std::string_view(R"({"report_blocks":[{"source_ssrc":4}]})")));
+    a.on_rtcp_json(meta_at(0, alice, bob), "snap@x",
+                   span_of(std::string_view(R"({"report_blocks":[{"source_ssrc":4}]})")));
 
     StreamTable b(small_config());
     a.for_each_binding([&](const Endpoint& media, const Binding& binding, bool) { b.insert_binding(media, binding); });

@@ -1,12 +1,6 @@
 #pragma once
 // Builders for the stream table tests: endpoints, packet metadata, RTP packets (as parsed
 // structs and as wire bytes), RTCP reports, and a sink that records finished streams.
-#include <array>
-#include <cstdint>
-#include <string>
-#include <string_view>
-#include <vector>
-
 #include "core/address.hpp"
 #include "core/bytes.hpp"
 #include "core/media_binding.hpp"
@@ -14,6 +8,12 @@
 #include "core/time.hpp"
 #include "rtp/rtp_packet.hpp"
 #include "rtp/stream_table.hpp"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace hepd::rtp::stream_test {
 
@@ -37,7 +37,7 @@ inline const std::array<std::uint8_t, 2048>& payload_buffer() {
 }
 
 inline RtpPacket make_rtp(std::uint8_t pt, std::uint16_t seq, std::uint32_t ts, std::uint32_t ssrc,
-                     std::size_t payload_size = 160, bool marker = false) {
+                          std::size_t payload_size = 160, bool marker = false) {
     RtpPacket p;
     p.payload_type = pt;
     p.sequence = seq;
@@ -77,8 +77,8 @@ inline void put_block(Bytes& out, const Block& b) {
     const std::size_t at = out.size();
     out.resize(at + 24);
     store_be32(&out[at], b.ssrc);
-    store_be32(&out[at + 4], (std::uint32_t{b.fraction_lost} << 24) |
-                                 (static_cast<std::uint32_t>(b.cumulative_lost) & 0x00ff'ffffU));
+    store_be32(&out[at + 4],
+               (std::uint32_t{b.fraction_lost} << 24) | (static_cast<std::uint32_t>(b.cumulative_lost) & 0x00ff'ffffU));
     store_be32(&out[at + 8], b.highest);
     store_be32(&out[at + 12], b.jitter);
     store_be32(&out[at + 16], b.lsr);
@@ -189,4 +189,4 @@ struct RecordingSink : StreamSink {
     }
 };
 
-} // namespace hepd::rtp::stream_test
+}  // namespace hepd::rtp::stream_test

@@ -1,10 +1,10 @@
 #pragma once
 // Helpers for hand-built packets in the rtp tests.
+#include "core/bytes.hpp"
+
 #include <cstdint>
 #include <string_view>
 #include <vector>
-
-#include "core/bytes.hpp"
 
 namespace hepd::rtp::test {
 
@@ -28,4 +28,4 @@ inline Bytes prefix(const Bytes& bytes, std::size_t length) {
 
 inline Bytes bytes_of(ByteSpan span) { return Bytes(span.begin(), span.end()); }
 
-} // namespace hepd::rtp::test
+}  // namespace hepd::rtp::test

@@ -98,7 +98,7 @@ std::map<std::string, std::set<std::string>> sdp_media_by_call(const std::string
     return media;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("sipp through Kamailio: every stream is attributed to the call whose SDP named both ends",
           "[shard][truth][fixture]") {

@@ -1,6 +1,7 @@
+#include "shard/dispatch.hpp"
+
 #include "core/hash.hpp"
 #include "core/media_binding.hpp"
-#include "shard/dispatch.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -17,11 +18,12 @@ Datagram sip(std::string_view text) {
     d.src = Endpoint{IpAddress::v4(0x0a000001U), 5060};
     return d;
 }
-} // namespace
+}  // namespace
 
 TEST_CASE("Call-ID is found in full and compact form, any case", "[shard][dispatch]") {
-    CHECK(find_call_id("INVITE sip:b@x SIP/2.0\r\nVia: SIP/2.0/UDP h\r\nCall-ID: abc@host \r\nCSeq: 1 INVITE\r\n\r\n") ==
-          "abc@host");
+    CHECK(
+        find_call_id("INVITE sip:b@x SIP/2.0\r\nVia: SIP/2.0/UDP h\r\nCall-ID: abc@host \r\nCSeq: 1 INVITE\r\n\r\n") ==
+        "abc@host");
     CHECK(find_call_id("SIP/2.0 200 OK\r\ni:xyz\r\n\r\n") == "xyz");
     CHECK(find_call_id("BYE sip:a SIP/2.0\nCALL-ID:\tlf-only\nCSeq: 2 BYE\n\n") == "lf-only");
     // Not in the body, not a header that merely contains the name.
@@ -46,8 +48,7 @@ TEST_CASE("a dialog's messages share one shard; its QoS and log records follow t
     }
 }
 
-TEST_CASE("every RTCP report lands beside the stream it describes, whatever its correlation id",
-          "[shard][dispatch]") {
+TEST_CASE("every RTCP report lands beside the stream it describes, whatever its correlation id", "[shard][dispatch]") {
     // The reporter b receives a stream on 50000; its reports leave from 50001 (or 50000 with
     // rtcp-mux), raw or as RTCP-JSON with the Call-ID in the correlation id.
     const Endpoint b{IpAddress::v4(0xc0a80002U), 50000};

@@ -106,19 +106,19 @@ inline Outcome run(const gen::CorpusOptions& options, std::size_t shards, gen::T
     shard::Pipeline pipeline(po, std::move(owned));
     pipeline.start();
     Timestamp last{};
-    auto truth = gen::generate(options, [&](Timestamp t, const Endpoint& s, const Endpoint& d, ByteSpan p,
-                                            const gen::PacketInfo& info) {
-        shard::Datagram dg;
-        dg.time = t;
-        dg.src = s;
-        dg.dst = d;
-        dg.kind = kind_of(info.kind);
-        if (info.kind == gen::PacketKind::rtcp_json) dg.hep_payload_type = 5;
-        dg.correlation_id = info.correlation_id;
-        dg.payload = p;
-        pipeline.producer(0).push(dg);
-        last = t;
-    });
+    auto truth = gen::generate(
+        options, [&](Timestamp t, const Endpoint& s, const Endpoint& d, ByteSpan p, const gen::PacketInfo& info) {
+            shard::Datagram dg;
+            dg.time = t;
+            dg.src = s;
+            dg.dst = d;
+            dg.kind = kind_of(info.kind);
+            if (info.kind == gen::PacketKind::rtcp_json) dg.hep_payload_type = 5;
+            dg.correlation_id = info.correlation_id;
+            dg.payload = p;
+            pipeline.producer(0).push(dg);
+            last = t;
+        });
     pipeline.producer(0).flush();
     pipeline.finish(last);
 
@@ -153,4 +153,4 @@ inline Outcome run(const gen::CorpusOptions& options, std::size_t shards, gen::T
     return out;
 }
 
-} // namespace hepd::test
+}  // namespace hepd::test

@@ -1,5 +1,6 @@
-#include "shard/dispatch.hpp"
 #include "shard/pipeline.hpp"
+
+#include "shard/dispatch.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -129,7 +130,7 @@ std::uint16_t port_of_shard(std::size_t shard, std::size_t shards) {
         if (shard_of(rtp_to(port, "", 0), shards) == shard) return port;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("every datagram reaches exactly its shard, in order, with 1..4 shards", "[shard][pipeline]") {
     for (std::size_t shards : {1, 2, 3, 4}) {
@@ -156,9 +157,9 @@ TEST_CASE("every datagram reaches exactly its shard, in order, with 1..4 shards"
                 const int i = std::stoi(t.substr(1));
                 REQUIRE(i > last);  // per-shard order is the producer's order
                 last = i;
-                REQUIRE(shard_of_media(Endpoint{IpAddress::v4(0x0a000063U),
-                                                static_cast<std::uint16_t>(1000 + 2 * (i % 50))},
-                                       shards) == s);
+                REQUIRE(shard_of_media(
+                            Endpoint{IpAddress::v4(0x0a000063U), static_cast<std::uint16_t>(1000 + 2 * (i % 50))},
+                            shards) == s);
             }
             CHECK(run.workers[s]->finish_calls == 1);
             CHECK(run.workers[s]->finished_at == Timestamp{123});
@@ -212,7 +213,8 @@ TEST_CASE("live mode drops and counts when a shard falls behind", "[shard][pipel
     run.pipeline->start();
     const std::string text = "x";
     constexpr int kSent = 5000;
-    for (int i = 0; i < kSent; ++i) run.pipeline->producer(0).push(rtp_to(static_cast<std::uint16_t>(2 * (i % 8)), text, i));
+    for (int i = 0; i < kSent; ++i)
+        run.pipeline->producer(0).push(rtp_to(static_cast<std::uint16_t>(2 * (i % 8)), text, i));
     for (auto* w : run.workers) w->held = false;
     run.pipeline->producer(0).flush();
     run.pipeline->finish(Timestamp{kSent});
@@ -244,7 +246,8 @@ TEST_CASE("tasks run on each shard's own thread, between batches", "[shard][pipe
         auto run = make(shards, o);
         run.pipeline->start();
         const std::string text = "x";
-        for (int i = 0; i < 1000; ++i) run.pipeline->producer(0).push(rtp_to(static_cast<std::uint16_t>(2 * (i % 9)), text, i));
+        for (int i = 0; i < 1000; ++i)
+            run.pipeline->producer(0).push(rtp_to(static_cast<std::uint16_t>(2 * (i % 9)), text, i));
         run.pipeline->producer(0).flush();
         std::vector<std::thread::id> ids(shards);
         std::vector<std::size_t> seen(shards);
@@ -452,7 +455,8 @@ public:
         const std::string_view text = as_text(d.payload);
         if (text.rfind("bind:", 0) == 0) {
             MediaBinding b;
-            b.media = Endpoint{IpAddress::v4(0x0a000063U), static_cast<std::uint16_t>(std::stoi(std::string(text.substr(5))))};
+            b.media = Endpoint{IpAddress::v4(0x0a000063U),
+                               static_cast<std::uint16_t>(std::stoi(std::string(text.substr(5))))};
             b.call_id = text;
             b.order = d.order;  // the pipeline sets it on bindings to other shards, not on those it keeps
             out.send(b);
@@ -469,7 +473,7 @@ public:
     volatile std::uint64_t sink = 0;  // keeps the spin loop
 };
 
-} // namespace
+}  // namespace
 
 TEST_CASE("ordered mode applies every binding where one shard would: between the media before and after it",
           "[shard][pipeline]") {
@@ -544,7 +548,7 @@ TEST_CASE("ordered mode: the final flush does not wait on a shard that waits for
     run.pipeline->start();
     auto& producer = run.pipeline->producer(0);
     producer.push(rtp_to(to1, text, 0));
-    for (int i = 1; i <= 4; ++i) producer.push(rtp_to(to0, text, i));  // the 4th sends [1, 2, 3]
+    for (int i = 1; i <= 4; ++i) producer.push(rtp_to(to0, text, i));        // the 4th sends [1, 2, 3]
     REQUIRE(eventually([&] { return run.pipeline->queue_depth(0) == 0; }));  // shard 0 took it (and waits)
     for (int i = 5; i <= 10; ++i) producer.push(rtp_to(to0, text, i));
     {

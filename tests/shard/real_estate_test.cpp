@@ -60,8 +60,8 @@ private:
 std::string describe(const gen::StreamTruth& st) {
     std::ostringstream s;
     s << "call " << st.call_index << " [" << (st.call_id.empty() ? "no Call-ID" : st.call_id) << "] "
-      << st.src.to_string() << " -> " << st.dst.to_string() << " ssrc " << st.ssrc << " first " << st.first.us
-      << " (" << st.received << " packets, expected finish " << gen::to_string(st.finish) << ")";
+      << st.src.to_string() << " -> " << st.dst.to_string() << " ssrc " << st.ssrc << " first " << st.first.us << " ("
+      << st.received << " packets, expected finish " << gen::to_string(st.finish) << ")";
     return s.str();
 }
 
@@ -116,7 +116,8 @@ void check_streams(const gen::CorpusOptions& o, const gen::Truth& truth, const O
         if (e.mos_at_maximum && (!r.summary.has_quality || std::fabs(r.summary.mos - top) > 1e-9))
             t.fail("MOS", who + got(r.summary.mos, top));
         if (st.finish != gen::ExpectedFinish::unknown && r.reason != gen::to_string(st.finish))
-            t.fail("finish reason (" + std::string(gen::to_string(st.finish)) + ")", who + got(r.reason, gen::to_string(st.finish)));
+            t.fail("finish reason (" + std::string(gen::to_string(st.finish)) + ")",
+                   who + got(r.reason, gen::to_string(st.finish)));
         if (!rtcp) continue;
         const rtp::ReceiverView& v = r.stream.receiver;
         const gen::ReceiverTruth& want = st.receiver;
@@ -136,8 +137,8 @@ void check_streams(const gen::CorpusOptions& o, const gen::Truth& truth, const O
             t.fail("XR metrics", who + got(int{v.xr_r_factor}, int{want.xr_r_factor}));
     }
     t.report("streams", truth.streams.size());
-    INFO("hepd finished " << out.stream_records << " streams (" << out.streams.size() << " distinct keys), the truth has "
-                          << truth.streams.size());
+    INFO("hepd finished " << out.stream_records << " streams (" << out.streams.size()
+                          << " distinct keys), the truth has " << truth.streams.size());
     CHECK(out.stream_records == truth.streams.size());
     CHECK(out.streams.size() == truth.streams.size());
 }
@@ -240,7 +241,7 @@ gen::CorpusOptions impaired() {
     return o;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("sipp pcap_play on re-used pairs: one stream per call, the previous one rebound", "[shard][truth]") {
     gen::CorpusOptions o = impaired();
@@ -474,55 +475,62 @@ TEST_CASE("the generator's RTCP, RTCP-JSON and RTP parse, one report block each"
     std::map<std::string, std::size_t> bad;
     std::size_t rtcp = 0;
     std::size_t json = 0;
-    const gen::Truth truth = gen::generate(o, [&](Timestamp, const Endpoint& s, const Endpoint& d, ByteSpan p,
-                                                  const gen::PacketInfo& info) {
-        switch (info.kind) {
-        case gen::PacketKind::sip: break;
-        case gen::PacketKind::rtp:
-            if (!rtp::parse_rtp(p)) ++bad["rtp"];
-            break;
-        case gen::PacketKind::rtcp: {
-            ++rtcp;
-            if (s.port % 2 != 1 || d.port % 2 != 1) ++bad["rtcp ports"];
-            const auto compound = rtp::parse_rtcp(p);
-            if (!compound || !compound->starts_with_report()) {
-                ++bad["rtcp compound"];
+    const gen::Truth truth =
+        gen::generate(o, [&](Timestamp, const Endpoint& s, const Endpoint& d, ByteSpan p, const gen::PacketInfo& info) {
+            switch (info.kind) {
+            case gen::PacketKind::sip: break;
+            case gen::PacketKind::rtp:
+                if (!rtp::parse_rtp(p)) ++bad["rtp"];
+                break;
+            case gen::PacketKind::rtcp: {
+                ++rtcp;
+                if (s.port % 2 != 1 || d.port % 2 != 1) ++bad["rtcp ports"];
+                const auto compound = rtp::parse_rtcp(p);
+                if (!compound || !compound->starts_with_report()) {
+                    ++bad["rtcp compound"];
+                    break;
+                }
+                std::size_t blocks = 0;
+                std::size_t voip = 0;
+                for (const rtp::RtcpPacket packet : *compound) {
+                    if (packet.type == rtp::RtcpType::sr) {
+                        const auto sr = rtp::parse_sender_report(packet);
+                        if (sr)
+                            blocks += sr->report_blocks.size();
+                        else
+                            ++bad["sr"];
+                    } else if (packet.type == rtp::RtcpType::rr) {
+                        const auto rr = rtp::parse_receiver_report(packet);
+                        if (rr)
+                            blocks += rr->report_blocks.size();
+                        else
+                            ++bad["rr"];
+                    } else if (packet.type == rtp::RtcpType::sdes) {
+                        const auto sdes = rtp::parse_sdes(packet);
+                        if (!sdes || sdes->size() != 1 || (*sdes->begin()).cname().empty()) ++bad["sdes"];
+                    } else if (packet.type == rtp::RtcpType::xr) {
+                        const auto xr = rtp::parse_xr(packet);
+                        if (!xr) {
+                            ++bad["xr"];
+                            continue;
+                        }
+                        for (const rtp::XrBlock b : *xr)
+                            voip += b.type == rtp::XrBlockType::voip_metrics && rtp::parse_voip_metrics(b);
+                    }
+                }
+                if (blocks != 1) ++bad["report blocks"];
+                if (voip != 1) ++bad["voip metrics"];
                 break;
             }
-            std::size_t blocks = 0;
-            std::size_t voip = 0;
-            for (const rtp::RtcpPacket packet : *compound) {
-                if (packet.type == rtp::RtcpType::sr) {
-                    const auto sr = rtp::parse_sender_report(packet);
-                    if (sr) blocks += sr->report_blocks.size(); else ++bad["sr"];
-                } else if (packet.type == rtp::RtcpType::rr) {
-                    const auto rr = rtp::parse_receiver_report(packet);
-                    if (rr) blocks += rr->report_blocks.size(); else ++bad["rr"];
-                } else if (packet.type == rtp::RtcpType::sdes) {
-                    const auto sdes = rtp::parse_sdes(packet);
-                    if (!sdes || sdes->size() != 1 || (*sdes->begin()).cname().empty()) ++bad["sdes"];
-                } else if (packet.type == rtp::RtcpType::xr) {
-                    const auto xr = rtp::parse_xr(packet);
-                    if (!xr) {
-                        ++bad["xr"];
-                        continue;
-                    }
-                    for (const rtp::XrBlock b : *xr) voip += b.type == rtp::XrBlockType::voip_metrics && rtp::parse_voip_metrics(b);
-                }
+            case gen::PacketKind::rtcp_json: {
+                ++json;
+                if (info.correlation_id.empty()) ++bad["correlation id"];
+                const auto report = rtp::parse_rtcp_json(as_text(p));
+                if (!report || report->block_count != 1 || !report->has_ssrc) ++bad["rtcp-json"];
+                break;
             }
-            if (blocks != 1) ++bad["report blocks"];
-            if (voip != 1) ++bad["voip metrics"];
-            break;
-        }
-        case gen::PacketKind::rtcp_json: {
-            ++json;
-            if (info.correlation_id.empty()) ++bad["correlation id"];
-            const auto report = rtp::parse_rtcp_json(as_text(p));
-            if (!report || report->block_count != 1 || !report->has_ssrc) ++bad["rtcp-json"];
-            break;
-        }
-        }
-    });
+            }
+        });
     CHECK(bad.empty());
     for (const auto& [what, n] : bad) WARN(what << ": " << n);
     CHECK(rtcp == truth.rtcp_packets);

@@ -1,10 +1,9 @@
 // Real messages from sipp 3.6.1 and Kamailio 5.6.3 (tests/sip/data, cut from the fixture
 // tests/fixtures/sipp-10-calls-g711-via-kamailio.pcap, frames 2, 3, 4, 6, 9 and 963). Expected values were read
 // with tshark 4.0, not with this parser.
+#include "core/bytes.hpp"
 #include "sip/message.hpp"
 #include "sip/sdp.hpp"
-
-#include "core/bytes.hpp"
 #include "support/fixtures.hpp"
 #include "test_util.hpp"
 
@@ -26,14 +25,13 @@ std::string_view read_data(const std::string& name) {
     std::ifstream in(path, std::ios::binary);
     INFO(path);
     REQUIRE(in.good());
-    return hepd::sip::test::keep(
-        std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
+    return hepd::sip::test::keep(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
 }
 
 // The proxy (Kamailio) inserted its own Via, without a port, above sipp's.
 constexpr std::string_view kProxyBranch = "z9hG4bKb2ec.e58e8450ae9f40e832f305d828699131.0";
 
-} // namespace
+}  // namespace
 
 TEST_CASE("capture: INVITE relayed by Kamailio, with SDP", "[sip][capture]") {
     const std::string_view text = read_data("kamailio_invite_sdp.sip");

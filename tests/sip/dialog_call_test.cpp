@@ -37,7 +37,7 @@ a=rtpmap:8 PCMA/8000
 
 constexpr std::int64_t kSecond = 1'000'000;
 
-} // namespace
+}  // namespace
 
 TEST_CASE("dialog: a normal call, timed to the microsecond", "[sip][dialog]") {
     Harness h;
@@ -120,7 +120,7 @@ TEST_CASE("dialog: a normal call, timed to the microsecond", "[sip][dialog]") {
     CHECK(responses(s, Method::bye, 2) == 1);
     CHECK(responses(s, Method::invite, 4) == 0);
     CHECK(requests(s, Method::invite, 0) == 0);  // counted under agent 1 only
-    CHECK(s.media_bindings.value() == 3);  // offer, answer, and the offer paired with the answer
+    CHECK(s.media_bindings.value() == 3);        // offer, answer, and the offer paired with the answer
     for (const auto& c : s.anomalies) CHECK(c.value() == 0);
 
     SECTION("the record retires after the linger and every gauge returns to zero") {
@@ -142,14 +142,14 @@ TEST_CASE("dialog: a normal call, timed to the microsecond", "[sip][dialog]") {
 
 TEST_CASE("dialog: a call relayed by a proxy is one dialog on two hops", "[sip][dialog]") {
     Harness h;
-    const Sip inv_a = Sip{};                                        // caller -> proxy
-    const Sip inv_p = inv_a.with_branch("z9hG4bK-p1");              // proxy -> callee
+    const Sip inv_a = Sip{};                            // caller -> proxy
+    const Sip inv_p = inv_a.with_branch("z9hG4bK-p1");  // proxy -> callee
     const Sip ok_a = inv_a.with_to_tag("tt");
     const Sip ok_p = inv_p.with_to_tag("tt");
 
     CHECK(h.send(inv_a, A, P, ms(0)) == Disposition::dialog_created);
     CHECK(h.send(inv_a.resp(100), P, A, ms(2)) == Disposition::dialog_updated);
-    CHECK(h.send(inv_p, P, B, ms(3)) == Disposition::dialog_updated);  // relayed: not a retransmission
+    CHECK(h.send(inv_p, P, B, ms(3)) == Disposition::dialog_updated);    // relayed: not a retransmission
     CHECK(h.send(inv_a, A, P, ms(500)) == Disposition::retransmission);  // Timer A on the caller's hop
     CHECK(h.send(ok_p.resp(180), B, P, ms(900)) == Disposition::dialog_updated);
     CHECK(h.send(ok_a.resp(180), P, A, ms(901)) == Disposition::dialog_updated);
@@ -196,9 +196,9 @@ TEST_CASE("dialog: identical bytes are a retransmission only on the same hop and
     Harness h;
     const Sip invite;
     CHECK(h.send(invite, A, P, ms(0)) == Disposition::dialog_created);
-    CHECK(h.send(invite, P, B, ms(1)) == Disposition::dialog_updated);    // mirrored on the next hop
-    CHECK(h.send(invite, B, P, ms(2)) == Disposition::dialog_updated);    // same hop, other way
-    CHECK(h.send(invite, P, B, ms(3)) == Disposition::retransmission);    // same hop, same way
+    CHECK(h.send(invite, P, B, ms(1)) == Disposition::dialog_updated);  // mirrored on the next hop
+    CHECK(h.send(invite, B, P, ms(2)) == Disposition::dialog_updated);  // same hop, other way
+    CHECK(h.send(invite, P, B, ms(3)) == Disposition::retransmission);  // same hop, same way
     CHECK(h.send(invite, A, P, ms(4)) == Disposition::retransmission);
     CHECK(h.dialog()->hop_count == 2);
     CHECK(h.dialog()->retransmissions == 2);
@@ -459,8 +459,10 @@ TEST_CASE("dialog: the callee hangs up (BYE with the callee's tag in From)", "[s
     h.send(inv_a.with_to_tag("tt").req("ACK", "z9hG4bK-a2", 1), A, P, ms(2002));
 
     // The callee numbers its own requests: CSeq 7.
-    const Sip bye_b = inv_p.with_to_tag("tt").from_callee("tt").req("BYE", "z9hG4bK-b1", 7).with_extra(
-        "Reason: Q.850;cause=16;text=\"Normal call clearing\"\r\n");
+    const Sip bye_b = inv_p.with_to_tag("tt")
+                          .from_callee("tt")
+                          .req("BYE", "z9hG4bK-b1", 7)
+                          .with_extra("Reason: Q.850;cause=16;text=\"Normal call clearing\"\r\n");
     const Sip bye_p = bye_b.with_branch("z9hG4bK-p9");
     CHECK(bye_b.from_tag == "tt");
     CHECK(bye_b.to_tag == "caller-tag");
@@ -688,10 +690,10 @@ TEST_CASE("dialog: results do not depend on how often expire() runs", "[sip][dia
     auto run = [](bool expire_often) {
         auto h = std::make_unique<Harness>();
         std::vector<std::pair<Sip, Timestamp>> flow;
-        const Sip a;          // times out
-        Sip b = a;            // answered, then BYE after its linger could have started
+        const Sip a;  // times out
+        Sip b = a;    // answered, then BYE after its linger could have started
         b.call_id = "call-2";
-        Sip c = a;            // failed, then a late ACK
+        Sip c = a;  // failed, then a late ACK
         c.call_id = "call-3";
         const auto send = [&](const Sip& s, std::string_view src, std::string_view dst, Timestamp t) {
             if (expire_often) h->table.expire(t);

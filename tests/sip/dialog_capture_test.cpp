@@ -3,7 +3,6 @@
 // the raw capture bytes (and agree with tests/hep/fixture_test.cpp, which cross-checked them
 // with sngrep + tshark), not with this code.
 #include "dialog_test_util.hpp"
-
 #include "hep/decoder.hpp"
 #include "pcap/reader.hpp"
 #include "support/fixtures.hpp"
@@ -79,7 +78,7 @@ const ExpectedCall kCalls[] = {
      at(1796013065, 320693)},
 };
 
-} // namespace
+}  // namespace
 
 TEST_CASE("capture: 5 calls through Kamailio, both legs mirrored over HEP/UDP", "[sip][dialog][capture]") {
     RecordingSink sink;
@@ -136,7 +135,7 @@ TEST_CASE("capture: 5 calls through Kamailio, both legs mirrored over HEP/UDP", 
     CHECK(first->setup_us() == 2105);
     CHECK(first->duration_us() == 1'005'252);
     CHECK(s.pdd.count() == 5);
-    CHECK(s.pdd.bucket(0) == 5);  // all under 100 ms
+    CHECK(s.pdd.bucket(0) == 5);       // all under 100 ms
     CHECK(s.duration.bucket(1) == 5);  // all in (1, 5] s
 
     // Per call: two INVITEs (RTP to the caller's 6004, peer not known yet), then two 200s,

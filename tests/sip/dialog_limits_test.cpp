@@ -39,7 +39,7 @@ std::vector<std::pair<Sip, std::pair<std::string_view, std::string_view>>> proxi
     };
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("limits: a flood of 100k unique Call-IDs keeps memory flat and counts every eviction",
           "[sip][dialog][limits]") {
@@ -89,7 +89,7 @@ TEST_CASE("limits: eviction prefers the least recently active, and finished reco
     h.send(one, A, B, ms(0));
     h.send(two, A, B, ms(1));
     h.send(one.with_to_tag("t").resp(486), B, A, ms(2));  // "one" finished, and now the most recent
-    h.send(three, A, B, ms(3));                            // evicts "two" (open)
+    h.send(three, A, B, ms(3));                           // evicts "two" (open)
     CHECK(h.table.find("two", "caller-tag") == nullptr);
     CHECK(h.stats().finished(DialogOutcome::evicted) == 1);
     Sip four = one;
@@ -284,9 +284,8 @@ TEST_CASE("limits: records survive a snapshot round trip through for_each and re
         CHECK(restored.table.restore(call_id, from_tag, d));
         CHECK_FALSE(restored.table.restore(call_id, from_tag, d));  // present already
     });
-    h.table.transactions().for_each([&](const TransactionKey& key, const Transaction& t) {
-        CHECK(restored.table.transactions().restore(key, t));
-    });
+    h.table.transactions().for_each(
+        [&](const TransactionKey& key, const Transaction& t) { CHECK(restored.table.transactions().restore(key, t)); });
     CHECK(restored.table.size() == 3);
     CHECK(restored.table.transactions().size() == 1);
     CHECK(restored.stats().dialogs_created.value() == 0);

@@ -1,7 +1,7 @@
 // SDP -> MediaBinding: endpoints from c= + m=, codecs from the m= format list.
-#include "dialog_test_util.hpp"
-
 #include "sip/dialog_media.hpp"
+
+#include "dialog_test_util.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -55,7 +55,7 @@ void check_codecs(const MediaBinding& b, std::initializer_list<ExpectedCodec> ex
     }
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("media: SDP of the offer and the answer become bindings", "[sip][dialog][media]") {
     Harness h;
@@ -124,7 +124,8 @@ TEST_CASE("media: 183 with early media, unusable addresses, multipart and bad SD
     }
     SECTION("hold with 0.0.0.0 and a host name instead of an address") {
         const std::string held = "v=0\no=- 1 2 IN IP4 0.0.0.0\ns=-\nc=IN IP4 0.0.0.0\nt=0 0\nm=audio 4000 RTP/AVP 0\n";
-        const std::string named = "v=0\no=- 1 2 IN IP4 h\ns=-\nc=IN IP4 media.example.net\nt=0 0\nm=audio 4000 RTP/AVP 0\n";
+        const std::string named =
+            "v=0\no=- 1 2 IN IP4 h\ns=-\nc=IN IP4 media.example.net\nt=0 0\nm=audio 4000 RTP/AVP 0\n";
         h.send(invite.with_to_tag("tt").req("INVITE", "z9hG4bK-h1", 2).with_body(held), A, B, ms(100));
         h.send(invite.with_to_tag("tt").req("INVITE", "z9hG4bK-h2", 3).with_body(named), A, B, ms(200));
         CHECK(h.sink.got.empty());
@@ -132,7 +133,9 @@ TEST_CASE("media: 183 with early media, unusable addresses, multipart and bad SD
         CHECK(h.stats().media_bindings.value() == 0);
     }
     SECTION("SDP inside multipart/mixed is skipped and counted") {
-        Sip mp = invite.with_to_tag("tt").req("INVITE", "z9hG4bK-m1", 2).with_body("--b\nContent-Type: application/sdp\n\nv=0\n--b--\n");
+        Sip mp = invite.with_to_tag("tt")
+                     .req("INVITE", "z9hG4bK-m1", 2)
+                     .with_body("--b\nContent-Type: application/sdp\n\nv=0\n--b--\n");
         mp.content_type = "multipart/mixed;boundary=b";
         h.send(mp, A, B, ms(100));
         CHECK(h.sink.got.empty());
@@ -165,8 +168,9 @@ TEST_CASE("media: content types", "[sip][dialog][media]") {
 }
 
 TEST_CASE("media: emit_media_bindings keeps at most kMaxBindingCodecs codecs", "[sip][dialog][media]") {
-    const std::string text = "v=0\r\no=- 1 1 IN IP4 192.0.2.1\r\ns=-\r\nc=IN IP4 192.0.2.1\r\nt=0 0\r\n"
-                             "m=audio 5004 RTP/AVP 0 3 4 5 6 7 8 9 18 96\r\n";
+    const std::string text =
+        "v=0\r\no=- 1 1 IN IP4 192.0.2.1\r\ns=-\r\nc=IN IP4 192.0.2.1\r\nt=0 0\r\n"
+        "m=audio 5004 RTP/AVP 0 3 4 5 6 7 8 9 18 96\r\n";
     const auto sdp = parse_sdp(text);
     REQUIRE(sdp.ok());
     RecordingSink sink;

@@ -1,10 +1,9 @@
 #pragma once
 // Builders for the dialog table tests: SIP messages written out as text (then parsed by the real
 // parser), a media sink that records what it gets, and a harness with fixed addresses and times.
-#include "sip/dialog_table.hpp"
-
 #include "core/address.hpp"
 #include "core/packet_meta.hpp"
+#include "sip/dialog_table.hpp"
 
 #include <cstdint>
 #include <string>
@@ -25,13 +24,19 @@ struct Sip {
     std::uint32_t cseq = 1;
     std::string extra;  // more header lines, each ending in "\r\n"
     std::string content_type = "application/sdp";
-    std::string body;   // SDP with '\n' line ends (converted to CRLF)
+    std::string body;  // SDP with '\n' line ends (converted to CRLF)
 
     std::string text() const {
         std::string out;
-        const std::string reason = code == 100 ? "Trying" : code == 180 ? "Ringing" : code == 183 ? "Session Progress"
-                                 : code < 300 ? "OK" : code == 401 ? "Unauthorized" : code == 407 ? "Proxy Authentication Required"
-                                 : code == 486 ? "Busy Here" : code == 487 ? "Request Terminated" : "Failure";
+        const std::string reason = code == 100   ? "Trying"
+                                   : code == 180 ? "Ringing"
+                                   : code == 183 ? "Session Progress"
+                                   : code < 300  ? "OK"
+                                   : code == 401 ? "Unauthorized"
+                                   : code == 407 ? "Proxy Authentication Required"
+                                   : code == 486 ? "Busy Here"
+                                   : code == 487 ? "Request Terminated"
+                                                 : "Failure";
         if (code == 0)
             out += method + " sip:bob@example.net SIP/2.0\r\n";
         else
@@ -127,8 +132,7 @@ struct RecordingSink final : MediaSink {
 struct Harness {
     explicit Harness(DialogConfig config = {}) : table(config, &sink) {}
 
-    Disposition send(const Sip& sip, std::string_view src, std::string_view dst, Timestamp t,
-                     std::uint16_t agent = 1) {
+    Disposition send(const Sip& sip, std::string_view src, std::string_view dst, Timestamp t, std::uint16_t agent = 1) {
         last_text = sip.text();
         PacketMeta meta;
         meta.time = t;
@@ -151,8 +155,7 @@ struct Harness {
     bool all_gauges_zero() const {
         for (const auto& g : table.stats().dialogs_by_state)
             if (g.value() != 0) return false;
-        return table.stats().transactions_pending.value() == 0 &&
-               table.stats().transactions_lingering.value() == 0;
+        return table.stats().transactions_pending.value() == 0 && table.stats().transactions_lingering.value() == 0;
     }
 
     RecordingSink sink;
@@ -176,4 +179,4 @@ inline std::uint64_t retransmissions(const DialogStats& s, Method m) {
     return s.retransmissions[static_cast<std::size_t>(m)].value();
 }
 
-} // namespace hepd::sip::test
+}  // namespace hepd::sip::test

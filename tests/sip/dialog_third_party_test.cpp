@@ -1,7 +1,6 @@
 // Public captures from other projects (tests/fixtures/third-party/README.md) through capture
 // source -> dialog table: each call ends the way its flow says (read with tshark, see there).
 #include "dialog_test_util.hpp"
-
 #include "pcap/capture_source.hpp"
 #include "support/third_party.hpp"
 

@@ -27,7 +27,7 @@ Sip registration(std::uint32_t cseq, std::string branch) {
     return s;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("transactions: REGISTER challenged with 401, then accepted with 200", "[sip][dialog][transaction]") {
     Harness h;
@@ -157,8 +157,8 @@ TEST_CASE("transactions: SUBSCRIBE/NOTIFY do not become dialogs", "[sip][dialog]
     h.send(sub, A, P, ms(0));
     h.send(sub.with_to_tag("notifier").resp(200), P, A, ms(5));
     for (std::uint32_t i = 1; i <= 5; ++i) {
-        const Sip notify = sub.with_to_tag("notifier").from_callee("notifier").req(
-            "NOTIFY", "z9hG4bK-n" + std::to_string(i), i);
+        const Sip notify =
+            sub.with_to_tag("notifier").from_callee("notifier").req("NOTIFY", "z9hG4bK-n" + std::to_string(i), i);
         CHECK(h.send(notify, P, A, ms(1000 * i)) == Disposition::transaction_created);
         CHECK(h.send(notify.resp(200), A, P, ms(1000 * i + 3)) == Disposition::transaction_updated);
     }
@@ -171,7 +171,8 @@ TEST_CASE("transactions: SUBSCRIBE/NOTIFY do not become dialogs", "[sip][dialog]
     CHECK(h.all_gauges_zero());
 }
 
-TEST_CASE("transactions: in-dialog requests go to the dialog, not the transaction table", "[sip][dialog][transaction]") {
+TEST_CASE("transactions: in-dialog requests go to the dialog, not the transaction table",
+          "[sip][dialog][transaction]") {
     Harness h;
     const Sip invite;
     const Sip tagged = invite.with_to_tag("tt");

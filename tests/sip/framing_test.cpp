@@ -1,4 +1,5 @@
 #include "sip/framing.hpp"
+
 #include "sip/message.hpp"
 
 #include <catch2/catch.hpp>
@@ -11,12 +12,13 @@ using namespace hepd::sip;
 namespace {
 
 // 85 bytes: 23 + 19 + 17 + 19 + 2 of headers, 5 of body.
-const std::string kMessage = "MESSAGE sip:a SIP/2.0\r\n"  // 23
-                             "Call-ID: stream-1\r\n"      // 19
-                             "CSeq: 1 MESSAGE\r\n"        // 17
-                             "Content-Length: 5\r\n"      // 19
-                             "\r\n"                       // 2
-                             "hello";                     // 5
+const std::string kMessage =
+    "MESSAGE sip:a SIP/2.0\r\n"  // 23
+    "Call-ID: stream-1\r\n"      // 19
+    "CSeq: 1 MESSAGE\r\n"        // 17
+    "Content-Length: 5\r\n"      // 19
+    "\r\n"                       // 2
+    "hello";                     // 5
 
 void check_complete(const Frame& f, std::size_t skip, std::size_t length) {
     CHECK(f.status == FrameStatus::complete);
@@ -29,7 +31,7 @@ void check_error(const Frame& f, FramingError error) {
     CHECK(f.error == error);
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("framing: one complete message", "[sip][framing]") {
     REQUIRE(kMessage.size() == 23 + 19 + 17 + 19 + 2 + 5);

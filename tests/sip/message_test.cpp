@@ -1,6 +1,6 @@
 #include "sip/message.hpp"
-#include "sip/sdp.hpp"
 
+#include "sip/sdp.hpp"
 #include "test_util.hpp"
 
 #include <catch2/catch.hpp>
@@ -68,10 +68,11 @@ To: Bob <sip:bob@biloxi.example.com>;tag=a6c85cf
 From: "Alice A." <sip:alice@atlanta.example.com>;tag=1928301774
 Call-ID: a84b4c76e66710@pc33.atlanta.example.com
 CSeq: 314159 INVITE
-)" + std::string(extra_headers) + "Content-Length: 0\n\n");
+)" + std::string(extra_headers) +
+                "Content-Length: 0\n\n");
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("INVITE with SDP: every extracted field", "[sip][message]") {
     REQUIRE(kInviteSdp.size() == 253);
@@ -219,8 +220,7 @@ TEST_CASE("responses: status code, reason phrase, method from CSeq", "[sip][mess
 
 TEST_CASE("Reason header: Q.850 cause and text, preferred over SIP", "[sip][message][reason]") {
     SECTION("486 with a single Q.850 reason") {
-        const Message m = parse_ok(response("SIP/2.0 486 Busy Here",
-                                            "Reason: Q.850;cause=17;text=\"User busy\"\n"));
+        const Message m = parse_ok(response("SIP/2.0 486 Busy Here", "Reason: Q.850;cause=17;text=\"User busy\"\n"));
         CHECK(m.reason.protocol == ReasonProtocol::q850);
         CHECK(m.reason.protocol_text == "Q.850");
         CHECK(m.reason.has_cause);
@@ -238,8 +238,8 @@ TEST_CASE("Reason header: Q.850 cause and text, preferred over SIP", "[sip][mess
         CHECK(m.reason_count == 2);
     }
     SECTION("Q.850 and SIP reasons on separate lines, Q.850 first") {
-        const Message m = parse_ok(response("SIP/2.0 503 Service Unavailable",
-                                            "Reason: q.850 ;cause=34\nReason: SIP ;cause=503\n"));
+        const Message m =
+            parse_ok(response("SIP/2.0 503 Service Unavailable", "Reason: q.850 ;cause=34\nReason: SIP ;cause=503\n"));
         CHECK(m.reason.protocol == ReasonProtocol::q850);
         CHECK(m.reason.protocol_text == "q.850");
         CHECK(m.reason.cause == 34);
@@ -247,7 +247,8 @@ TEST_CASE("Reason header: Q.850 cause and text, preferred over SIP", "[sip][mess
         CHECK(m.reason_count == 2);
     }
     SECTION("only a SIP reason") {
-        const Message m = parse_ok(response("SIP/2.0 200 OK", "Reason: SIP;cause=200;text=\"Call completed; elsewhere\"\n"));
+        const Message m =
+            parse_ok(response("SIP/2.0 200 OK", "Reason: SIP;cause=200;text=\"Call completed; elsewhere\"\n"));
         CHECK(m.reason.protocol == ReasonProtocol::sip);
         CHECK(m.reason.cause == 200);
         CHECK(m.reason.text == "Call completed; elsewhere");
@@ -352,11 +353,20 @@ Content-Length: 0
 
 TEST_CASE("method names map both ways", "[sip][method]") {
     const std::pair<const char*, Method> all[] = {
-        {"INVITE", Method::invite},   {"ACK", Method::ack},         {"BYE", Method::bye},
-        {"CANCEL", Method::cancel},   {"REGISTER", Method::register_}, {"OPTIONS", Method::options},
-        {"SUBSCRIBE", Method::subscribe}, {"NOTIFY", Method::notify}, {"PUBLISH", Method::publish},
-        {"MESSAGE", Method::message}, {"INFO", Method::info},       {"PRACK", Method::prack},
-        {"UPDATE", Method::update},   {"REFER", Method::refer},
+        {"INVITE", Method::invite},
+        {"ACK", Method::ack},
+        {"BYE", Method::bye},
+        {"CANCEL", Method::cancel},
+        {"REGISTER", Method::register_},
+        {"OPTIONS", Method::options},
+        {"SUBSCRIBE", Method::subscribe},
+        {"NOTIFY", Method::notify},
+        {"PUBLISH", Method::publish},
+        {"MESSAGE", Method::message},
+        {"INFO", Method::info},
+        {"PRACK", Method::prack},
+        {"UPDATE", Method::update},
+        {"REFER", Method::refer},
     };
     STATIC_REQUIRE(std::size(all) + 1 == kMethodCount);
     for (const auto& [name, method] : all) {
@@ -414,13 +424,20 @@ hello)");
     CHECK(m.body == "hello");
 
     const std::pair<const char*, const char*> lookups[] = {
-        {"Supported", "timer"},         {"Subject", "hello"},
-        {"Content-Encoding", "gzip"},   {"Event", "presence"},
-        {"Allow-Events", "dialog"},     {"Refer-To", "<sip:carol@example.com>"},
-        {"Referred-By", "<sip:bob@example.com>"}, {"Session-Expires", "1800;refresher=uac"},
-        {"Identity", "abc"},            {"Reject-Contact", "*;audio"},
-        {"Accept-Contact", "*;video"},  {"Request-Disposition", "proxy"},
-        {"call-id", "compact-call@192.0.2.1"}, {"CONTENT-LENGTH", "5"},
+        {"Supported", "timer"},
+        {"Subject", "hello"},
+        {"Content-Encoding", "gzip"},
+        {"Event", "presence"},
+        {"Allow-Events", "dialog"},
+        {"Refer-To", "<sip:carol@example.com>"},
+        {"Referred-By", "<sip:bob@example.com>"},
+        {"Session-Expires", "1800;refresher=uac"},
+        {"Identity", "abc"},
+        {"Reject-Contact", "*;audio"},
+        {"Accept-Contact", "*;video"},
+        {"Request-Disposition", "proxy"},
+        {"call-id", "compact-call@192.0.2.1"},
+        {"CONTENT-LENGTH", "5"},
     };
     for (const auto& [name, value] : lookups) {
         INFO(name);
@@ -474,15 +491,24 @@ TEST_CASE("header_id knows full and compact names in any case", "[sip][message][
         CHECK(header_id(upper) == id);
     }
     const std::pair<char, HeaderId> compact[] = {
-        {'i', HeaderId::call_id},      {'f', HeaderId::from},
-        {'t', HeaderId::to},           {'v', HeaderId::via},
-        {'m', HeaderId::contact},      {'l', HeaderId::content_length},
-        {'c', HeaderId::content_type}, {'k', HeaderId::supported},
-        {'s', HeaderId::subject},      {'e', HeaderId::content_encoding},
-        {'o', HeaderId::event},        {'u', HeaderId::allow_events},
-        {'r', HeaderId::refer_to},     {'b', HeaderId::referred_by},
-        {'x', HeaderId::session_expires}, {'y', HeaderId::identity},
-        {'j', HeaderId::reject_contact}, {'a', HeaderId::accept_contact},
+        {'i', HeaderId::call_id},
+        {'f', HeaderId::from},
+        {'t', HeaderId::to},
+        {'v', HeaderId::via},
+        {'m', HeaderId::contact},
+        {'l', HeaderId::content_length},
+        {'c', HeaderId::content_type},
+        {'k', HeaderId::supported},
+        {'s', HeaderId::subject},
+        {'e', HeaderId::content_encoding},
+        {'o', HeaderId::event},
+        {'u', HeaderId::allow_events},
+        {'r', HeaderId::refer_to},
+        {'b', HeaderId::referred_by},
+        {'x', HeaderId::session_expires},
+        {'y', HeaderId::identity},
+        {'j', HeaderId::reject_contact},
+        {'a', HeaderId::accept_contact},
         {'d', HeaderId::request_disposition},
     };
     for (const auto& [letter, id] : compact) {
@@ -501,23 +527,25 @@ TEST_CASE("header_id knows full and compact names in any case", "[sip][message][
     CHECK(header_id("Cxntent-Length") == HeaderId::other);
     CHECK(header_id("Request-Dispositxon") == HeaderId::other);
     CHECK(header_id("Cxll-ID") == HeaderId::other);
-    CHECK(header_id("Call-\xc9" "D") == HeaderId::other);
+    CHECK(header_id("Call-\xc9"
+                    "D") == HeaderId::other);
     CHECK(header_id("rEQUEST-dISPOSITION") == HeaderId::request_disposition);
     CHECK(header_id("cONTENT-lENGTH") == HeaderId::content_length);
     CHECK(to_string(HeaderId::other).empty());
 }
 
 TEST_CASE("folded header lines are joined", "[sip][message][folding]") {
-    const std::string text = "INVITE sip:bob@example.com SIP/2.0\r\n"
-                             "Via: SIP/2.0/UDP 192.0.2.1:5060\r\n"
-                             " ;branch=z9hG4bKfolded\r\n"
-                             "Subject: I know you're there,\r\n"
-                             "\tpick up the phone\r\n"
-                             "   and talk to me!\r\n"
-                             "From: \"Alice\"\r\n <sip:alice@example.com>\r\n ;tag=ft\r\n"
-                             "Call-ID:\r\n folded-call-id\r\n"
-                             "CSeq: 9\r\n INVITE\r\n"
-                             "\r\n";
+    const std::string text =
+        "INVITE sip:bob@example.com SIP/2.0\r\n"
+        "Via: SIP/2.0/UDP 192.0.2.1:5060\r\n"
+        " ;branch=z9hG4bKfolded\r\n"
+        "Subject: I know you're there,\r\n"
+        "\tpick up the phone\r\n"
+        "   and talk to me!\r\n"
+        "From: \"Alice\"\r\n <sip:alice@example.com>\r\n ;tag=ft\r\n"
+        "Call-ID:\r\n folded-call-id\r\n"
+        "CSeq: 9\r\n INVITE\r\n"
+        "\r\n";
     const Message m = parse_ok(text);
     CHECK(m.top_via.branch == "z9hG4bKfolded");
     CHECK(m.top_via.host == "192.0.2.1");
@@ -575,13 +603,14 @@ Content-Length: 0
 }
 
 TEST_CASE("mixed-case header names and odd spacing", "[sip][message]") {
-    const std::string text = "INVITE sip:x@example.com SIP/2.0\r\n"
-                              "vIA  :SIP/2.0/UDP   10.0.0.1:5070 ;branch=z9hG4bKmix\r\n"
-                              "CALL-id:\t mixed-case-call \t\r\n"
-                              "cseq :  77   INVITE  \r\n"
-                              "fRoM: <sip:a@example.com> ;TAG=xyz\r\n"
-                              "CONTENT-length: 0\r\n"
-                              "\r\n";
+    const std::string text =
+        "INVITE sip:x@example.com SIP/2.0\r\n"
+        "vIA  :SIP/2.0/UDP   10.0.0.1:5070 ;branch=z9hG4bKmix\r\n"
+        "CALL-id:\t mixed-case-call \t\r\n"
+        "cseq :  77   INVITE  \r\n"
+        "fRoM: <sip:a@example.com> ;TAG=xyz\r\n"
+        "CONTENT-length: 0\r\n"
+        "\r\n";
     const Message m = parse_ok(text);
     CHECK(m.call_id == "mixed-case-call");
     CHECK(m.cseq.number == 77);
@@ -595,15 +624,16 @@ TEST_CASE("mixed-case header names and odd spacing", "[sip][message]") {
 }
 
 TEST_CASE("bare LF line ends", "[sip][message]") {
-    const std::string text = "SIP/2.0 180 Ringing\n"
-                             "Via: SIP/2.0/UDP 192.0.2.1;branch=z9hG4bKlf\n"
-                             "From: <sip:a@example.com>;tag=1\n"
-                             "To: <sip:b@example.com>;tag=2\n"
-                             "Call-ID: lf-only\n"
-                             "CSeq: 1 INVITE\n"
-                             "Content-Length: 4\n"
-                             "\n"
-                             "body";
+    const std::string text =
+        "SIP/2.0 180 Ringing\n"
+        "Via: SIP/2.0/UDP 192.0.2.1;branch=z9hG4bKlf\n"
+        "From: <sip:a@example.com>;tag=1\n"
+        "To: <sip:b@example.com>;tag=2\n"
+        "Call-ID: lf-only\n"
+        "CSeq: 1 INVITE\n"
+        "Content-Length: 4\n"
+        "\n"
+        "body";
     const Message m = parse_ok(text);
     CHECK(m.status_code == 180);
     CHECK(m.reason_phrase == "Ringing");
@@ -629,7 +659,8 @@ TEST_CASE("leading CRLF keep-alives are skipped", "[sip][message]") {
 
 TEST_CASE("display names and name-addr forms", "[sip][message][name_addr]") {
     SECTION("quoted display name with ';', '>', '<', ',' and escaped quotes") {
-        const NameAddr na = parse_name_addr(R"("Smith; J. <boss>, \"the\" one" <sip:js@example.com;transport=tcp>;tag=88;x=y)");
+        const NameAddr na =
+            parse_name_addr(R"("Smith; J. <boss>, \"the\" one" <sip:js@example.com;transport=tcp>;tag=88;x=y)");
         CHECK(na.valid);
         CHECK(na.display_name == R"(Smith; J. <boss>, \"the\" one)");
         CHECK(na.uri == "sip:js@example.com;transport=tcp");
@@ -685,8 +716,9 @@ TEST_CASE("display names and name-addr forms", "[sip][message][name_addr]") {
         CHECK_FALSE(parse_name_addr("Bob sip:a@b").valid);
     }
     SECTION("in a message: malformed From is a flag, not an error") {
-        const Message m = parse_ok("BYE sip:x SIP/2.0\r\nFrom: \"broken <sip:a@b>\r\nTo: <sip:b@c\r\n"
-                                   "Contact: <sip:c@d>, <sip:e@f>\r\nCall-ID: c\r\nCSeq: 1 BYE\r\n\r\n");
+        const Message m = parse_ok(
+            "BYE sip:x SIP/2.0\r\nFrom: \"broken <sip:a@b>\r\nTo: <sip:b@c\r\n"
+            "Contact: <sip:c@d>, <sip:e@f>\r\nCall-ID: c\r\nCSeq: 1 BYE\r\n\r\n");
         CHECK(m.from_malformed);
         CHECK_FALSE(m.from.valid);
         CHECK(m.to_malformed);
@@ -694,8 +726,9 @@ TEST_CASE("display names and name-addr forms", "[sip][message][name_addr]") {
         CHECK(m.contact.uri == "sip:c@d");
     }
     SECTION("Contact list: first of several, quoted comma inside display name") {
-        const Message m = parse_ok("SIP/2.0 200 OK\r\nCall-ID: c\r\nCSeq: 1 REGISTER\r\n"
-                                   "Contact: \"Doe, John\" <sip:j@a>;expires=60, <sip:k@b>\r\n\r\n");
+        const Message m = parse_ok(
+            "SIP/2.0 200 OK\r\nCall-ID: c\r\nCSeq: 1 REGISTER\r\n"
+            "Contact: \"Doe, John\" <sip:j@a>;expires=60, <sip:k@b>\r\n\r\n");
         CHECK(m.contact.display_name == "Doe, John");
         CHECK(m.contact.uri == "sip:j@a");
         CHECK(m.contact.params == ";expires=60");
@@ -726,7 +759,8 @@ TEST_CASE("Via parsing: IPv6, received/rport, spacing, transports", "[sip][messa
         CHECK(v.branch == "z9hG4bKr");
     }
     SECTION("LWS around slashes and the colon (RFC 3261 section 25.1 allows it)") {
-        const Via v = parse_via("SIP / 2.0 / UDP first.example.com : 4000;ttl=16;maddr=224.2.0.1;branch=z9hG4bKa7c6a8dlze.1");
+        const Via v =
+            parse_via("SIP / 2.0 / UDP first.example.com : 4000;ttl=16;maddr=224.2.0.1;branch=z9hG4bKa7c6a8dlze.1");
         CHECK(v.valid);
         CHECK(v.protocol_name == "SIP");
         CHECK(v.protocol_version == "2.0");
@@ -768,7 +802,8 @@ TEST_CASE("Via parsing: IPv6, received/rport, spacing, transports", "[sip][messa
         CHECK(m.via_count == 1);
     }
     SECTION("empty elements of a Via list are not counted") {
-        const Message m = parse_ok("BYE sip:x SIP/2.0\r\nVia: , SIP/2.0/UDP a;branch=z9hG4bK1 ,,\r\nCall-ID: c\r\nCSeq: 1 BYE\r\n\r\n");
+        const Message m = parse_ok(
+            "BYE sip:x SIP/2.0\r\nVia: , SIP/2.0/UDP a;branch=z9hG4bK1 ,,\r\nCall-ID: c\r\nCSeq: 1 BYE\r\n\r\n");
         CHECK(m.via_count == 1);
         CHECK(m.top_via.host == "a");
     }
@@ -937,7 +972,8 @@ TEST_CASE("header section errors", "[sip][message][errors]") {
 
 TEST_CASE("header storage overflow and the header line limit", "[sip][message][limits]") {
     std::string text = "MESSAGE sip:x SIP/2.0\r\n";
-    for (std::size_t i = 0; i < kMaxStoredHeaders; ++i) text += "X-Fill-" + std::to_string(i) + ": " + std::to_string(i) + "\r\n";
+    for (std::size_t i = 0; i < kMaxStoredHeaders; ++i)
+        text += "X-Fill-" + std::to_string(i) + ": " + std::to_string(i) + "\r\n";
     text += "Call-ID: late-call\r\nCSeq: 12 MESSAGE\r\nX-Late: late value\r\nX-Late: second\r\n\r\n";
     const Message m = parse_ok(text);
     CHECK(m.header_count == kMaxStoredHeaders);

@@ -8,9 +8,9 @@
 #include <string>
 
 using namespace hepd::sip;
+using hepd::IpAddress;
 using hepd::sip::test::crlf;
 using hepd::sip::test::keep;
-using hepd::IpAddress;
 
 namespace {
 
@@ -54,7 +54,7 @@ a=rtcp-mux
 a=label:cam-1
 )");
 
-} // namespace
+}  // namespace
 
 TEST_CASE("SDP: session and media fields of an audio+video offer", "[sip][sdp]") {
     const SessionDescription sd = sdp_ok(kOffer);
@@ -217,8 +217,8 @@ TEST_CASE("SDP: static payload type table (RFC 3551)", "[sip][sdp]") {
         std::uint8_t channels;
     };
     const Row rows[] = {
-        {0, "PCMU", 8000, 1},   {3, "GSM", 8000, 1},    {4, "G723", 8000, 1},  {5, "DVI4", 8000, 1},
-        {6, "DVI4", 16000, 1},  {7, "LPC", 8000, 1},    {8, "PCMA", 8000, 1},  {9, "G722", 8000, 1},
+        {0, "PCMU", 8000, 1},   {3, "GSM", 8000, 1},    {4, "G723", 8000, 1},   {5, "DVI4", 8000, 1},
+        {6, "DVI4", 16000, 1},  {7, "LPC", 8000, 1},    {8, "PCMA", 8000, 1},   {9, "G722", 8000, 1},
         {10, "L16", 44100, 2},  {11, "L16", 44100, 1},  {12, "QCELP", 8000, 1}, {13, "CN", 8000, 1},
         {14, "MPA", 90000, 1},  {15, "G728", 8000, 1},  {16, "DVI4", 11025, 1}, {17, "DVI4", 22050, 1},
         {18, "G729", 8000, 1},  {25, "CelB", 90000, 1}, {26, "JPEG", 90000, 1}, {28, "nv", 90000, 1},
@@ -489,11 +489,14 @@ a=recvonly
 }
 
 TEST_CASE("SDP: line ends and white space", "[sip][sdp]") {
-    const auto lf = sdp_ok("v=0\no=- 1 1 IN IP4 127.0.0.1\ns=-\nc=IN IP4 127.0.0.1\nt=0 0\nm=audio 6000 RTP/AVP 8\na=rtpmap:8 PCMA/8000\n");
+    const auto lf = sdp_ok(
+        "v=0\no=- 1 1 IN IP4 127.0.0.1\ns=-\nc=IN IP4 127.0.0.1\nt=0 0\nm=audio 6000 RTP/AVP 8\na=rtpmap:8 "
+        "PCMA/8000\n");
     CHECK(lf.media[0].port == 6000);
     CHECK(find_rtpmap(lf, 0, 8)->encoding == "PCMA");
     // Trailing blanks, blank lines, no final line end, doubled spaces.
-    const auto sloppy = sdp_ok("\r\n\r\nv=0 \r\n\r\nc=IN  IP4  10.1.1.1  \r\nm=audio  5004  RTP/AVP  0  8\r\n\r\na=sendonly  ");
+    const auto sloppy =
+        sdp_ok("\r\n\r\nv=0 \r\n\r\nc=IN  IP4  10.1.1.1  \r\nm=audio  5004  RTP/AVP  0  8\r\n\r\na=sendonly  ");
     CHECK(sloppy.connection.address == "10.1.1.1");
     CHECK(sloppy.media[0].port == 5004);
     CHECK(sloppy.media[0].payload_type_count == 2);

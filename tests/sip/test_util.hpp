@@ -25,4 +25,4 @@ inline std::string_view keep(std::string text) {
     return arena.back();
 }
 
-} // namespace hepd::sip::test
+}  // namespace hepd::sip::test

@@ -53,12 +53,10 @@ TEST_CASE("parse_uint boundaries", "[sip][text]") {
     CHECK_FALSE(parse_uint<std::uint16_t>("65536").has_value());
     CHECK(parse_uint<std::uint32_t>("0004294967295") == std::optional<std::uint32_t>(4294967295u));
     CHECK_FALSE(parse_uint<std::uint32_t>("4294967296").has_value());
-    CHECK(parse_uint<std::uint64_t>("18446744073709551615") ==
-          std::optional<std::uint64_t>(18446744073709551615ULL));
+    CHECK(parse_uint<std::uint64_t>("18446744073709551615") == std::optional<std::uint64_t>(18446744073709551615ULL));
     CHECK_FALSE(parse_uint<std::uint64_t>("18446744073709551616").has_value());
     CHECK_FALSE(parse_uint<std::uint64_t>("99999999999999999999").has_value());
-    CHECK(parse_uint<std::uint64_t>("9999999999999999999") ==
-          std::optional<std::uint64_t>(9999999999999999999ULL));
+    CHECK(parse_uint<std::uint64_t>("9999999999999999999") == std::optional<std::uint64_t>(9999999999999999999ULL));
     CHECK_FALSE(parse_uint<std::uint64_t>("000000000000000000001").has_value());  // 21 digits
     CHECK_FALSE(parse_uint<std::uint32_t>("").has_value());
     CHECK_FALSE(parse_uint<std::uint32_t>("1a").has_value());

@@ -87,9 +87,7 @@ std::optional<SnapshotError> load_bytes(const std::string& bytes, Shards& shards
     return std::nullopt;
 }
 
-bool sampled(std::size_t i) {
-    return i < 40 || i % 23 == 0;
-}
+bool sampled(std::size_t i) { return i < 40 || i % 23 == 0; }
 
 std::string payload_with(const Header& header, const std::vector<RecordChunk>& chunks) {
     std::string payload;
@@ -216,8 +214,7 @@ TEST_CASE("large tables are written in several chunks and read back whole", "[sn
     CHECK(messages == 1 + 3 + 3);
 }
 
-TEST_CASE("a file cut at any length is refused as truncated, and nothing is restored",
-          "[snapshot][file][corrupt]") {
+TEST_CASE("a file cut at any length is refused as truncated, and nothing is restored", "[snapshot][file][corrupt]") {
     TempDir dir;
     const std::string whole = small_snapshot();
     const std::string path = dir.file("state.snap");
@@ -266,8 +263,7 @@ TEST_CASE("a flipped octet anywhere is refused, and nothing is restored", "[snap
     }
 }
 
-TEST_CASE("damaged or foreign files are refused with the error that names the damage",
-          "[snapshot][file][corrupt]") {
+TEST_CASE("damaged or foreign files are refused with the error that names the damage", "[snapshot][file][corrupt]") {
     TempDir dir;
     const std::string path = dir.file("state.snap");
     const std::string whole = small_snapshot();
@@ -300,8 +296,7 @@ TEST_CASE("damaged or foreign files are refused with the error that names the da
         CHECK(detail == path + ": format version 2, this build reads version 1");
         CHECK(refused(frame_payload(payload, 0)) == SnapshotError::unsupported_version);
         // Only the magic and the version are read from a newer file: the rest may have moved.
-        CHECK(refused(std::string(kMagic) + std::string("\x00\x00\x00\x07", 4)) ==
-              SnapshotError::unsupported_version);
+        CHECK(refused(std::string(kMagic) + std::string("\x00\x00\x00\x07", 4)) == SnapshotError::unsupported_version);
     }
     SECTION("flags this version does not define") {
         CHECK(refused(frame_payload(payload, 1, 1)) == SnapshotError::unsupported_version);
@@ -361,12 +356,10 @@ TEST_CASE("every snapshot error has a snake_case name and a sentence", "[snapsho
         CHECK(to_string(e) == names[i]);
         CHECK(describe(e).size() > 10);
     }
-    const std::vector<std::string_view> writes{"create_failed", "write_failed",  "sync_failed",
-                                               "close_failed",  "rename_failed", "dir_sync_failed",
-                                               "encode_failed"};
+    const std::vector<std::string_view> writes{"create_failed", "write_failed",    "sync_failed",  "close_failed",
+                                               "rename_failed", "dir_sync_failed", "encode_failed"};
     REQUIRE(writes.size() == kWriteErrorCount);
-    for (std::size_t i = 0; i < kWriteErrorCount; ++i)
-        CHECK(to_string(static_cast<WriteError>(i)) == writes[i]);
+    for (std::size_t i = 0; i < kWriteErrorCount; ++i) CHECK(to_string(static_cast<WriteError>(i)) == writes[i]);
 }
 
 // ---- the atomic writer ---------------------------------------------------------------------

@@ -63,9 +63,7 @@ struct Shards {
 class Router final : public shard::BindingSink {
 public:
     explicit Router(std::vector<shard::ShardWorker*> shards) : shards_(std::move(shards)) {}
-    void send(const MediaBinding& b) override {
-        shards_[shard::shard_of_media(b.media, shards_.size())]->bind(b);
-    }
+    void send(const MediaBinding& b) override { shards_[shard::shard_of_media(b.media, shards_.size())]->bind(b); }
     void feed(const shard::Datagram& d, Timestamp& next_tick) {
         if (d.time >= next_tick) {
             for (auto* w : shards_) w->advance(d.time);
@@ -181,8 +179,7 @@ TEST_CASE("a restart in the middle of live calls loses nothing", "[snapshot][res
         std::size_t streams = 0;
         std::size_t bound_mid_flow = 0;
         for (const auto* w : before.raw) {
-            w->dialogs().for_each(
-                [&](std::string_view, std::string_view, const sip::Dialog& d) { ++states[d.state]; });
+            w->dialogs().for_each([&](std::string_view, std::string_view, const sip::Dialog& d) { ++states[d.state]; });
             streams += w->streams().size();
             w->streams().for_each([&](const rtp::StreamKey&, const rtp::Stream& s, const rtp::Binding* b) {
                 if (b != nullptr && s.sequence.validated) ++bound_mid_flow;
@@ -329,8 +326,7 @@ TEST_CASE("records are re-routed to their owners for the current shard count", "
         }
     }
     const Endpoint waiting = ep("203.0.113.77:7000");
-    const rtp::Binding* parked =
-        shards.raw[shard::shard_of_media(waiting, n)]->streams().pending_binding(waiting);
+    const rtp::Binding* parked = shards.raw[shard::shard_of_media(waiting, n)]->streams().pending_binding(waiting);
     REQUIRE(parked != nullptr);
     CHECK(*parked == r.bindings.back().binding);
 }
@@ -408,9 +404,8 @@ TEST_CASE("capture, write, read and restore give back the same tables", "[snapsh
 
     const ShardImage before = capture(*original.raw[0]);
     const shard::ShardWorker& w = *original.raw[0];
-    CHECK(before.counts() ==
-          RecordCounts{w.dialogs().size(), w.dialogs().transactions().size(), w.streams().size(),
-                       w.streams().bindings_size(), w.streams().reported_size()});
+    CHECK(before.counts() == RecordCounts{w.dialogs().size(), w.dialogs().transactions().size(), w.streams().size(),
+                                          w.streams().bindings_size(), w.streams().reported_size()});
     REQUIRE(!before.dialogs.empty());
     REQUIRE(!before.streams.empty());
     REQUIRE(!before.bindings.empty());
@@ -431,8 +426,7 @@ TEST_CASE("capture, write, read and restore give back the same tables", "[snapsh
         std::sort(i.streams.begin(), i.streams.end(), [](const auto& a, const auto& b) {
             return std::tie(a.key.src, a.key.dst, a.key.ssrc) < std::tie(b.key.src, b.key.dst, b.key.ssrc);
         });
-        std::sort(i.bindings.begin(), i.bindings.end(),
-                  [](const auto& a, const auto& b) { return a.media < b.media; });
+        std::sort(i.bindings.begin(), i.bindings.end(), [](const auto& a, const auto& b) { return a.media < b.media; });
         return i;
     };
     CHECK(sorted(after) == sorted(before));

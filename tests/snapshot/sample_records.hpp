@@ -10,9 +10,7 @@
 
 namespace hepd::snapshot::test {
 
-inline hepd::Endpoint ep(const char* text) {
-    return *parse_endpoint(text);
-}
+inline hepd::Endpoint ep(const char* text) { return *parse_endpoint(text); }
 
 inline DialogRecord sample_dialog(const std::string& call_id = "a84b4c76e66710@pc33.atlanta.example.com") {
     DialogRecord r;
@@ -148,14 +146,9 @@ inline BindingRecord sample_binding(const char* media = "198.51.100.20:30000") {
     b.time = Timestamp{1'700'000'000'480'004};
     b.codec_count = 8;
     b.payload_types = {0, 8, 9, 18, 101, 111, 13, 96};
-    b.codecs = {rtp::Codec::pcmu,
-                rtp::Codec::pcma,
-                rtp::Codec::g722,
-                rtp::Codec::g729,
-                rtp::Codec::telephone_event,
-                rtp::Codec::opus,
-                rtp::Codec::comfort_noise,
-                rtp::Codec::other};
+    b.codecs = {
+        rtp::Codec::pcmu, rtp::Codec::pcma,          rtp::Codec::g722, rtp::Codec::g729, rtp::Codec::telephone_event,
+        rtp::Codec::opus, rtp::Codec::comfort_noise, rtp::Codec::other};
     // Codes of rtp::kClockRates: 8000, 8000, 8000, 8000, 8000, 48000, unlisted, 90000.
     b.clocks = {1, 1, 1, 1, 1, 9, rtp::kUnlistedClock, 10};
     r.waiting = true;

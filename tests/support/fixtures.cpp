@@ -25,4 +25,4 @@ std::vector<std::uint8_t> read_binary_file(const std::string& path) {
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-} // namespace hepd::test
+}  // namespace hepd::test

@@ -13,4 +13,4 @@ namespace hepd::test {
 std::string fixture_path(const std::string& name);
 std::vector<std::uint8_t> read_binary_file(const std::string& path);
 
-} // namespace hepd::test
+}  // namespace hepd::test

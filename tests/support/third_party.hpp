@@ -15,4 +15,4 @@ inline std::string third_party_fixture(const std::string& name) {
     return path;
 }
 
-} // namespace hepd::test
+}  // namespace hepd::test
