@@ -35,6 +35,9 @@ inline std::uint16_t load_le16(const std::uint8_t* p) noexcept {
 inline std::uint32_t load_le32(const std::uint8_t* p) noexcept {
     return std::uint32_t{p[0]} | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16) | (std::uint32_t{p[3]} << 24);
 }
+inline std::uint64_t load_le64(const std::uint8_t* p) noexcept {
+    return std::uint64_t{load_le32(p)} | (std::uint64_t{load_le32(p + 4)} << 32);
+}
 
 inline void store_be16(std::uint8_t* p, std::uint16_t v) noexcept {
     p[0] = static_cast<std::uint8_t>(v >> 8);

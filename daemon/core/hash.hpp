@@ -1,6 +1,8 @@
 #pragma once
 // Fast, portable, seedless hashing for shard dispatch and table keys. Dispatch must give the same
 // shard on every host and every run (snapshots are re-routed with it), so no std::hash here.
+#include "core/bytes.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -20,12 +22,10 @@ constexpr std::uint64_t mix64(std::uint64_t x) noexcept {
 
 // FNV-1a over 8-byte words (little-endian loads, portable), then mixed.
 inline std::uint64_t hash_bytes(const void* data, std::size_t size) noexcept {
-    const auto* p = static_cast<const unsigned char*>(data);
+    const auto* p = static_cast<const std::uint8_t*>(data);
     std::uint64_t h = 0xcbf29ce484222325ULL ^ size;
     while (size >= 8) {
-        std::uint64_t w = 0;
-        for (int i = 0; i < 8; ++i) w |= std::uint64_t{p[i]} << (8 * i);
-        h = (h ^ w) * 0x100000001b3ULL;
+        h = (h ^ load_le64(p)) * 0x100000001b3ULL;
         h ^= h >> 29;
         p += 8;
         size -= 8;

@@ -77,7 +77,7 @@ public:
     void add_tcp(const ingest::TcpStats& stats);
     // Queue depths and queue drops; absent in the offline mode.
     void set_pipeline(const shard::Pipeline& pipeline);
-    // Datagrams the kernel dropped on the UDP sockets (SO_RXQ_OVFL), summed over sockets.
+    // Datagrams the kernel dropped on the UDP sockets (SO_MEMINFO), summed over sockets.
     void set_kernel_drops(std::function<std::uint64_t()> read);
     void set_snapshot(std::function<SnapshotFigures()> read);
 

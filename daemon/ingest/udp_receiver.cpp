@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #if defined(__linux__)
+#include <linux/sock_diag.h>  // SK_MEMINFO_DROPS
 #include <pthread.h>
 #endif
 
@@ -21,6 +22,7 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -33,12 +35,6 @@ using asio::ip::udp;
 
 namespace {
 
-#if defined(__linux__) && defined(SO_RXQ_OVFL)
-constexpr bool kHaveRxqOvfl = true;
-#else
-constexpr bool kHaveRxqOvfl = false;
-#endif
-
 void set_int_option(udp::socket& s, int level, int name, int value, const char* what) {
     if (::setsockopt(s.native_handle(), level, name, &value, sizeof value) != 0)
         throw boost::system::system_error(boost::system::error_code(errno, boost::system::system_category()), what);
@@ -46,6 +42,20 @@ void set_int_option(udp::socket& s, int level, int name, int value, const char* 
 
 bool try_int_option(udp::socket& s, int level, int name, int value) noexcept {
     return ::setsockopt(s.native_handle(), level, name, &value, sizeof value) == 0;
+}
+
+// The socket's cumulative count of datagrams the kernel dropped (a u32 that wraps); nullopt where
+// the kernel (or an emulator) does not report it.
+std::optional<std::uint32_t> read_kernel_drops(int fd) noexcept {
+#if defined(__linux__) && defined(SO_MEMINFO)
+    std::uint32_t info[SK_MEMINFO_VARS] = {};
+    socklen_t size = sizeof info;
+    if (::getsockopt(fd, SOL_SOCKET, SO_MEMINFO, info, &size) == 0 && size > SK_MEMINFO_DROPS * sizeof(std::uint32_t))
+        return info[SK_MEMINFO_DROPS];
+#else
+    (void)fd;
+#endif
+    return std::nullopt;
 }
 
 }  // namespace
@@ -58,22 +68,15 @@ struct UdpBatchSocket::Native {
           iov(n)
 #if defined(__linux__)
           ,
-          headers(n),
-          control(n * kControlWords)
+          headers(n)
 #endif
     {
     }
 
-#if defined(__linux__)
-    // One SO_RXQ_OVFL message (a u32) per datagram; 8-byte words keep cmsghdr aligned.
-    static constexpr std::size_t kControlBytes = CMSG_SPACE(sizeof(std::uint32_t));
-    static constexpr std::size_t kControlWords = (kControlBytes + 7) / 8;
-#endif
     std::vector<sockaddr_storage> addresses;
     std::vector<iovec> iov;
 #if defined(__linux__)
     std::vector<mmsghdr> headers;
-    std::vector<std::uint64_t> control;
 #endif
 };
 
@@ -103,9 +106,7 @@ UdpBatchSocket::UdpBatchSocket(asio::io_context& io, const Endpoint& at, bool re
 #endif
         if (!set) try_int_option(socket_, SOL_SOCKET, SO_RCVBUF, want);
     }
-#if defined(__linux__) && defined(SO_RXQ_OVFL)
-    counts_drops_ = try_int_option(socket_, SOL_SOCKET, SO_RXQ_OVFL, 1);
-#endif
+    counts_drops_ = read_kernel_drops(socket_.native_handle()).has_value();
     socket_.bind(ep);
     socket_.non_blocking(true);
 
@@ -121,7 +122,6 @@ UdpBatchSocket::UdpBatchSocket(asio::io_context& io, const Endpoint& at, bool re
         h.msg_name = &n.addresses[i];
         h.msg_iov = &n.iov[i];
         h.msg_iovlen = 1;
-        if (counts_drops_) h.msg_control = n.control.data() + i * Native::kControlWords;
 #endif
     }
 }
@@ -144,11 +144,9 @@ std::span<const Packet> UdpBatchSocket::receive() noexcept {
     const int fd = socket_.native_handle();
     std::size_t got = 0;
 #if defined(__linux__)
-    const std::size_t control_bytes = counts_drops_ ? Native::kControlBytes : 0;
     for (std::size_t i = 0; i < batch_size_; ++i) {
         msghdr& h = n.headers[i].msg_hdr;
         h.msg_namelen = sizeof(sockaddr_storage);
-        h.msg_controllen = control_bytes;
         h.msg_flags = 0;
         n.headers[i].msg_len = 0;
     }
@@ -158,35 +156,15 @@ std::span<const Packet> UdpBatchSocket::receive() noexcept {
     } while (r < 0 && errno == EINTR);
     if (r < 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK) stats_.receive_errors.add();
-        return {};
+        r = 0;
     }
     got = static_cast<std::size_t>(r);
-    std::uint32_t drops = last_drop_count_;
     for (std::size_t i = 0; i < got; ++i) {
-        msghdr& h = n.headers[i].msg_hdr;
+        const msghdr& h = n.headers[i].msg_hdr;
         if ((h.msg_flags & MSG_TRUNC) != 0) stats_.truncated.add();
         packets_[i].bytes =
             ByteSpan(slots_.get() + i * kSlotBytes, std::min<std::size_t>(n.headers[i].msg_len, kSlotBytes));
         packets_[i].from = from_sockaddr(n.addresses[i]);
-        if constexpr (kHaveRxqOvfl) {
-            // The kernel attaches the socket's cumulative drop count (a u32) to a datagram only
-            // when it is not zero; it is stamped when the datagram is queued.
-            for (cmsghdr* c = CMSG_FIRSTHDR(&h); c != nullptr; c = CMSG_NXTHDR(&h, c)) {
-#if defined(SO_RXQ_OVFL)
-                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL &&
-                    c->cmsg_len >= CMSG_LEN(sizeof(std::uint32_t))) {
-                    std::uint32_t v;
-                    std::memcpy(&v, CMSG_DATA(c), sizeof v);
-                    // Unsigned difference: correct across the u32 wrap.
-                    if (static_cast<std::int32_t>(v - drops) > 0) drops = v;
-                }
-#endif
-            }
-        }
-    }
-    if (drops != last_drop_count_) {
-        stats_.kernel_drops.add(drops - last_drop_count_);
-        last_drop_count_ = drops;
     }
 #else
     // Portable fallback: one recvmsg per datagram, still bounded by batch_size.
@@ -211,6 +189,15 @@ std::span<const Packet> UdpBatchSocket::receive() noexcept {
     }
 #endif
     if (got > 0) stats_.batches.add();
+    // The socket is drained: the kernel's drop count (SO_MEMINFO, one call per drain rather than
+    // a control message per datagram) now covers everything dropped before what was just read.
+    if (got < batch_size_ && counts_drops_) {
+        if (const auto drops = read_kernel_drops(fd); drops && *drops != last_drop_count_) {
+            // Unsigned difference: correct across the u32 wrap.
+            stats_.kernel_drops.add(static_cast<std::uint32_t>(*drops - last_drop_count_));
+            last_drop_count_ = *drops;
+        }
+    }
     return std::span<const Packet>(packets_.data(), got);
 }
 
@@ -412,7 +399,7 @@ UdpReceiver::UdpReceiver(const UdpOptions& options, IngestControl& control, cons
     if (!counts_kernel_drops()) {
         // qemu-user, for one, does not emulate the option: say so rather than report 0 drops.
         spdlog::warn(
-            "hep udp {}: SO_RXQ_OVFL unavailable, hepd_udp_kernel_drops_total stays 0; "
+            "hep udp {}: SO_MEMINFO unavailable, hepd_udp_kernel_drops_total stays 0; "
             "watch RcvbufErrors in /proc/net/snmp instead",
             local_endpoint().to_string());
     }

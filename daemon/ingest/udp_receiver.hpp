@@ -5,7 +5,8 @@
 // with non-blocking recvmmsg calls of up to batch_size datagrams, processing each call's
 // datagrams; partial batches are handed to the shards when the oldest datagram in them is
 // max_batch_age old, not after every call, and under light traffic the thread reads only then
-// (see UdpReceiver::Thread::run). Kernel drops (socket buffer overflow) are read from SO_RXQ_OVFL.
+// (see UdpReceiver::Thread::run). Kernel drops (socket buffer overflow) are read from SO_MEMINFO
+// after each drain.
 #include "core/address.hpp"
 #include "core/stats.hpp"
 #include "ingest/ingest_path.hpp"
@@ -30,7 +31,7 @@ struct UdpOptions {
 
 struct UdpSocketStats {
     StatCounter batches;         // receive calls that returned datagrams
-    StatCounter kernel_drops;    // datagrams the kernel dropped on this socket (SO_RXQ_OVFL)
+    StatCounter kernel_drops;    // datagrams the kernel dropped on this socket (SO_MEMINFO)
     StatCounter receive_errors;  // receive calls failing for another reason than "nothing waiting"
     StatCounter truncated;       // datagrams larger than a receive slot (then refused as undecodable)
 };
@@ -48,20 +49,20 @@ public:
     UdpBatchSocket& operator=(const UdpBatchSocket&) = delete;
 
     // Reads the datagrams waiting now, at most batch_size, without blocking. The views are
-    // valid until the next call.
+    // valid until the next call. A call that drains the socket also brings kernel_drops up to date.
     std::span<const Packet> receive() noexcept;
 
     boost::asio::ip::udp::socket& socket() noexcept { return socket_; }
     Endpoint local_endpoint() const;
     std::size_t batch_size() const noexcept { return batch_size_; }
-    // Whether the kernel accepted SO_RXQ_OVFL (Linux); without it kernel_drops stays 0.
+    // Whether the kernel reports the socket's drops (SO_MEMINFO, Linux); without it kernel_drops stays 0.
     bool counts_kernel_drops() const noexcept { return counts_drops_; }
     // SO_RCVBUF as the kernel granted it (Asio undoes Linux's doubling: this is the size asked for).
     std::size_t receive_buffer_bytes() const;
     const UdpSocketStats& stats() const noexcept { return stats_; }
 
 private:
-    struct Native;  // recvmmsg headers, addresses and control buffers
+    struct Native;  // recvmmsg headers and addresses
 
     boost::asio::ip::udp::socket socket_;
     std::size_t batch_size_;
