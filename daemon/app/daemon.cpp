@@ -215,6 +215,7 @@ void Daemon::restore_snapshot() {
 int Daemon::open_listeners() {
     ingest::IngestPathOptions path_options;
     path_options.intake = app::live_intake_options(cfg_);
+    path_options.max_batch_age = cfg_.shards.max_batch_age;
     auto new_sink = [this](std::size_t) -> ingest::DatagramSink& {
         auto& producer = pipeline_->producer(sinks_.size());
         return *sinks_.emplace_back(std::make_unique<ingest::ProducerSink>(producer));

@@ -836,6 +836,8 @@ const std::vector<Field>& schema() {
                     uint_field("count", HEPD_CONFIG_AT(shards.count), 0, 1024),
                     uint_field("queue_batches", HEPD_CONFIG_AT(shards.queue_batches), 1, 1u << 20),
                     uint_field("batch_size", HEPD_CONFIG_AT(shards.batch_size), 1, 65536),
+                    duration_field("max_batch_age", HEPD_CONFIG_AT(shards.max_batch_age),
+                                   {milliseconds(1), seconds(1), true}),
                 }),
         section("tables",
                 {

@@ -121,6 +121,8 @@ struct ShardsConfig {
     std::uint32_t count = 0;  // 0 = one per hardware thread not receiving (see effective_shard_count)
     std::uint32_t queue_batches = 1024;
     std::uint32_t batch_size = 256;
+    // How long a received packet may wait in a partial batch before it is handed to the shards.
+    Duration max_batch_age = std::chrono::milliseconds(100);
     friend bool operator==(const ShardsConfig&, const ShardsConfig&) = default;
 };
 

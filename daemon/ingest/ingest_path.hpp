@@ -47,13 +47,14 @@ struct IngestPathOptions {
     intake::IntakeOptions intake;
     std::size_t max_sources = SourceLimiter::kDefaultCapacity;  // per-sender bucket table cap
     // How long an accepted datagram may wait in a partial batch before it is handed to the shards
-    // (FlushTimer). Every hand-over costs a queue operation and may wake a shard, and a wake-up
-    // costs 10-30 µs of CPU on a VM: flushing after every receive call makes that one per packet
-    // or two at moderate rates. A collector needs no millisecond latency (its figures are scraped
-    // every few seconds). Measured at 20k packets/s (bench/daemon_load.py): 2 ms gave 1,500
-    // context switches/s and 5.8 µs/packet, 10 ms 320/s and 4.2 µs. 0 hands over after every
-    // process() call.
-    static constexpr std::chrono::microseconds kDefaultMaxBatchAge{10000};
+    // (FlushTimer; the daemon takes it from shards.max_batch_age). Every hand-over costs a queue
+    // operation and may wake a shard, and a wake-up costs 10-30 µs of CPU on a VM: flushing after
+    // every receive call makes that one per packet or two at moderate rates. A collector needs no
+    // millisecond latency (its figures are scraped every few seconds). Measured at 20k packets/s
+    // (bench/daemon_load.py): 2 ms gave 1,500 context switches/s and 5.8 µs/packet, 10 ms 320/s
+    // and 4.2 µs; paired runs of a later build gave 3.3 µs at 10 ms, 2.75 at 50 and 2.4 at
+    // 100 ms. 0 hands over after every process() call.
+    static constexpr std::chrono::microseconds kDefaultMaxBatchAge{100000};
     std::chrono::microseconds max_batch_age = kDefaultMaxBatchAge;
 };
 

@@ -103,7 +103,7 @@ Config custom_config() {
     c.metrics.listen = endpoint("127.0.0.1:9470");
     c.metrics.path = "/hepd/metrics";
     c.state = {"/tmp/hepd-state", seconds(0), false};
-    c.shards = {4, 512, 128};
+    c.shards = {4, 512, 128, std::chrono::milliseconds(20)};
     c.tables = {1000, 2000, 3000, 4000};
     c.timers = {milliseconds(1500), hours(2), seconds(45), seconds(0), minutes(1)};
     c.pcap = {{9061, 9062}, {5060, 5080}, 500};
@@ -144,7 +144,7 @@ state:
   dir: /tmp/hepd-state
   snapshot_interval: 0
   snapshot_on_shutdown: false
-shards: {count: 4, queue_batches: 512, batch_size: 128}
+shards: {count: 4, queue_batches: 512, batch_size: 128, max_batch_age: 20ms}
 tables: {max_dialogs: 1000, max_streams: 2000, max_pending_media: 3000, max_transactions: 4000}
 timers:
   invite_timeout: 1500ms
@@ -190,6 +190,7 @@ shards:
   count: 0
   queue_batches: 1024
   batch_size: 256
+  max_batch_age: 100ms
 tables:
   max_dialogs: 100000
   max_streams: 200000
@@ -267,6 +268,7 @@ TEST_CASE("defaults match the documented schema", "[config][defaults]") {
     CHECK(c.shards.count == 0);
     CHECK(c.shards.queue_batches == 1024);
     CHECK(c.shards.batch_size == 256);
+    CHECK(c.shards.max_batch_age == std::chrono::milliseconds(100));
     CHECK(c.tables.max_dialogs == 100'000);
     CHECK(c.tables.max_streams == 200'000);
     CHECK(c.tables.max_pending_media == 200'000);
@@ -413,6 +415,7 @@ TEST_CASE("every key round-trips", "[config][round_trip]") {
     CHECK(custom.shards.count != d.shards.count);
     CHECK(custom.shards.queue_batches != d.shards.queue_batches);
     CHECK(custom.shards.batch_size != d.shards.batch_size);
+    CHECK(custom.shards.max_batch_age != d.shards.max_batch_age);
     CHECK(custom.tables.max_dialogs != d.tables.max_dialogs);
     CHECK(custom.tables.max_streams != d.tables.max_streams);
     CHECK(custom.tables.max_pending_media != d.tables.max_pending_media);
@@ -479,6 +482,7 @@ shards:
   count: 4
   queue_batches: 512
   batch_size: 128
+  max_batch_age: 20ms
 tables:
   max_dialogs: 1000
   max_streams: 2000
@@ -542,6 +546,7 @@ TEST_CASE("key_paths lists every settable key in schema order", "[config][round_
         "shards.count",
         "shards.queue_batches",
         "shards.batch_size",
+        "shards.max_batch_age",
         "tables.max_dialogs",
         "tables.max_streams",
         "tables.max_pending_media",
@@ -589,6 +594,7 @@ TEST_CASE("every scalar and list key can be overridden", "[config][override]") {
         {"shards.count", "4"},
         {"shards.queue_batches", "512"},
         {"shards.batch_size", "128"},
+        {"shards.max_batch_age", "20ms"},
         {"tables.max_dialogs", "1000"},
         {"tables.max_streams", "2000"},
         {"tables.max_pending_media", "3000"},
