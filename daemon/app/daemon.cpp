@@ -27,7 +27,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
-#include <cstring>
 #include <filesystem>
 #include <string_view>
 #include <thread>
@@ -55,7 +54,7 @@ bool prepare_state_dir(const std::string& dir) {
         return false;
     }
     if (access(dir.c_str(), R_OK | W_OK | X_OK) != 0) {
-        spdlog::critical("state directory {} is not readable and writable: {}", dir, std::strerror(errno));
+        spdlog::critical("state directory {} is not readable and writable: {}", dir, error_text(errno));
         return false;
     }
     return true;

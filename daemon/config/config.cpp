@@ -1,13 +1,13 @@
 #include "config/config.hpp"
 
 #include "config/units.hpp"
+#include "core/log.hpp"
 
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -385,7 +385,7 @@ void for_each_element(const Ctx& ctx, const Item& item, std::size_t max_items,
         // An implicit null's mark points at the next token, so it falls back to the list's place.
         Where where = element.IsNull() ? Where{} : where_of(element);
         if (where.line == 0) where = item.where;
-        fn(Item{element, indexed(item.path, i), where});
+        fn(Item{element, indexed(item.path, i), where});  // NOLINT(cppcoreguidelines-slicing): the node is all we need
         ++i;
     }
 }
@@ -519,7 +519,7 @@ Field duration_field(std::string_view key, Get get, DurationRange range) {
 
 template <class Get>
 Field string_field(std::string_view key, Get get, std::size_t min_len, std::size_t max_len,
-                   std::function<void(const Ctx&, const Item&, const std::string&)> check = {}) {
+                   const std::function<void(const Ctx&, const Item&, const std::string&)>& check = {}) {
     return Field{key,
                  {},
                  [get, min_len, max_len, check](Config& c, Ctx& ctx, const Item& item) {
@@ -771,8 +771,11 @@ void check_metrics_path(const Ctx& ctx, const Item& item, const std::string& pat
     if (!ok) fail_expected(ctx, item, "an URL path starting with '/' (no spaces, '?' or '#')");
 }
 
+// `member` is a member path, not an expression: it cannot be parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define HEPD_CONFIG_AT(member) \
     [](auto& c) -> auto& { return c.member; }
+// NOLINTEND(bugprone-macro-parentheses)
 
 const std::vector<Field>& schema() {
     using std::chrono::hours;
@@ -1028,10 +1031,10 @@ Config load_file(const std::string& path) {
     if (std::filesystem::is_directory(path, ec))
         throw ConfigError(path, 0, 0, "", "cannot read the file: it is a directory");
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw ConfigError(path, 0, 0, "", std::string("cannot open the file: ") + std::strerror(errno));
+    if (!in) throw ConfigError(path, 0, 0, "", std::string("cannot open the file: ") + error_text(errno));
     std::ostringstream text;
     text << in.rdbuf();
-    if (in.bad()) throw ConfigError(path, 0, 0, "", std::string("cannot read the file: ") + std::strerror(errno));
+    if (in.bad()) throw ConfigError(path, 0, 0, "", std::string("cannot read the file: ") + error_text(errno));
     return load_string(text.str(), path);
 }
 

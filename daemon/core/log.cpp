@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdlib>
 #include <string>
+#include <system_error>
 
 namespace hepd {
 
@@ -24,6 +25,7 @@ void set_log_level(std::string_view level) { spdlog::set_level(spdlog::level::fr
 void setup_logging(std::string_view level) {
     auto logger = spdlog::stderr_color_mt("hepd");
     // Under systemd the journal stamps time and unit itself; keep lines short there.
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): called once at start-up, before any thread exists
     if (std::getenv("JOURNAL_STREAM") != nullptr) {
         logger->set_pattern("[%l] %v");
     } else {
@@ -32,5 +34,7 @@ void setup_logging(std::string_view level) {
     spdlog::set_default_logger(logger);
     set_log_level(level);
 }
+
+std::string error_text(int errnum) { return std::system_category().message(errnum); }
 
 }  // namespace hepd

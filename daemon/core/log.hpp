@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace hepd {
@@ -16,6 +17,9 @@ bool is_valid_log_level(std::string_view level) noexcept;
 // Configures the default logger (stderr, or the journal's format when under systemd).
 void setup_logging(std::string_view level);
 void set_log_level(std::string_view level);
+
+// errno's text; thread-safe, unlike std::strerror (one buffer shared by every thread).
+std::string error_text(int errnum);
 
 class LogThrottle {
 public:

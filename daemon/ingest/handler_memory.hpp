@@ -37,7 +37,7 @@ public:
     }
 
 private:
-    alignas(std::max_align_t) unsigned char storage_[256];
+    alignas(std::max_align_t) unsigned char storage_[256]{};
     bool in_use_ = false;
 };
 

@@ -168,7 +168,15 @@ TcpListener::TcpListener(asio::io_context& io, const TcpOptions& options, Ingest
     accept();
 }
 
-TcpListener::~TcpListener() { close(); }
+TcpListener::~TcpListener() {
+    // close() hands over the last partial batch, which may fail to allocate: log it, since a
+    // destructor must not throw.
+    try {
+        close();
+    } catch (const std::exception& e) {
+        spdlog::error("hep tcp listener: closing: {}", e.what());
+    }
+}
 
 Endpoint TcpListener::local_endpoint() const {
     const auto ep = acceptor_.local_endpoint();

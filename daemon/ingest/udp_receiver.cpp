@@ -20,7 +20,6 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <exception>
 #include <optional>
 #include <stdexcept>
@@ -302,7 +301,7 @@ private:
                 if (errno != EINTR) {
                     log_throttled(failure_log_, steady_.now(), spdlog::level::err, [&](auto level, std::uint64_t more) {
                         spdlog::log(level, "hep udp receive thread {}: poll: {} ({} more suppressed)", index_,
-                                    std::strerror(errno), more);
+                                    error_text(errno), more);
                     });
                     // Not a busy loop on a persistent failure: stop() and the hand-over still
                     // come through the checks below.

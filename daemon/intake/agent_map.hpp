@@ -50,16 +50,16 @@ public:
 
 private:
     struct ById {
-        std::uint32_t id;
-        std::uint16_t index;
+        std::uint32_t id = 0;
+        std::uint16_t index = 0;
     };
     struct ByNode {
         std::string node;
-        std::uint16_t index;
+        std::uint16_t index = 0;
     };
     struct BySource {
         Cidr network;
-        std::uint16_t index;
+        std::uint16_t index = 0;
     };
 
     std::vector<std::string> names_;

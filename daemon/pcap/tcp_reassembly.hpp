@@ -28,8 +28,8 @@ namespace hepd::pcap {
 enum class StreamProtocol : std::uint8_t { sip, hep };
 
 struct TcpOptions {
-    std::size_t max_streams = 10'000;           // config pcap.max_tcp_streams
-    std::size_t max_stream_bytes = 256 * 1024;  // held per stream: unframed tail + out-of-order data
+    std::size_t max_streams = 10'000;                        // config pcap.max_tcp_streams
+    std::size_t max_stream_bytes = std::size_t{256} * 1024;  // held per stream: unframed tail + out-of-order data
     std::size_t max_out_of_order_segments = 64;
     // A larger SIP or HEP message, WebSocket frame or message, or HTTP handshake is a framing error.
     std::size_t max_message_bytes = 65535;

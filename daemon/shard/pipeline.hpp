@@ -55,7 +55,7 @@ struct PipelineOptions {
     std::size_t producers = 1;
     std::size_t queue_batches = 64;  // per producer-to-shard link
     std::size_t batch_datagrams = 256;
-    std::size_t batch_bytes = 128 * 1024;
+    std::size_t batch_bytes = std::size_t{128} * 1024;
     // Offline runs wait for room instead of dropping: a capture must be read in full.
     bool lossless = false;
     // Live mode: shard threads even for one shard (several receive threads produce at once),

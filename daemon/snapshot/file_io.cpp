@@ -5,6 +5,7 @@
 // that the new name survives a power cut. At every instant `path` names either the old complete
 // file or the new complete file; a crash leaves at worst a stale .tmp, which the next write
 // replaces and the reader never looks at.
+#include "core/log.hpp"
 #include "snapshot/file_format.hpp"
 #include "snapshot/payload.hpp"
 #include "snapshot/snapshot.hpp"
@@ -14,7 +15,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <exception>
 #include <new>
 #include <string>
@@ -36,23 +36,11 @@ std::string_view to_string(WriteError error) noexcept {
 
 namespace {
 
-// strerror_r, whichever variant the C library has (GNU returns the text, XSI fills the buffer):
-// the writer runs on a background thread, where strerror is not safe.
-[[maybe_unused]] std::string strerror_text(int rc, const char* buffer) {
-    return rc == 0 ? std::string(buffer) : "unknown error";
-}
-[[maybe_unused]] std::string strerror_text(const char* text, const char* /*buffer*/) { return text; }
-
-std::string errno_text(int e) {
-    char buffer[256] = {};
-    return strerror_text(::strerror_r(e, buffer, sizeof buffer), buffer);
-}
-
 WriteFailure failure(WriteError error, int e, const std::string& what) {
     WriteFailure f;
     f.error = error;
     f.system_error = e;
-    f.message = e != 0 ? "snapshot: " + what + ": " + errno_text(e) : "snapshot: " + what;
+    f.message = e != 0 ? "snapshot: " + what + ": " + error_text(e) : "snapshot: " + what;
     return f;
 }
 
@@ -217,7 +205,7 @@ Result<SnapshotFile, SnapshotError> read_snapshot(const std::string& path, std::
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         const int e = errno;
-        return refuse(e == ENOENT ? SnapshotError::not_found : SnapshotError::unreadable, errno_text(e));
+        return refuse(e == ENOENT ? SnapshotError::not_found : SnapshotError::unreadable, error_text(e));
     }
     std::string bytes;
     struct stat st {};
@@ -249,7 +237,7 @@ Result<SnapshotFile, SnapshotError> read_snapshot(const std::string& path, std::
     }
     ::close(fd);
     if (!regular) return refuse(SnapshotError::unreadable, "not a regular file");
-    if (e != 0) return refuse(SnapshotError::unreadable, errno_text(e));
+    if (e != 0) return refuse(SnapshotError::unreadable, error_text(e));
     std::string why;
     auto file = decode_snapshot(as_bytes(bytes), &why);
     if (!file.ok() && detail != nullptr) *detail = path + ": " + why;
