@@ -387,7 +387,10 @@ timers:
         return [s.get("hepd_shard_datagrams_total", shard=str(k), kind=kind) for k in range(shards)]
 
     def tables(s):
-        """What the caps imply, per shard, from what each shard was handed, against what hepd says."""
+        """What the caps imply, per shard, from what each shard was handed, against what hepd says.
+        Every message carries a new key, and a new key into a full table evicts exactly one entry
+        (the least recently active, rtp/stream_table.cpp, sip/dialog_table.cpp): a shard handed n
+        holds min(n, cap) and has evicted max(0, n - cap)."""
         sip_n, rtp_n, json_n = per_shard(s, "sip"), per_shard(s, "rtp"), per_shard(s, "rtcp_json")
         held = lambda ns: sum(min(n, cap) for n in ns)  # noqa: E731
         over = lambda ns: sum(max(0, n - cap) for n in ns)  # noqa: E731
