@@ -156,7 +156,7 @@ def raise_fd_limit(want):
 # ---- 1. thousands of idle TCP connections ---------------------------------------------------
 
 def idle_connections(work):
-    cap, idle_s = (100, 2) if EMULATED else (200, 2)
+    cap, idle_s = (100 if EMULATED else 200), 2
     spare = 64  # this process's own descriptors: the daemon's log, pipes, scrapes, probes
     total = min(400 if EMULATED else 1000, raise_fd_limit((400 if EMULATED else 1000) + spare) - spare)
     print(f"== {total} idle TCP connections against max_connections {cap}, idle_timeout {idle_s}s", flush=True)
@@ -213,7 +213,8 @@ agents:
               s.get("hepd_tcp_connections_closed_total", reason="idle_timeout"), accepted)
         check("closed by the peer", s.get("hepd_tcp_connections_closed_total", reason="peer_closed"), 0)
         check("closed for an error", s.get("hepd_tcp_connections_closed_total", reason="error"), 0)
-        rest = [c for c in conns if c not in set(closed)]
+        gone = set(closed)
+        rest = [c for c in conns if c not in gone]
         check("the idle client sockets see hepd's close", len(wait_closed(rest, len(rest), d.deadline)), len(rest))
         for c in conns:
             c.close()
