@@ -151,9 +151,11 @@ def kill(work):
     first_log = d.text()
 
     snapshot = show(os.path.join(state, "hepd.snapshot"))
-    check("the last snapshot is loadable", snapshot is not None, True)
+    if not check("the last snapshot is loadable", snapshot is not None, True):
+        print("--- log before SIGKILL\n" + first_log[-3000:])
+        return
     in_file = dialogs_in(snapshot)
-    as_of = unix_time(snapshot["written_at"]) if snapshot else 0.0
+    as_of = unix_time(snapshot["written_at"])
     check("the last snapshot: calls in progress", dialogs_in(snapshot, "confirmed"), set(answered))
     check("the last snapshot: completed calls, as such", dialogs_in(snapshot, "terminated"), set(completed))
     if as_of < sent_late:
