@@ -28,6 +28,7 @@
 #include <cerrno>
 #include <csignal>
 #include <filesystem>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -204,11 +205,40 @@ void Daemon::restore_snapshot() {
         snapshot_state_.failures.fetch_add(1);
         spdlog::error("snapshot {} refused ({}: {}); starting empty. {}", snapshot_path_,
                       snapshot::to_string(file.error()), snapshot::describe(file.error()), detail);
+        set_aside_refused_snapshot();
         return;
     }
     const auto counts = snapshot::restore(*file, workers_);
     spdlog::info("restored {} records from {} ({} dialogs, {} streams, {} refused) into {} shards", counts.restored(),
                  snapshot_path_, counts.dialogs.restored, counts.streams.restored, counts.refused(), workers_.size());
+    // The snapshot is the state of its moment: after a crash (or a long stop) the messages of the
+    // interval since then are missing from the restored calls.
+    const Timestamp as_of = file->header.written_at;
+    if (as_of.us != 0) {
+        spdlog::warn(
+            "restored state as of {}, {:.1f} s before this start: SIP and media signalled in between were "
+            "not seen",
+            format_iso8601(as_of), static_cast<double>(clock_.now().us - as_of.us) / 1e6);
+    }
+}
+
+// The next snapshot would replace a refused file: it is kept beside, under a name of its own, for
+// whoever looks into why it was refused.
+void Daemon::set_aside_refused_snapshot() {
+    // 2024-01-02T03:04:05.000006Z -> 20240102T030405Z
+    std::string stamp = format_iso8601(clock_.now()).substr(0, 19) + "Z";
+    std::erase_if(stamp, [](char c) { return c == '-' || c == ':'; });
+    const std::string base = snapshot_path_ + ".corrupt-" + stamp;
+    std::string aside = base;
+    for (int n = 2; std::filesystem::exists(aside) && n < 100; ++n) aside = base + "-" + std::to_string(n);
+    std::error_code ec;
+    std::filesystem::rename(snapshot_path_, aside, ec);
+    if (ec) {
+        spdlog::error("refused snapshot {} could not be moved aside ({}); the next snapshot replaces it",
+                      snapshot_path_, ec.message());
+        return;
+    }
+    spdlog::warn("refused snapshot moved aside to {}", aside);
 }
 
 int Daemon::open_listeners() {

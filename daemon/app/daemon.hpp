@@ -57,6 +57,7 @@ private:
     // Everything up to serving; 0 or the exit status of the failure.
     int start();
     void restore_snapshot();
+    void set_aside_refused_snapshot();
     int open_listeners();
     int serve_metrics();
     void wait_signal();

@@ -8,6 +8,7 @@
 #include "core/version.hpp"
 #include "snapshot/snapshot.hpp"
 
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -37,6 +38,9 @@ config::Config load_config(const app::CommandLine& cl) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // A file size limit (RLIMIT_FSIZE, LimitFSIZE=) would kill hepd with SIGXFSZ in the middle of
+    // a snapshot; ignored, the write fails with EFBIG instead, is counted and retried.
+    std::signal(SIGXFSZ, SIG_IGN);
     app::CommandLine cl;
     try {
         cl = app::parse_command_line(argc, argv);
