@@ -9,9 +9,7 @@ namespace {
 template <class T, std::size_t N>
 void add_all(std::array<T, N>& into, const std::array<T, N>& from) noexcept {
     for (std::size_t i = 0; i < N; ++i) {
-        if constexpr (std::is_same_v<T, Counter>)
-            into[i].add(from[i].value());
-        else if constexpr (std::is_same_v<T, Gauge>)
+        if constexpr (std::is_same_v<T, Counter> || std::is_same_v<T, Gauge>)
             into[i].add(from[i].value());
         else
             add_all(into[i], from[i]);

@@ -466,7 +466,8 @@ std::uint32_t DialogTable::on_deadline(std::uint32_t at) {
     }
     // Timer-driven ends are dated at the deadline, not at whenever the timer was noticed.
     const Timestamp when = d.deadline;
-    if (d.state == DialogState::confirmed) {
+    // A confirmed call times out whatever failure or CANCEL was pending, hence the repeated branch.
+    if (d.state == DialogState::confirmed) {  // NOLINT(bugprone-branch-clone)
         finish(d, DialogState::timed_out, when);
     } else if (d.pending_status != 0) {
         // Nothing followed the pending failure. A challenge ended the call when it arrived (the
