@@ -21,9 +21,9 @@ build_pkgs=(
   zlib1g-dev libsystemd-dev
   catch2 libbenchmark-dev nlohmann-json3-dev
 )
-# Optional extras for the sanitizer and fuzz builds (clang's libFuzzer runtime).
+# The ASan/UBSan and fuzz tree's compiler: clang 14 and its runtimes (libFuzzer, the sanitizers).
 if [[ "${HEPD_WITH_FUZZ:-0}" == 1 ]]; then
-  build_pkgs+=(clang libclang-rt-14-dev)
+  build_pkgs+=(clang-14 libclang-rt-14-dev)
 fi
 # Extra packages a caller needs (e.g. the interoperability tests: kamailio sip-tester).
 if [[ -n "${HEPD_EXTRA_PKGS:-}" ]]; then

@@ -666,8 +666,6 @@ Field payload_types_field() {
     return f;
 }
 
-constexpr std::string_view kSelectorKeys[] = {"capture_id", "cidr", "node_name"};
-
 Field agents_field() {
     Field f;
     f.key = "agents";

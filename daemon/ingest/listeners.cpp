@@ -151,8 +151,7 @@ private:
 };
 
 TcpListener::TcpListener(asio::io_context& io, const TcpOptions& options, IngestPath& path)
-    : io_(io),
-      acceptor_(io),
+    : acceptor_(io),
       retry_(io),
       options_(options),
       framer_(options.max_frame_bytes),

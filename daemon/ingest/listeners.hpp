@@ -54,7 +54,6 @@ private:
     void accept();
     void accept_later();
 
-    boost::asio::io_context& io_;
     boost::asio::ip::tcp::acceptor acceptor_;
     boost::asio::steady_timer retry_;
     TcpOptions options_;

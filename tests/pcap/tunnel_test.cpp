@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace hepd;
@@ -122,17 +123,21 @@ Bytes inner_v6() { return ipv6(17, 1, 2, udp(5060, 5080, text("hi"))); }
 constexpr std::uint16_t kIpv4 = 0x0800;
 constexpr std::uint16_t kIpv6 = 0x86dd;
 
+// Owns the frame its views point into (a move keeps the vector's buffer), so that
+// `const Decoded d = decode(ethernet(...));` outlives the temporary frame.
 struct Decoded {
+    Bytes frame;
     DecodeError error = DecodeError::none;
     L4Packet l4;
     IpPacket ip;
 };
 
-Decoded decode(const Bytes& frame_bytes, LinkType link = LinkType::ethernet) {
+Decoded decode(Bytes frame_bytes, LinkType link = LinkType::ethernet) {
+    Decoded d;
+    d.frame = std::move(frame_bytes);
     Frame f;
     f.link_type = link;
-    f.data = ByteSpan(frame_bytes);
-    Decoded d;
+    f.data = ByteSpan(d.frame);
     d.error = decode_frame_into(f, d.l4);
     (void)decode_ip(f, d.ip);
     return d;

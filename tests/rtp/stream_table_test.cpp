@@ -399,16 +399,16 @@ TEST_CASE("another call's SDP for a running pair ends its streams; the next pack
 TEST_CASE("a shared address never decides alone: each peer's stream joins its own call",
           "[rtp][stream][table][binding]") {
     StreamTable t(small_config());
-    const Endpoint carol{IpAddress::v4(0x0a000003), 32000};
-    for (const auto& [peer, call] : {std::pair{alice, "a"}, std::pair{carol, "c"}}) {
+    const Endpoint carol_rtp{IpAddress::v4(0x0a000003), 32000};
+    for (const auto& [peer, call] : {std::pair{alice, "a"}, std::pair{carol_rtp, "c"}}) {
         MediaBinding b = media_binding(bob, call, 10, {});
         b.peer = peer;
         t.bind(b);
     }
     send(t, alice, bob, 1, 3);
-    send(t, carol, bob, 1, 3);
+    send(t, carol_rtp, bob, 1, 3);
     CHECK(t.binding_of({alice, bob, 1})->call_id == "a");
-    CHECK(t.binding_of({carol, bob, 1})->call_id == "c");
+    CHECK(t.binding_of({carol_rtp, bob, 1})->call_id == "c");
     // A sender no SDP named (behind NAT) falls back to the address's newest binding.
     const Endpoint nat{IpAddress::v4(0x0a000009), 50000};
     send(t, nat, bob, 7, 3);
