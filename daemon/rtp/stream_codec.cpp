@@ -83,6 +83,7 @@ Codec codec_from_name(std::string_view name) noexcept {
     return Codec::other;
 }
 
+// RFC 3551's table, a line per payload type, even where two lines say the same.
 StaticPayload static_payload(std::uint8_t pt) noexcept {
     switch (pt) {
     case 0: return {Codec::pcmu, 8000};
@@ -93,7 +94,7 @@ StaticPayload static_payload(std::uint8_t pt) noexcept {
     case 7: return {Codec::other, 8000};   // LPC
     case 8: return {Codec::pcma, 8000};
     case 9: return {Codec::g722, 8000};
-    case 10: return {Codec::other, 44100};  // L16 stereo
+    case 10: return {Codec::other, 44100};  // L16 stereo NOLINT(bugprone-branch-clone)
     case 11: return {Codec::other, 44100};  // L16 mono
     case 12: return {Codec::other, 8000};   // QCELP
     case 13: return {Codec::comfort_noise, 8000};
