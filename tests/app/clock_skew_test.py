@@ -36,21 +36,13 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from hepd_live import US, Daemon, hep3, now_us, sip  # noqa: E402
+from hepd_live import US, check, Daemon, failures, hep3, now_us, sip  # noqa: E402
 
 HEPD = sys.argv[1]
 CALLS = 20
 OFFSET_LIMIT_S = 60  # hep.clock_offset_limit: longer than the test may run (see above)
 # Every wait together: ctest kills the test at 60 s.
 DEADLINE = time.monotonic() + 50
-failures = []
-
-
-def check(what, got, want):
-    ok = got == want
-    print(("ok  " if ok else "BAD ") + f"{what}: {got!r} (expected {want!r})", flush=True)
-    if not ok:
-        failures.append(what)
 
 
 def implausible_seconds(now_s, years_behind):

@@ -37,31 +37,14 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import hepd_live  # noqa: E402
-from hepd_live import hep3, now_us, sip  # noqa: E402
+from hepd_live import check, failures, hep3, now_us, sip  # noqa: E402
 
 HEPD = sys.argv[1]
 DEADLINE = time.monotonic() + 100  # ctest's TIMEOUT is 120 s
 EX_UNAVAILABLE, EX_CANTCREAT = hepd_live.EX_UNAVAILABLE, 73
 ANSWERED = ("INVITE", "180", "200", "ACK")
 HUNG_UP = ("BYE", "200BYE")
-failures = []
 daemons = []  # every hepd started, stopped at the end whatever happened
-
-
-def shown(value):
-    if isinstance(value, set) and len(value) > 5:
-        return f"{len(value)} call ids from {min(value)} to {max(value)}"
-    return repr(value)
-
-
-def check(what, got, want):
-    ok = got == want
-    print(("ok  " if ok else "BAD ") + f"{what}: {shown(got)} (expected {shown(want)})")
-    if not ok and isinstance(got, set) and isinstance(want, set):
-        print(f"    missing {shown(want - got)}, extra {shown(got - want)}")
-    if not ok:
-        failures.append(what)
-    return ok
 
 
 def write(path, text):

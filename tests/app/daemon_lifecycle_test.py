@@ -20,17 +20,9 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from hepd_live import Scrape  # noqa: E402
+from hepd_live import check, failures, Scrape  # noqa: E402
 
 HEPD = sys.argv[1]
-failures = []
-
-
-def check(what, got, want):
-    ok = got == want
-    print(("ok  " if ok else "BAD ") + f"{what}: {got!r} (expected {want!r})")
-    if not ok:
-        failures.append(what)
 
 
 def free_port():

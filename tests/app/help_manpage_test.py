@@ -10,23 +10,19 @@ describe the same command line:
 
   help_manpage_test.py HEPD_BINARY MANPAGE CLI_SOURCE
 """
+import os
 import re
 import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from hepd_live import check, failures  # noqa: E402
+
 HEPD, MANPAGE, CLI_SOURCE = sys.argv[1:4]
 # An option: one or two dashes and a letter, not inside a word (check-config, re-reads).
 OPTION = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
 FAKE = "--no-such-option"
-failures = []
-
-
-def check(what, got, want):
-    ok = got == want
-    print(("ok  " if ok else "BAD ") + f"{what}: {got!r} (expected {want!r})", flush=True)
-    if not ok:
-        failures.append(what)
 
 
 def run(*args):

@@ -39,7 +39,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from hepd_live import Daemon, chunk, hep3, now_us, sip  # noqa: E402
+from hepd_live import check, chunk, Daemon, failures, hep3, now_us, sip  # noqa: E402
 
 HEPD = sys.argv[1]
 # hepd_runnable() in cmake/HepdHelpers.cmake: a cross build hands the tests a shell wrapper.
@@ -48,14 +48,6 @@ with open(HEPD, "rb") as f:
 # Every wait together; ctest kills the test at 120 s.
 DEADLINE = time.monotonic() + 100
 SCRAPE_BOUND_S = 2.0  # a scrape of an idle daemon takes milliseconds; this only catches a stall
-failures = []
-
-
-def check(what, got, want):
-    ok = got == want
-    print(("ok  " if ok else "BAD ") + f"{what}: {got!r} (expected {want!r})", flush=True)
-    if not ok:
-        failures.append(what)
 
 
 def check_between(what, got, low, high):

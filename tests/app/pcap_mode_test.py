@@ -12,16 +12,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from hepd_live import check, failures  # noqa: E402
+
 HEPD, CORPUS, FIXTURES = sys.argv[1:4]
-failures = []
-
-
-def check(what, got, want):
-    ok = got == want
-    shown = lambda v: (repr(v)[:100] + "...") if len(repr(v)) > 100 else repr(v)
-    print(("ok  " if ok else "BAD ") + f"{what}: {shown(got)} (expected {shown(want)})")
-    if not ok:
-        failures.append(what)
 
 
 def run_pcap(paths, cores):

@@ -11,15 +11,10 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from hepd_live import check, failures  # noqa: E402
+
 HEPD, FIXTURES = sys.argv[1:3]
-failures = []
-
-
-def check(what, got, want):
-    ok = got == want
-    print(("ok  " if ok else "BAD ") + f"{what}: {got!r} (expected {want!r})")
-    if not ok:
-        failures.append(what)
 
 
 def run_pcap(path, cores):

@@ -31,13 +31,12 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from hepd_live import US, Daemon, free_port, hep3, now_us, sip  # noqa: E402
+from hepd_live import US, check, Daemon, failures, free_port, hep3, now_us, sip  # noqa: E402
 
 HEPD = sys.argv[1]
 SKIPPED = 77
 DEADLINE = time.monotonic() + 50  # every wait together; ctest kills the test at 90 s
 PROXY = ("10.0.0.10", 5060)
-failures = []
 
 
 class Site:
@@ -55,13 +54,6 @@ TOTAL = sum(s.calls for s in SITES)
 ANSWERED = sum(s.answered for s in SITES)
 BUSY = sum(s.busy for s in SITES)
 DURATION_US = 2 * US
-
-
-def check(what, got, want):
-    ok = got == want
-    print(("ok  " if ok else "BAD ") + f"{what}: {got!r} (expected {want!r})", flush=True)
-    if not ok:
-        failures.append(what)
 
 
 def remaining(timeout):

@@ -14,6 +14,26 @@ import urllib.request
 US = 1_000_000
 EX_UNAVAILABLE = 69  # hepd could not listen (a free port taken meanwhile): start again
 
+failures = []  # what the test's checks found wrong; the test exits 1 when it is not empty
+
+
+def shown(value, limit=200):
+    if isinstance(value, set) and len(value) > 5:
+        return f"{len(value)} values from {min(value)} to {max(value)}"
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def check(what, got, want):
+    """One line per check, ok or BAD; a wrong value is remembered in `failures`. Returns ok."""
+    ok = got == want
+    print(("ok  " if ok else "BAD ") + f"{what}: {shown(got)} (expected {shown(want)})", flush=True)
+    if not ok and isinstance(got, set) and isinstance(want, set):
+        print(f"    missing {shown(want - got)}, extra {shown(got - want)}", flush=True)
+    if not ok:
+        failures.append(what)
+    return ok
+
 
 def free_port(kind=socket.SOCK_STREAM):
     s = socket.socket(socket.AF_INET, kind)
