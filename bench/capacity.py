@@ -26,6 +26,8 @@ import subprocess
 import sys
 import time
 
+import baseline  # bench/baseline.py
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
@@ -162,14 +164,9 @@ def main():
 
     print(json.dumps(result, indent=2))
     if a.update_baseline:
-        path = os.path.join(HERE, "baseline.json")
-        baseline = json.load(open(path)) if os.path.exists(path) else {}
-        baseline["capacity"] = {"command": "bench/capacity.py " + " ".join(sys.argv[1:]),
-                                "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                                "result": result}
-        with open(path, "w") as f:
-            json.dump(baseline, f, indent=2)
-            f.write("\n")
+        baseline.store("capacity", {"command": "bench/capacity.py " + " ".join(sys.argv[1:]),
+                                    "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                    "result": result})
 
 
 if __name__ == "__main__":

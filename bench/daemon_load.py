@@ -44,6 +44,8 @@ import tempfile
 import time
 import urllib.request
 
+import baseline  # bench/baseline.py
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 TICK = os.sysconf("SC_CLK_TCK")
@@ -667,12 +669,7 @@ def main():
     print_table(result)
     print(json.dumps(result, indent=2))
     if a.update_baseline:
-        path = os.path.join(HERE, "baseline.json")
-        baseline = json.load(open(path))
-        baseline["daemon_load"] = result
-        with open(path, "w") as f:
-            json.dump(baseline, f, indent=2)
-            f.write("\n")
+        baseline.store("daemon_load", result)
 
 
 if __name__ == "__main__":

@@ -28,9 +28,8 @@ import sys
 import threading
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import daemon_load as dl  # noqa: E402  (the daemon, /proc and metric helpers of the load benchmark)
+import baseline  # bench/baseline.py
+import daemon_load as dl  # the daemon, /proc and metric helpers of the load benchmark
 
 
 def process_sample(pid):
@@ -193,12 +192,7 @@ def main():
           f"spread {100 * m['rss_spread']:.1f} %), descriptors {m['fds_after_warmup']}", file=sys.stderr)
     print(json.dumps(result, indent=2))
     if a.update_baseline:
-        path = os.path.join(HERE, "baseline.json")
-        base = json.load(open(path))
-        base["soak"] = result
-        with open(path, "w") as f:
-            json.dump(base, f, indent=2)
-            f.write("\n")
+        baseline.store("soak", result)
     sys.exit(0 if all(result["checks"].values()) else 1)
 
 
