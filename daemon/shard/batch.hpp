@@ -2,15 +2,19 @@
 // A batch of datagrams handed from one producer to one shard. It holds copies of the bytes (the
 // producer's receive buffer is reused at once) in its arena, and is recycled, not freed, so the
 // steady state allocates nothing. Its room (datagram and binding slots, arena) is carved out of
-// memory that its owner allocates for many batches at once (BatchRoom): pages that no batch has
-// used yet are never touched, so a deep queue costs address space, not memory.
+// memory that its owner maps for many batches at once (BatchRoom): pages that no batch has used
+// yet are never touched, so a deep queue costs address space, not memory; and the sender hands
+// batches out lowest index first (BatchPool), so the pages a burst touched fall idle afterwards
+// and are given back.
 #include "core/media_binding.hpp"
+#include "core/time.hpp"
 #include "shard/datagram.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <vector>
 #include <span>
 #include <type_traits>
 
@@ -19,32 +23,28 @@ namespace hepd::shard {
 // Slots are constructed when filled and simply forgotten when the batch is cleared.
 static_assert(std::is_trivially_destructible_v<Datagram> && std::is_trivially_destructible_v<MediaBinding>);
 
-// Uninitialised memory for `batches` batches of one shape, in three allocations.
+// Uninitialised memory for `batches` batches of one shape, in one private anonymous mapping:
+// its pages cost nothing until a batch first touches them, and release() gives them back.
 class BatchRoom {
 public:
-    BatchRoom(std::size_t batches, std::size_t max_datagrams, std::size_t arena_bytes, std::size_t max_bindings)
-        : batches_(batches),
-          max_datagrams_(max_datagrams),
-          arena_bytes_(arena_bytes),
-          max_bindings_(max_bindings),
-          datagrams_(std::allocator<Datagram>().allocate(batches * max_datagrams)),
-          bindings_(std::allocator<MediaBinding>().allocate(batches * max_bindings)),
-          arena_(new std::uint8_t[batches * arena_bytes]) {}  // default-initialised: not touched
-    ~BatchRoom() {
-        std::allocator<Datagram>().deallocate(datagrams_, batches_ * max_datagrams_);
-        std::allocator<MediaBinding>().deallocate(bindings_, batches_ * max_bindings_);
-    }
+    BatchRoom(std::size_t batches, std::size_t max_datagrams, std::size_t arena_bytes, std::size_t max_bindings);
+    ~BatchRoom();
     BatchRoom(const BatchRoom&) = delete;
     BatchRoom& operator=(const BatchRoom&) = delete;
 
     std::size_t batches() const noexcept { return batches_; }
+    // Hands the pages that only batches [first, last) use back to the kernel: they read as
+    // zeros (uninitialised, to a batch) when touched again. None of those batches may hold data.
+    void release(std::size_t first, std::size_t last) noexcept;
 
 private:
     friend class Batch;
     std::size_t batches_, max_datagrams_, arena_bytes_, max_bindings_;
-    Datagram* datagrams_;
-    MediaBinding* bindings_;
-    std::unique_ptr<std::uint8_t[]> arena_;
+    std::size_t mapped_bytes_ = 0;
+    void* mapping_ = nullptr;
+    Datagram* datagrams_ = nullptr;
+    MediaBinding* bindings_ = nullptr;
+    std::uint8_t* arena_ = nullptr;
 };
 
 class Batch {
@@ -55,7 +55,7 @@ public:
           max_items_(room.max_datagrams_),
           bindings_(room.bindings_ + i * room.max_bindings_),
           max_bindings_(room.max_bindings_),
-          arena_(room.arena_.get() + i * room.arena_bytes_),
+          arena_(room.arena_ + i * room.arena_bytes_),
           arena_size_(room.arena_bytes_) {}
     Batch(Batch&&) noexcept = default;  // a view: moving it moves no contents
 
@@ -117,6 +117,43 @@ private:
     std::uint8_t* arena_;
     std::size_t arena_size_;
     std::size_t used_ = 0;
+};
+
+// The sender's side of a link's batches. It always hands out the free batch with the lowest
+// index, so that the steady state cycles through a few warm batches and the deep ones a burst
+// used (a shard paused by a snapshot capture, a scheduling hiccup) fall idle afterwards; once
+// none of those has been used for kIdleRelease, their pages go back to the kernel. Resident
+// memory then follows the current queue depth instead of the deepest one ever reached.
+class BatchPool {
+public:
+    static constexpr std::size_t kAlwaysResident = 8;  // batches whose pages are never released
+    static constexpr std::int64_t kIdleReleaseUs = 2'000'000;
+
+    // `clock` (which must outlive the pool) times how long the deep batches stay unused.
+    BatchPool(std::size_t batches, std::size_t max_datagrams, std::size_t arena_bytes, std::size_t max_bindings,
+              const Clock& clock);
+
+    std::size_t size() const noexcept { return batches_.size(); }
+    // The free batch with the lowest index; nullptr when every batch is in flight.
+    Batch* acquire() noexcept;
+    // A batch the receiver has handed back (cleared).
+    void put_back(Batch* b) noexcept;
+    // Batches whose pages may be resident: [0, resident_batches()) have been touched since the
+    // last release.
+    std::size_t resident_batches() const noexcept { return touched_; }
+
+private:
+    std::size_t index_of(const Batch* b) const noexcept { return static_cast<std::size_t>(b - batches_.data()); }
+    void release_idle_deep_batches() noexcept;
+
+    BatchRoom room_;
+    std::vector<Batch> batches_;  // reserved in full: never moves
+    std::vector<std::uint64_t> free_;  // one bit per batch, set when free
+    std::size_t touched_ = 0;          // batches [0, touched_) may have resident pages
+    std::size_t deep_in_use_ = 0;      // batches in flight with an index >= kAlwaysResident
+    const Clock* clock_;
+    bool deep_idle_timed_ = false;  // deep_idle_since_ holds when the deep batches were found idle
+    Timestamp deep_idle_since_{};
 };
 
 }  // namespace hepd::shard

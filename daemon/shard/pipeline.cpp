@@ -14,28 +14,18 @@ namespace hepd::shard {
 // ones back for reuse. Every batch is made here (one filling, a full queue, one being read by
 // the shard), so the steady state allocates nothing.
 struct Pipeline::Link {
-    Link(std::size_t queue_batches, std::size_t datagrams, std::size_t bytes, std::size_t bindings, Doorbell& to)
+    Link(std::size_t queue_batches, std::size_t datagrams, std::size_t bytes, std::size_t bindings, Doorbell& to,
+         const Clock& clock)
         : full(queue_batches),
           empty(full.capacity() + 2),
-          room(full.capacity() + 2, datagrams, bytes, bindings),
-          receiver(&to) {
-        owned.reserve(room.batches());
-        spare.reserve(room.batches());
-        for (std::size_t i = 0; i < room.batches(); ++i) {
-            owned.emplace_back(room, i);
-            spare.push_back(&owned.back());
-        }
-    }
+          pool(full.capacity() + 2, datagrams, bytes, bindings, clock),
+          receiver(&to) {}
 
-    // A batch to fill, the most recently returned first (its memory is warm; batches never used
-    // are never touched); nullptr when all are in flight.
+    // A batch to fill (see BatchPool for which); nullptr when all are in flight.
     Batch* acquire() noexcept {
         Batch* b = nullptr;
-        while (empty.try_pop(b)) spare.push_back(b);  // never reallocates: room reserved for all
-        if (spare.empty()) return nullptr;
-        b = spare.back();
-        spare.pop_back();
-        return b;
+        while (empty.try_pop(b)) pool.put_back(b);
+        return pool.acquire();
     }
 
     // Receiver side: hands a batch back and tells the sender there is room.
@@ -47,9 +37,7 @@ struct Pipeline::Link {
 
     SpscQueue<Batch*> full;
     SpscQueue<Batch*> empty;
-    BatchRoom room;
-    std::vector<Batch> owned;              // reserved in full: never moves
-    std::vector<Batch*> spare;             // sender side
+    BatchPool pool;                        // sender side
     Doorbell* receiver;                    // the shard this link feeds
     Doorbell* sender = nullptr;            // the producer or shard that fills it
     Batch* current = nullptr;              // sender side
@@ -605,10 +593,10 @@ Pipeline::Pipeline(PipelineOptions options, std::vector<std::unique_ptr<Worker>>
             auto& t = *threads_[s];
             for (std::size_t p = 0; p < options_.producers; ++p)
                 t.producer_links.push_back(std::make_unique<Link>(options_.queue_batches, options_.batch_datagrams,
-                                                                  options_.batch_bytes, 0, t.bell));
+                                                                  options_.batch_bytes, 0, t.bell, *clock_));
             t.shard_links.resize(n);
             for (std::size_t from = 0; from < n; ++from)
-                if (from != s) t.shard_links[from] = std::make_unique<Link>(256, 0, 16 * 1024, 128, t.bell);
+                if (from != s) t.shard_links[from] = std::make_unique<Link>(256, 0, 16 * 1024, 128, t.bell, *clock_);
         }
         for (std::size_t s = 0; s < n; ++s) {
             threads_[s]->out_links.resize(n, nullptr);
