@@ -29,8 +29,7 @@ void release_pages(const void* begin, const void* end) noexcept {
 
 }  // namespace
 
-BatchRoom::BatchRoom(std::size_t batches, std::size_t max_datagrams, std::size_t arena_bytes,
-                     std::size_t max_bindings)
+BatchRoom::BatchRoom(std::size_t batches, std::size_t max_datagrams, std::size_t arena_bytes, std::size_t max_bindings)
     : batches_(batches), max_datagrams_(max_datagrams), arena_bytes_(arena_bytes), max_bindings_(max_bindings) {
     const std::size_t page = page_size();
     const std::size_t datagram_bytes = round_up(batches * max_datagrams * sizeof(Datagram), page);
@@ -57,8 +56,8 @@ void BatchRoom::release(std::size_t first, std::size_t last) noexcept {
     release_pages(arena_ + first * arena_bytes_, arena_ + last * arena_bytes_);
 }
 
-BatchPool::BatchPool(std::size_t batches, std::size_t max_datagrams, std::size_t arena_bytes,
-                     std::size_t max_bindings, const Clock& clock)
+BatchPool::BatchPool(std::size_t batches, std::size_t max_datagrams, std::size_t arena_bytes, std::size_t max_bindings,
+                     const Clock& clock)
     : room_(batches, max_datagrams, arena_bytes, max_bindings), free_((batches + 63) / 64, 0), clock_(&clock) {
     batches_.reserve(batches);
     for (std::size_t i = 0; i < batches; ++i) {

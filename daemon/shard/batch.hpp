@@ -14,9 +14,9 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
-#include <vector>
 #include <span>
 #include <type_traits>
+#include <vector>
 
 namespace hepd::shard {
 
@@ -147,7 +147,7 @@ private:
     void release_idle_deep_batches() noexcept;
 
     BatchRoom room_;
-    std::vector<Batch> batches_;  // reserved in full: never moves
+    std::vector<Batch> batches_;       // reserved in full: never moves
     std::vector<std::uint64_t> free_;  // one bit per batch, set when free
     std::size_t touched_ = 0;          // batches [0, touched_) may have resident pages
     std::size_t deep_in_use_ = 0;      // batches in flight with an index >= kAlwaysResident
