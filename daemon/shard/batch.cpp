@@ -20,11 +20,13 @@ std::size_t round_up(std::size_t n, std::size_t to) noexcept { return (n + to - 
 // Gives back the whole pages inside [begin, end): a page shared with a neighbour stays.
 void release_pages(const void* begin, const void* end) noexcept {
     const std::size_t page = page_size();
-    const auto first = round_up(reinterpret_cast<std::uintptr_t>(begin), page);
-    const auto last = reinterpret_cast<std::uintptr_t>(end) / page * page;
+    auto* first = const_cast<std::uint8_t*>(static_cast<const std::uint8_t*>(begin));
+    auto* last = const_cast<std::uint8_t*>(static_cast<const std::uint8_t*>(end));
+    first += (page - reinterpret_cast<std::uintptr_t>(first) % page) % page;
+    last -= reinterpret_cast<std::uintptr_t>(last) % page;
     // Cannot fail on a range of our own private anonymous mapping; if it did, the pages would
     // merely stay resident.
-    if (first < last) (void)madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+    if (first < last) (void)madvise(first, static_cast<std::size_t>(last - first), MADV_DONTNEED);
 }
 
 }  // namespace
