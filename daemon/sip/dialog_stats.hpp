@@ -76,12 +76,15 @@ struct DialogStats {
 
     std::array<Counter, kDialogAnomalyCount> anomalies{};
     std::array<Counter, kParseErrorCount> parse_errors{};  // SIP text that did not parse
+    std::array<Counter, kMessageDefectCount> defects{};    // parsed and used, but defective
     std::array<Counter, kSdpErrorCount> sdp_errors{};
     Counter media_bindings;  // MediaBinding records emitted
 
     void merge(const DialogStats& other) noexcept;
 
     std::uint64_t anomaly(DialogAnomaly a) const noexcept { return anomalies[static_cast<std::size_t>(a)].value(); }
+    std::uint64_t parse_error(ParseError e) const noexcept { return parse_errors[static_cast<std::size_t>(e)].value(); }
+    std::uint64_t defect(MessageDefect d) const noexcept { return defects[static_cast<std::size_t>(d)].value(); }
     std::uint64_t finished(DialogOutcome o) const noexcept {
         return dialogs_finished[static_cast<std::size_t>(o)].value();
     }
