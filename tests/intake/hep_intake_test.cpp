@@ -450,3 +450,27 @@ TEST_CASE("catalogue: a 65,535-byte HEP message is decoded whole", "[ingest][cat
     CHECK(intake.stats().dropped_total() == 0);
     check_next_packet_decodes(intake);
 }
+
+TEST_CASE("catalogue: a decompression bomb is refused as decompressed_too_large, counted", "[ingest][catalogue]") {
+    // 16 MiB of zeros packs into about 16 KiB: far beyond the 64 KiB default cap once inflated.
+    const std::vector<std::uint8_t> zeros(16u << 20, 0);
+    std::vector<std::uint8_t> packed(compressBound(static_cast<uLong>(zeros.size())));
+    uLongf packed_len = static_cast<uLongf>(packed.size());
+    REQUIRE(compress2(packed.data(), &packed_len, zeros.data(), static_cast<uLong>(zeros.size()), 9) == Z_OK);
+    packed.resize(packed_len);
+    REQUIRE(packed.size() < 60'000);
+    auto m = test::sip_message("");
+    m.payload = packed;
+    m.compressed = true;
+    const auto bomb = test::encode(m);
+
+    HepIntake intake({});
+    const Counts before = counts(intake.stats());
+    shard::Datagram d;
+    CHECK_FALSE(intake.accept(bomb, Carrier::udp, kNow, d));
+    CHECK(moved(before, counts(intake.stats())) == Counts{{"packets/udp/v3", 1},
+                                                          {"bytes/udp/v3", bomb.size()},
+                                                          {"decode_error/decompressed_too_large", 1},
+                                                          {"dropped/decode_error", 1}});
+    check_next_packet_decodes(intake);
+}
