@@ -83,8 +83,6 @@ struct DialogStats {
     void merge(const DialogStats& other) noexcept;
 
     std::uint64_t anomaly(DialogAnomaly a) const noexcept { return anomalies[static_cast<std::size_t>(a)].value(); }
-    std::uint64_t parse_error(ParseError e) const noexcept { return parse_errors[static_cast<std::size_t>(e)].value(); }
-    std::uint64_t defect(MessageDefect d) const noexcept { return defects[static_cast<std::size_t>(d)].value(); }
     std::uint64_t finished(DialogOutcome o) const noexcept {
         return dialogs_finished[static_cast<std::size_t>(o)].value();
     }
