@@ -16,10 +16,11 @@ function(hepd_module name)
   hepd_apply_warnings(hepd_${name})
 endfunction()
 
-# hepd_test(name SOURCES ... LIBS ... [LABELS ...]): a Catch2 executable registered with ctest,
-# one ctest entry per executable (Catch2 reports the cases itself).
+# hepd_test(name SOURCES ... LIBS ... [LABELS ...] [CATALOGUE]): a Catch2 executable registered with
+# ctest, one ctest entry per executable (Catch2 reports the cases itself); CATALOGUE adds a second
+# entry, name_catalogue, running only its [catalogue] cases.
 function(hepd_test name)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "CATALOGUE" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} hepd_catch_main)
   target_compile_definitions(${name} PRIVATE HEPD_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
@@ -29,6 +30,12 @@ function(hepd_test name)
     set(ARG_TIMEOUT 120)
   endif()
   set_tests_properties(${name} PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}")
+  # The bad-input catalogue (tests/CATALOGUE.md) once more on its own: `ctest -R catalogue`.
+  # Catch fails when no test case carries the tag, so a lost tag shows.
+  if(ARG_CATALOGUE)
+    add_test(NAME ${name}_catalogue COMMAND ${name} "[catalogue]")
+    set_tests_properties(${name}_catalogue PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS catalogue)
+  endif()
 endfunction()
 
 # hepd_fuzz(name SOURCE file LIBS ...): a libFuzzer target when HEPD_FUZZ is on; otherwise a

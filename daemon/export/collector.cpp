@@ -284,6 +284,8 @@ void Collector::collect_sip(Writer& out, const sip::DialogStats& d) const {
     out.by_enum<sip::SdpError>("reason", d.sdp_errors);
     out.counter("hepd_sip_anomalies_total", "SIP messages the dialog and transaction tables could not use, by reason.");
     out.by_enum<sip::DialogAnomaly>("reason", d.anomalies);
+    out.counter("hepd_sip_defects_total", "SIP messages used as far as they go although defective, by reason.");
+    out.by_enum<sip::MessageDefect>("reason", d.defects);
 
     out.counter("hepd_dialogs_created_total", "INVITE dialogs started.");
     out.add(as_double(value_of(d.dialogs_created)));

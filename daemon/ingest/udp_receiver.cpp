@@ -159,8 +159,6 @@ std::span<const Packet> UdpBatchSocket::receive() noexcept {
     }
     got = static_cast<std::size_t>(r);
     for (std::size_t i = 0; i < got; ++i) {
-        const msghdr& h = n.headers[i].msg_hdr;
-        if ((h.msg_flags & MSG_TRUNC) != 0) stats_.truncated.add();
         packets_[i].bytes =
             ByteSpan(slots_.get() + i * kSlotBytes, std::min<std::size_t>(n.headers[i].msg_len, kSlotBytes));
         packets_[i].from = from_sockaddr(n.addresses[i]);
@@ -181,7 +179,6 @@ std::span<const Packet> UdpBatchSocket::receive() noexcept {
             if (errno != EAGAIN && errno != EWOULDBLOCK) stats_.receive_errors.add();
             break;
         }
-        if ((h.msg_flags & MSG_TRUNC) != 0) stats_.truncated.add();
         packets_[got].bytes =
             ByteSpan(slots_.get() + got * kSlotBytes, std::min<std::size_t>(static_cast<std::size_t>(r), kSlotBytes));
         packets_[got].from = from_sockaddr(n.addresses[got]);

@@ -33,13 +33,14 @@ struct UdpSocketStats {
     StatCounter batches;         // receive calls that returned datagrams
     StatCounter kernel_drops;    // datagrams the kernel dropped on this socket (SO_MEMINFO)
     StatCounter receive_errors;  // receive calls failing for another reason than "nothing waiting"
-    StatCounter truncated;       // datagrams larger than a receive slot (then refused as undecodable)
 };
 
 // One UDP socket read in batches; the receive thread's reader, usable alone in tests.
 class UdpBatchSocket {
 public:
-    static constexpr std::size_t kSlotBytes = 65536;  // any UDP payload fits
+    // Any UDP payload fits: the 16-bit UDP length caps it at 65,527 bytes (65,507 over IPv4), so
+    // the kernel never truncates a datagram into a slot.
+    static constexpr std::size_t kSlotBytes = 65536;
 
     // Opens and binds (v6_only on IPv6). Throws boost::system::system_error (start-up).
     UdpBatchSocket(boost::asio::io_context& io, const Endpoint& at, bool reuse_port, std::size_t receive_buffer_bytes,

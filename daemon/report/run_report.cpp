@@ -161,6 +161,8 @@ json build_report(const RunInfo& info, const RunInputs& in) {
         nonzero(ds.sdp_errors, [](std::size_t i) { return sip::to_string(static_cast<sip::SdpError>(i)); });
     sip["anomalies"] =
         nonzero(ds.anomalies, [](std::size_t i) { return sip::to_string(static_cast<sip::DialogAnomaly>(i)); });
+    sip["defects"] =
+        nonzero(ds.defects, [](std::size_t i) { return sip::to_string(static_cast<sip::MessageDefect>(i)); });
     r["sip"] = sip;
 
     Range pdd, setup, duration, mos;
@@ -335,7 +337,7 @@ std::string render_text(const json& r) {
     const auto& s = r["sip"];
     o << "\nSIP\n  requests: " << kv_line(s["requests"]) << "\n  responses: " << kv_line(s["responses"])
       << "\n  retransmissions: " << kv_line(s["retransmissions"]) << "\n  parse errors: " << kv_line(s["parse_errors"])
-      << "\n  anomalies: " << kv_line(s["anomalies"]) << "\n";
+      << "\n  anomalies: " << kv_line(s["anomalies"]) << "\n  defects: " << kv_line(s["defects"]) << "\n";
     const auto& d = r["dialogs"];
     o << "\nDialogs\n  created " << d["created"] << ", finished: " << kv_line(d["finished"])
       << "\n  still active at the end: " << kv_line(d["active_at_end"]) << "\n  PDD: " << span(d["pdd_seconds"])

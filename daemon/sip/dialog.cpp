@@ -70,6 +70,17 @@ std::string_view to_string(DialogAnomaly anomaly) noexcept {
     return "unknown";
 }
 
+std::string_view to_string(MessageDefect defect) noexcept {
+    switch (defect) {
+    case MessageDefect::headers_unterminated: return "headers_unterminated";
+    case MessageDefect::body_truncated: return "body_truncated";
+    case MessageDefect::content_length_invalid: return "content_length_invalid";
+    case MessageDefect::sdp_media_overflow: return "sdp_media_overflow";
+    case MessageDefect::sdp_formats_overflow: return "sdp_formats_overflow";
+    }
+    return "unknown";
+}
+
 std::string_view to_string(Disposition disposition) noexcept {
     switch (disposition) {
     case Disposition::dialog_created: return "dialog_created";

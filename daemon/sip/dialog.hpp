@@ -109,6 +109,18 @@ enum class DialogAnomaly : std::uint8_t {
 inline constexpr std::size_t kDialogAnomalyCount = 13;
 std::string_view to_string(DialogAnomaly anomaly) noexcept;
 
+// Messages that parsed and were used as far as they go, but carry a defect the parser only
+// flagged (Message and SessionDescription fields of the same names). Counted once per message.
+enum class MessageDefect : std::uint8_t {
+    headers_unterminated,    // input ended after a header line, with no empty line
+    body_truncated,          // fewer body bytes than Content-Length declares
+    content_length_invalid,  // Content-Length not a 32-bit decimal number: the rest was the body
+    sdp_media_overflow,      // m= sections beyond kMaxMedia, ignored
+    sdp_formats_overflow,    // formats of an m= line beyond kMaxFormats, ignored
+};
+inline constexpr std::size_t kMessageDefectCount = 5;
+std::string_view to_string(MessageDefect defect) noexcept;
+
 // Keys longer than this are refused: they would let one packet pin kilobytes per record.
 inline constexpr std::size_t kMaxCallIdSize = 255;
 inline constexpr std::size_t kMaxTagSize = 128;

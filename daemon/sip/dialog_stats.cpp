@@ -45,6 +45,7 @@ void DialogStats::merge(const DialogStats& o) noexcept {
     transaction_evictions.add(o.transaction_evictions.value());
     add_all(anomalies, o.anomalies);
     add_all(parse_errors, o.parse_errors);
+    add_all(defects, o.defects);
     add_all(sdp_errors, o.sdp_errors);
     media_bindings.add(o.media_bindings.value());
 }

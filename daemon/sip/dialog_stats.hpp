@@ -76,6 +76,7 @@ struct DialogStats {
 
     std::array<Counter, kDialogAnomalyCount> anomalies{};
     std::array<Counter, kParseErrorCount> parse_errors{};  // SIP text that did not parse
+    std::array<Counter, kMessageDefectCount> defects{};    // parsed and used, but defective
     std::array<Counter, kSdpErrorCount> sdp_errors{};
     Counter media_bindings;  // MediaBinding records emitted
 

@@ -66,6 +66,9 @@ Disposition DialogTable::process(std::string_view text, const PacketMeta& meta) 
 }
 
 Disposition DialogTable::process(const Message& m, const PacketMeta& meta) {
+    if (m.headers_unterminated) defect(MessageDefect::headers_unterminated);
+    if (m.body_truncated) defect(MessageDefect::body_truncated);
+    if (m.content_length_invalid) defect(MessageDefect::content_length_invalid);
     const std::size_t agent = meta.agent < kMaxAgents ? meta.agent : 0;
     const auto method = static_cast<std::size_t>(m.method);
     if (m.is_request())
@@ -125,6 +128,8 @@ std::size_t DialogTable::memory_bytes() const noexcept {
 }
 
 void DialogTable::anomaly(DialogAnomaly a) noexcept { stats_->anomalies[static_cast<std::size_t>(a)].add(); }
+
+void DialogTable::defect(MessageDefect d) noexcept { stats_->defects[static_cast<std::size_t>(d)].add(); }
 
 std::int64_t DialogTable::interval(Timestamp from, Timestamp to) noexcept {
     const std::int64_t d = to.us - from.us;
@@ -376,6 +381,10 @@ void DialogTable::emit_sdp(std::uint32_t at, const Message& m, Hop hop, Timestam
         stats_->sdp_errors[static_cast<std::size_t>(*error)].add();
         return;
     }
+    if (sdp_->media_overflow != 0) defect(MessageDefect::sdp_media_overflow);
+    const auto sections = sdp_->media_sections();
+    if (std::any_of(sections.begin(), sections.end(), [](const Media& s) { return s.formats_overflow != 0; }))
+        defect(MessageDefect::sdp_formats_overflow);
     SdpSide mine{hop.id, hop.forward, {}};
     for (std::size_t i = 0; i < kSdpMedia; ++i)
         if (const auto media = usable_media(*sdp_, i)) mine.media[i] = *media;

@@ -138,6 +138,7 @@ private:
     void count_cause(Dialog& d) noexcept;
     std::int64_t interval(Timestamp from, Timestamp to) noexcept;
     void anomaly(DialogAnomaly a) noexcept;
+    void defect(MessageDefect d) noexcept;
     void insert_entry(std::uint64_t hash, DialogKey key, const Dialog& record, std::uint32_t* at_out);
     void account_removed(const Table::Entry& entry, bool evicted);
 

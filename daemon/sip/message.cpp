@@ -23,6 +23,7 @@ std::string_view to_string(ParseError error) noexcept {
     case ParseError::missing_call_id: return "missing_call_id";
     case ParseError::missing_cseq: return "missing_cseq";
     case ParseError::bad_cseq: return "bad_cseq";
+    case ParseError::nul_in_headers: return "nul_in_headers";
     }
     return "unknown";
 }
@@ -612,6 +613,7 @@ std::optional<ParseError> parse_message_into(std::string_view text, Message& m) 
         }
         apply_header(id, line.value, m, seen);
     }
+    if (std::memchr(text.data() + pos, '\0', headers_end - pos) != nullptr) return ParseError::nul_in_headers;
     if (m.header_overflow > 0) m.overflow_text = text.substr(overflow_begin, headers_end - overflow_begin);
 
     if (m.call_id.empty()) return ParseError::missing_call_id;

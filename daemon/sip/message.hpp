@@ -29,9 +29,10 @@ enum class ParseError : std::uint8_t {
     too_many_headers,      // more than kMaxHeaderLines header fields
     missing_call_id,       // no Call-ID header, or an empty one
     missing_cseq,
-    bad_cseq,  // CSeq not "<32-bit number> <method token>"
+    bad_cseq,        // CSeq not "<32-bit number> <method token>"
+    nul_in_headers,  // a NUL byte in the start line or a header value (see parse_message_into)
 };
-inline constexpr std::size_t kParseErrorCount = 11;
+inline constexpr std::size_t kParseErrorCount = 12;
 
 std::string_view to_string(ParseError error) noexcept;
 
@@ -198,6 +199,10 @@ struct Message : MessageFields {
     std::size_t count_headers(std::string_view name) const noexcept;
 };
 
+// A NUL byte before the end of the header section refuses the message (nul_in_headers): it is
+// not legal SIP text, no known stack sends it, and a consumer that stops at the NUL (any C string
+// API) would read a different, shorter Call-ID or tag than the one tracked here. NULs in the body
+// are legal (binary bodies) and kept.
 Result<Message, ParseError> parse_message(std::string_view text) noexcept;
 
 // Same as parse_message, writing into a caller-owned Message (reused across packets on a hot

@@ -171,7 +171,9 @@ TEST_CASE("a collector with no sources still shows every fixed series at zero", 
     CHECK(x.at("hepd_hep_clock_offset_exceeded_total", {{"agent", "other"}}) == 0);
     CHECK(x.at("hepd_hep_clock_steps_total", {{"agent", "other"}}) == 0);
     CHECK(x.find("hepd_rtp_parse_errors_total").size() == 8);
-    CHECK(x.find("hepd_sip_parse_errors_total").size() == 11);
+    CHECK(x.find("hepd_sip_parse_errors_total").size() == 12);
+    CHECK(x.find("hepd_sip_defects_total").size() == 5);
+    CHECK(x.at("hepd_sip_defects_total", {{"reason", "sdp_media_overflow"}}) == 0);
     CHECK(x.find("hepd_sip_retransmissions_total").size() == 15);
     CHECK(x.at("hepd_sip_retransmissions_total", {{"method", "other"}}) == 0);
     // Large label spaces: only what was seen; the family is still declared.

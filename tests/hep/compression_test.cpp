@@ -87,7 +87,7 @@ TEST_CASE("compressed payload chunk: decode, then inflate (zlib and gzip)", "[he
     }
 }
 
-TEST_CASE("decompression is capped by the output buffer", "[hep][compression][bomb]") {
+TEST_CASE("decompression is capped by the output buffer", "[hep][compression][bomb][catalogue]") {
     // 1 MiB of zeros packs into about a kilobyte: a classic bomb.
     const Bytes zeros(1 << 20, 0);
     for (const bool gzip : {false, true}) {

@@ -3,6 +3,7 @@
 #include "hep/encoder.hpp"
 #include "hep/message.hpp"
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -42,5 +43,24 @@ inline constexpr std::string_view kOptions =
     "OPTIONS sip:10.0.0.2:5080 SIP/2.0\r\nVia: SIP/2.0/UDP 10.0.0.1:5060;branch=z9hG4bK1\r\n"
     "Call-ID: opt-1@10.0.0.1\r\nCSeq: 1 OPTIONS\r\nFrom: <sip:a@x>;tag=1\r\nTo: <sip:b@y>\r\n"
     "Content-Length: 0\r\n\r\n";
+
+// A HEPv3 message of exactly `total` bytes carrying an OPTIONS whose body pads it to size.
+struct SizedMessage {
+    std::string sip;
+    std::vector<std::uint8_t> bytes;
+};
+inline SizedMessage sized_message(std::size_t total) {
+    const std::size_t overhead = encode(sip_message(kOptions)).size() - kOptions.size();
+    const std::string head(kOptions.substr(0, kOptions.find("Content-Length: ") + 16));
+    const std::size_t sip_size = total - overhead;
+    SizedMessage out;
+    for (std::size_t digits = 1; digits <= 5 && out.sip.empty(); ++digits) {
+        const std::size_t body = sip_size - head.size() - digits - 4;
+        if (std::to_string(body).size() == digits)
+            out.sip = head + std::to_string(body) + "\r\n\r\n" + std::string(body, 'x');
+    }
+    out.bytes = encode(sip_message(out.sip));
+    return out;
+}
 
 }  // namespace hepd::test

@@ -324,3 +324,22 @@ TEST_CASE("TCP: partial batches wait for the flush timer, then go in one hand-ov
     rig.listener->close();  // shutdown hands over at once
     CHECK(rig.sink.flushes == 2);
 }
+
+TEST_CASE("catalogue: a 65,535-byte HEP frame over TCP is framed, decoded and counted",
+          "[ingest][net][tcp][catalogue]") {
+    TcpRig rig;  // max_frame 65535, the HEPv3 length field's limit
+    const auto big = test::sized_message(65'535);
+    REQUIRE(big.bytes.size() == 65'535);
+    const auto small = test::encode(test::sip_message(test::kOptions));
+    auto client = rig.connect();
+    asio::write(client, asio::buffer(concat({big.bytes, small})));
+    REQUIRE(run_until(rig.io, [&] { return rig.sink.got.size() == 2; }));
+    CHECK(rig.sink.got[0].payload == big.sip);
+    CHECK(rig.sink.got[1].payload == test::kOptions);
+    CHECK(rig.path.stats().packets[1][2] == 2);  // tcp, v3
+    CHECK(rig.path.stats().bytes[1][2] == big.bytes.size() + small.size());
+    CHECK(rig.path.stats().accepted() == 2);
+    CHECK(rig.path.stats().dropped_total() == 0);
+    for (const auto& n : rig.listener->stats().frame_errors) CHECK(n == 0);
+    CHECK(rig.open() == 1);
+}

@@ -4,10 +4,15 @@
 // this code's output.
 #include "pcap/capture_source.hpp"
 
+#include "core/bytes.hpp"
 #include "support/fixtures.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -370,4 +375,128 @@ TEST_CASE("ports: HEP and SIP port lists come from the options", "[pcap][classif
         CHECK(h.got[0].capture_id == 2001);
         CHECK(packets(h.stats, PacketClass::hep_udp) == 60);
     }
+}
+
+namespace {
+
+void store_le32(std::uint8_t* p, std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+
+// Through a file, as the daemon reads captures: errors found on opening are counted too.
+Run run_bytes(const std::vector<std::uint8_t>& bytes) {
+    const auto path = std::filesystem::temp_directory_path() / ("hepd-catalogue-" + std::to_string(::getpid()));
+    {
+        std::ofstream out(path, std::ios::binary | std::ios::trunc);
+        out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+        REQUIRE(out.good());
+    }
+    Run r = run_file(path.string());
+    std::filesystem::remove(path);
+    return r;
+}
+
+// A damaged file gives its one counted file error and otherwise exactly what the whole records
+// before the damage give.
+void check_same_as_clean_prefix(const Run& damaged, const Run& clean, FileError error) {
+    CHECK(damaged.error == error);
+    CHECK(clean.error == FileError::none);
+    for (std::size_t e = 0; e < kFileErrorCount; ++e) {
+        INFO("file error " << to_string(static_cast<FileError>(e)));
+        CHECK(damaged.stats.file_errors[e] == (static_cast<FileError>(e) == error ? 1U : 0U));
+        CHECK(clean.stats.file_errors[e] == 0);
+    }
+    CHECK(damaged.stats.files == 1);
+    CHECK(damaged.stats.frames == clean.stats.frames);
+    CHECK(damaged.stats.bytes == clean.stats.bytes);
+    CHECK(damaged.stats.packets == clean.stats.packets);
+    CHECK(damaged.stats.decode_errors == clean.stats.decode_errors);
+    CHECK(damaged.stats.datagrams == clean.stats.datagrams);
+    CHECK(damaged.stats.datagrams_by_kind == clean.stats.datagrams_by_kind);
+    REQUIRE(damaged.got.size() == clean.got.size());
+    for (std::size_t i = 0; i < clean.got.size(); ++i) {
+        CHECK(damaged.got[i].time == clean.got[i].time);
+        CHECK(damaged.got[i].payload == clean.got[i].payload);
+    }
+    check_accounting(damaged.stats);
+}
+
+}  // namespace
+
+TEST_CASE("catalogue: pcap records longer than the file are counted, the records before them kept",
+          "[pcap][catalogue]") {
+    const auto bytes = test::read_binary_file(test::fixture_path("sipp-10-calls-g711-via-kamailio.pcap"));
+    std::vector<std::size_t> starts;  // little-endian µs file: caplen at +8 of each record header
+    for (std::size_t at = 24; at < bytes.size(); at += 16 + load_le32(bytes.data() + at + 8)) starts.push_back(at);
+    REQUIRE(starts.size() == 1010);
+    for (const std::size_t k :
+         {std::size_t{0}, std::size_t{1}, std::size_t{505}, std::size_t{1000}, std::size_t{1009}}) {
+        const std::size_t at = starts[k];
+        const Run clean =
+            run_bytes(std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(at)));
+        CHECK(clean.stats.frames == k);
+        const auto left = static_cast<std::uint32_t>(bytes.size() - at - 16);
+        // One byte past the end of the file: refused as a record that does not fit, or, where
+        // that is beyond the 256 KiB record limit, as a bad record.
+        {
+            INFO("record " << k << " one byte past the end");
+            auto damaged = bytes;
+            store_le32(damaged.data() + at + 8, left + 1);
+            check_same_as_clean_prefix(run_bytes(damaged), clean,
+                                       left + 1 > 256 * 1024 ? FileError::bad_record : FileError::truncated_record);
+        }
+        // Beyond the record limit (256 KiB) the length itself is refused, whatever the file holds.
+        for (const std::uint32_t caplen : {std::uint32_t{256 * 1024 + 1}, std::uint32_t{0xffff'ffff}}) {
+            INFO("record " << k << " caplen " << caplen);
+            auto damaged = bytes;
+            store_le32(damaged.data() + at + 8, caplen);
+            check_same_as_clean_prefix(run_bytes(damaged), clean, FileError::bad_record);
+        }
+    }
+}
+
+TEST_CASE("catalogue: pcapng blocks with lying lengths are counted, the blocks before them kept",
+          "[pcap][pcapng][catalogue]") {
+    const auto bytes = test::read_binary_file(data_file("two_interfaces.pcapng"));  // little-endian
+    std::vector<std::size_t> starts;
+    for (std::size_t at = 0; at < bytes.size(); at += load_le32(bytes.data() + at + 4)) starts.push_back(at);
+    std::vector<std::size_t> epbs;
+    for (const std::size_t at : starts)
+        if (load_le32(bytes.data() + at) == 6) epbs.push_back(at);
+    REQUIRE(epbs.size() == 3);
+    for (const std::size_t at : {epbs[1], epbs[2], starts[1]}) {  // an EPB, the last block, the first IDB
+        const Run clean =
+            run_bytes(std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(at)));
+        const auto length = load_le32(bytes.data() + at + 4);
+        const auto left = static_cast<std::uint32_t>(bytes.size() - at);
+        const auto with_length = [&](std::uint32_t lying) {
+            auto damaged = bytes;
+            store_le32(damaged.data() + at + 4, lying);
+            return damaged;
+        };
+        INFO("block at " << at);
+        // Past the end of the file.
+        check_same_as_clean_prefix(run_bytes(with_length(left + 4)), clean, FileError::truncated_record);
+        check_same_as_clean_prefix(run_bytes(with_length(0xffff'fffc)), clean, FileError::truncated_record);
+        const bool last = at + length == bytes.size();
+        // Impossible lengths: below 12, not a multiple of 4, 0.
+        for (const std::uint32_t lying : {0U, 4U, 8U, length + 1, length - 2})
+            check_same_as_clean_prefix(run_bytes(with_length(lying)), clean, FileError::bad_block_length);
+        // Shorter or longer by a word than the block: the trailing copy no longer matches (or,
+        // for the last block, a longer one runs past the end of the file).
+        check_same_as_clean_prefix(run_bytes(with_length(length - 4)), clean, FileError::bad_block_length);
+        check_same_as_clean_prefix(run_bytes(with_length(length + 4)), clean,
+                                   last ? FileError::truncated_record : FileError::bad_block_length);
+        // The trailing copy alone lies.
+        auto trailer = bytes;
+        store_le32(trailer.data() + at + length - 4, length + 4);
+        check_same_as_clean_prefix(run_bytes(trailer), clean, FileError::bad_block_length);
+    }
+    // An EPB whose captured length is larger than the block.
+    const std::size_t epb = epbs[1];
+    const Run clean =
+        run_bytes(std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(epb)));
+    auto lying_caplen = bytes;
+    store_le32(lying_caplen.data() + epb + 20, load_le32(bytes.data() + epb + 4));
+    check_same_as_clean_prefix(run_bytes(lying_caplen), clean, FileError::bad_record);
 }

@@ -318,7 +318,7 @@ TEST_CASE("truncated padded packets never read outside the buffer", "[rtp][parse
     }
 }
 
-TEST_CASE("CC larger than the packet", "[rtp][parse][hostile]") {
+TEST_CASE("CC larger than the packet", "[rtp][parse][hostile][catalogue]") {
     Bytes packet = minimal;  // 4 octets after the fixed header
     packet[0] = 0x81;        // one CSRC: fits exactly
     auto r = parse_rtp(span_of(packet));

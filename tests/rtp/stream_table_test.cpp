@@ -651,3 +651,76 @@ TEST_CASE("memory per stream and per media binding", "[rtp][stream][memory]") {
     CHECK(sizes.stream <= 280);
     CHECK(sizes.media <= 136);
 }
+
+TEST_CASE("catalogue: RTP with a CSRC count past the end is counted as csrc_truncated, state untouched",
+          "[rtp][stream][table][catalogue]") {
+    StreamTable t(small_config());
+    send(t, alice, bob, 7, 10);
+    REQUIRE(t.size() == 1);
+    const std::uint64_t packets_before = t.stats().rtp_packets.value();
+    // CC says 1..15 CSRCs; the packet holds one word fewer each time (and no payload).
+    for (std::uint8_t cc = 1; cc <= 15; ++cc) {
+        Bytes packet = rtp_bytes(8, 500, 0, 0xC5C5, 0);
+        packet[0] = static_cast<std::uint8_t>(0x80 | cc);
+        packet.resize(12 + 4 * (cc - 1), 0x11);
+        t.on_rtp(meta_at(1'000'000, carol, bob), span_of(packet));
+    }
+    CHECK(t.stats().rtp_errors[static_cast<std::size_t>(RtpError::csrc_truncated)].value() == 15);
+    std::uint64_t errors = 0;
+    for (const Counter& c : t.stats().rtp_errors) errors += c.value();
+    CHECK(errors == 15);
+    CHECK(t.size() == 1);
+    CHECK(t.find({carol, bob, 0xC5C5}) == nullptr);
+    CHECK(t.stats().rtp_packets.value() == packets_before);
+    // The stream that was there goes on as before.
+    send(t, alice, bob, 7, 1, 200'000, 8, 110);
+    CHECK(t.find({alice, bob, 7})->packets == 11);
+}
+
+TEST_CASE("catalogue: RTCP length chains end: 16,383 empty packets parse, lying lengths are counted",
+          "[rtp][rtcp][stream][table][catalogue]") {
+    StreamTable t(small_config());
+    send(t, alice, bob, 7, 10);
+    const auto errors_total = [&] {
+        std::uint64_t n = 0;
+        for (const Counter& c : t.stats().rtcp_errors) n += c.value();
+        return n;
+    };
+    // The longest chain a 65,535-octet datagram can hold: 16,383 headers of length 0 (one word
+    // each, an empty SDES). Each step advances: the walk ends.
+    Bytes chain;
+    for (int i = 0; i < 16'383; ++i) chain.insert(chain.end(), {0x80, 202, 0x00, 0x00});
+    const auto compound = parse_rtcp(span_of(chain));
+    REQUIRE(compound.ok());
+    CHECK(compound->size() == 16'383);
+    std::size_t walked = 0;
+    for (auto it = compound->begin(); it != compound->end(); ++it) ++walked;
+    CHECK(walked == 16'383);
+    t.on_rtcp(meta_at(0, bob_rtcp, alice_rtcp), span_of(chain));
+    CHECK(errors_total() == 0);
+
+    // Lengths that would wrap a 16-bit octet count to 0 (0x3fff, 0xffff words) or point past the
+    // end, at the start, in the middle and at the end of the chain.
+    std::uint64_t refused = 0;
+    for (const std::size_t at : {std::size_t{0}, std::size_t{8'191}, std::size_t{16'382}}) {
+        const auto past_end = static_cast<std::uint16_t>(16'383 - at);  // one word more than is left
+        for (const std::uint16_t words : {std::uint16_t{0x3fff}, std::uint16_t{0xffff}, past_end}) {
+            Bytes lying = chain;
+            store_be16(&lying[at * 4 + 2], words);
+            INFO("length " << words << " at packet " << at);
+            const auto r = parse_rtcp(span_of(lying));
+            REQUIRE_FALSE(r.ok());
+            CHECK(r.error() == RtcpError::length_overflow);
+            t.on_rtcp(meta_at(0, bob_rtcp, alice_rtcp), span_of(lying));
+            ++refused;
+        }
+    }
+    CHECK(t.stats().rtcp_errors[static_cast<std::size_t>(RtcpError::length_overflow)].value() == refused);
+    CHECK(errors_total() == refused);
+    CHECK(t.size() == 1);
+    CHECK(t.stats().rtcp_reports[static_cast<std::size_t>(ReportSource::rtcp)].value() == 0);
+    // A real report afterwards is used.
+    t.on_rtcp(meta_at(0, bob_rtcp, alice_rtcp), span_of(receiver_report(9, {Block{7, 5}})));
+    CHECK(t.find({alice, bob, 7})->receiver.reports == 1);
+    CHECK(errors_total() == refused);
+}

@@ -120,3 +120,21 @@ TEST_CASE("framing: error names", "[sip][framing]") {
     CHECK(names.count("message_too_large") == 1);
     CHECK(names.count("unknown") == 0);
 }
+
+TEST_CASE("catalogue: huge Content-Length on a stream is refused, the next message still frames",
+          "[sip][framing][catalogue]") {
+    const auto head = [](std::string_view length) {
+        return "BYE sip:a SIP/2.0\r\nCall-ID: x\r\nContent-Length: " + std::string(length) + "\r\n\r\n";
+    };
+    // 2^32 - 1 is a number, but no buffer holds it: too large, at any limit below it.
+    check_error(message_length(head("4294967295")), FramingError::message_too_large);
+    check_error(message_length(head("4294967295"), 0xFFFF'FFFEULL), FramingError::message_too_large);
+    // 2^32 and beyond do not fit the 32-bit field: not a Content-Length at all.
+    for (const char* length :
+         {"4294967296", "18446744073709551615", "18446744073709551616", "99999999999999999999999999999999999999"}) {
+        INFO(length);
+        check_error(message_length(head(length)), FramingError::bad_content_length);
+    }
+    // The framer keeps no state: the message after the refused one frames as usual.
+    check_complete(message_length(kMessage), 0, kMessage.size());
+}

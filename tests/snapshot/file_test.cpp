@@ -214,7 +214,8 @@ TEST_CASE("large tables are written in several chunks and read back whole", "[sn
     CHECK(messages == 1 + 3 + 3);
 }
 
-TEST_CASE("a file cut at any length is refused as truncated, and nothing is restored", "[snapshot][file][corrupt]") {
+TEST_CASE("a file cut at any length is refused as truncated, and nothing is restored",
+          "[snapshot][file][corrupt][catalogue]") {
     TempDir dir;
     const std::string whole = small_snapshot();
     const std::string path = dir.file("state.snap");
@@ -238,7 +239,7 @@ TEST_CASE("a file cut at any length is refused as truncated, and nothing is rest
     CHECK(shards.records() == 6);
 }
 
-TEST_CASE("a flipped octet anywhere is refused, and nothing is restored", "[snapshot][file][corrupt]") {
+TEST_CASE("a flipped octet anywhere is refused, and nothing is restored", "[snapshot][file][corrupt][catalogue]") {
     TempDir dir;
     const std::string whole = small_snapshot();
     const std::string path = dir.file("state.snap");
@@ -263,7 +264,8 @@ TEST_CASE("a flipped octet anywhere is refused, and nothing is restored", "[snap
     }
 }
 
-TEST_CASE("damaged or foreign files are refused with the error that names the damage", "[snapshot][file][corrupt]") {
+TEST_CASE("damaged or foreign files are refused with the error that names the damage",
+          "[snapshot][file][corrupt][catalogue]") {
     TempDir dir;
     const std::string path = dir.file("state.snap");
     const std::string whole = small_snapshot();
