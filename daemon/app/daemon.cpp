@@ -239,6 +239,29 @@ void Daemon::set_aside_refused_snapshot() {
         return;
     }
     spdlog::warn("refused snapshot moved aside to {}", aside);
+    remove_old_refused_snapshots();
+}
+
+// A daemon restarted in a loop on a bad disk would otherwise fill the state directory with
+// refused copies: the newest kKeptRefusedSnapshots are enough to look into.
+void Daemon::remove_old_refused_snapshots() {
+    const std::filesystem::path snapshot(snapshot_path_);
+    const std::string prefix = snapshot.filename().string() + ".corrupt-";
+    std::vector<std::filesystem::path> refused;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(snapshot.parent_path(), ec)) {
+        if (entry.path().filename().string().starts_with(prefix)) refused.push_back(entry.path());
+    }
+    if (ec || refused.size() <= kKeptRefusedSnapshots) return;
+    // Their names sort by time: the stamp, then -2, -3... for more in the same second.
+    std::sort(refused.begin(), refused.end());
+    for (std::size_t i = 0; i + kKeptRefusedSnapshots < refused.size(); ++i) {
+        if (std::filesystem::remove(refused[i], ec)) {
+            spdlog::info("removed an older refused snapshot, {}", refused[i].string());
+        } else if (ec) {
+            spdlog::warn("older refused snapshot {} not removed ({})", refused[i].string(), ec.message());
+        }
+    }
 }
 
 int Daemon::open_listeners() {

@@ -58,6 +58,8 @@ private:
     int start();
     void restore_snapshot();
     void set_aside_refused_snapshot();
+    void remove_old_refused_snapshots();
+    static constexpr std::size_t kKeptRefusedSnapshots = 3;
     int open_listeners();
     int serve_metrics();
     void wait_signal();

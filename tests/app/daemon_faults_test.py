@@ -318,6 +318,18 @@ def corrupt_snapshot(work):
             print(f"--- {damage} log\n" + d.text()[-3000:])
     check("every refused file kept", all(os.path.exists(a) for a in aside) and len(aside) == 2, True)
 
+    # Restarted in a loop on a bad disk, it keeps the newest three refused files, not all of them.
+    older = [f"{path}.corrupt-2020010{i}T000000Z" for i in range(1, 4)]
+    for name in older:
+        write(name, "refused long ago\n")
+    open(path, "wb").write(good[:100])
+    d = start(work, config)
+    check("refused again: exit status after SIGTERM", d.stop(), 0)
+    kept = sorted(n for n in os.listdir(os.path.dirname(path)) if ".corrupt-" in n)
+    check("refused files kept", len(kept), 3)
+    check("the oldest ones removed", any(os.path.basename(o) in kept for o in older), False)
+    check("the removal logged", "removed an older refused snapshot" in d.text(), True)
+
 
 def ports_taken(work):
     state = os.path.join(work, "state")
