@@ -213,7 +213,12 @@ void TcpListener::accept() {
         boost::system::error_code peer_ec;
         const auto remote = socket.remote_endpoint(peer_ec);
         const Endpoint peer = peer_ec ? Endpoint{} : to_endpoint(remote.address(), remote.port());
-        std::erase_if(sessions_, [](const auto& w) { return w.expired(); });
+        // Ended sessions are forgotten in sweeps, each when the list has doubled since the last:
+        // sweeping on every accept would make a connect storm quadratic in max_connections.
+        if (sessions_.size() >= sweep_at_) {
+            std::erase_if(sessions_, [](const auto& w) { return w.expired(); });
+            sweep_at_ = std::max<std::size_t>(64, 2 * sessions_.size());
+        }
         auto refuse = [&](TcpCloseReason reason) {
             stats_->closed[static_cast<std::size_t>(reason)].add();
             boost::system::error_code ignored;

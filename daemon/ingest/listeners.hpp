@@ -62,6 +62,7 @@ private:
     FlushTimer flush_timer_;
     std::shared_ptr<TcpStats> stats_;
     std::vector<std::weak_ptr<Session>> sessions_;
+    std::size_t sweep_at_ = 64;  // size of sessions_ at which ended ones are next swept out
     bool closed_ = false;
 };
 
