@@ -361,7 +361,7 @@ void Daemon::schedule_summary() {
     summary_timer_.expires_after(std::chrono::seconds(60));
     summary_timer_.async_wait([this](boost::system::error_code ec) {
         if (ec) return;
-        log_summary(merged_stats(*tcp_path_, udp_), "last minute");
+        log_summary(merged_stats(*tcp_path_, udp_), "since start");  // logged every minute
         schedule_summary();
     });
 }
@@ -382,7 +382,7 @@ void Daemon::shutdown() {
     pipeline_->finish(clock_.now());
     if (cfg_.state.snapshot_on_shutdown) snapshots_->write_now();
     exporter_->stop();
-    log_summary(merged_stats(*tcp_path_, udp_), "at exit");
+    log_summary(merged_stats(*tcp_path_, udp_), "at exit, since start");
 }
 
 }  // namespace hepd::app
