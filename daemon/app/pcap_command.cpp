@@ -1,5 +1,6 @@
 #include "app/pcap_command.hpp"
 
+#include "app/pcap_progress.hpp"
 #include "app/wiring.hpp"
 #include "report/collector.hpp"
 #include "report/run_report.hpp"
@@ -83,18 +84,26 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
     pcap::CaptureSource source(capture_options(cfg));
     auto& producer = pipeline.producer(0);
     Timestamp last{};
+    std::uint64_t datagrams = 0;
     auto sink = [&](const shard::Datagram& d) {
         if (d.time > last) last = d.time;
+        ++datagrams;
         producer.push(d);
     };
+    PcapProgress progress(stderr, args.files);
+    auto on_progress = [&](std::uint64_t offset, std::uint64_t size) { progress.update(offset, size, datagrams); };
+    const pcap::CaptureSource::ProgressSink progress_sink(on_progress);
     report::RunInfo info;
     info.files = args.files;
     info.shards = shards;
-    for (const auto& path : args.files) {
+    for (std::size_t i = 0; i < args.files.size(); ++i) {
+        const std::string& path = args.files[i];
+        progress.start_file(i);
         std::string message;
-        const auto err = source.read_file(path, sink, &message);
+        const auto err = source.read_file(path, sink, &message, &progress_sink);
         if (err != pcap::FileError::none) {
             info.error = path + ": " + (message.empty() ? std::string(pcap::to_string(err)) : message);
+            progress.finish();
             std::fprintf(stderr, "hepd: %s\n", info.error.c_str());
             break;
         }
@@ -102,6 +111,7 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
     source.finish();
     producer.flush();
     pipeline.finish(last);
+    progress.finish();
 
     // The shard threads have ended: their tables and statistics are this thread's to read now.
     sip::DialogStats dialog_stats;

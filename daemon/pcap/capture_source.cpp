@@ -89,7 +89,8 @@ CaptureStats CaptureSource::stats() const noexcept {
     return s;
 }
 
-FileError CaptureSource::read_file(const std::string& path, DatagramSink sink, std::string* message) {
+FileError CaptureSource::read_file(const std::string& path, DatagramSink sink, std::string* message,
+                                   const ProgressSink* progress) {
     auto opened = FileReader::open(path, options_.max_inflated_bytes);
     if (!opened) {
         ++stats_.files;
@@ -97,14 +98,23 @@ FileError CaptureSource::read_file(const std::string& path, DatagramSink sink, s
         if (message != nullptr) *message = path + ": " + std::string(to_string(opened.error()));
         return opened.error();
     }
-    const FileError e = read(*opened, sink);
+    const FileError e = read(*opened, sink, progress);
     if (e != FileError::none && message != nullptr) *message = path + ": " + opened->error_message();
     return e;
 }
 
-FileError CaptureSource::read(FileReader& reader, DatagramSink sink) {
+FileError CaptureSource::read(FileReader& reader, DatagramSink sink, const ProgressSink* progress) {
     Frame frame;
-    while (reader.next(frame)) process(frame, sink);
+    if (progress == nullptr) {
+        while (reader.next(frame)) process(frame, sink);
+    } else {
+        const std::uint64_t size = reader.bytes().size();
+        while (reader.next(frame)) {
+            process(frame, sink);
+            if (reader.frames() % kProgressFrames == 0) (*progress)(reader.offset(), size);
+        }
+        (*progress)(reader.offset(), size);
+    }
     ++stats_.files;
     if (reader.error() != FileError::none) ++stats_.file_errors[static_cast<std::size_t>(reader.error())];
     return reader.error();

@@ -79,14 +79,19 @@ struct CaptureStats {
 class CaptureSource {
 public:
     using DatagramSink = FunctionRef<void(const shard::Datagram&)>;
+    // How far a file has been read: the byte offset into the (inflated) capture and its size.
+    using ProgressSink = FunctionRef<void(std::uint64_t offset, std::uint64_t size)>;
+    static constexpr std::uint64_t kProgressFrames = 16384;  // frames between two progress calls
 
     explicit CaptureSource(CaptureOptions options = {});
 
     // Opens and reads one file to its end or first error, then returns that error (none at a
-    // clean end). `message` (optional) gets a human-readable account of an error.
-    FileError read_file(const std::string& path, DatagramSink sink, std::string* message = nullptr);
+    // clean end). `message` (optional) gets a human-readable account of an error; `progress`
+    // (optional) is called every kProgressFrames frames and once at the end.
+    FileError read_file(const std::string& path, DatagramSink sink, std::string* message = nullptr,
+                        const ProgressSink* progress = nullptr);
     // Reads what is left of `reader`.
-    FileError read(FileReader& reader, DatagramSink sink);
+    FileError read(FileReader& reader, DatagramSink sink, const ProgressSink* progress = nullptr);
     // One frame: the unit the walk-and-split modes use.
     void process(const Frame& frame, DatagramSink sink);
     // End of all input: incomplete fragments and TCP streams are counted and dropped.

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """`hepd pcap` end to end: generated captures must come out exactly as the generator says, with
 1 and with 2 shards; the real fixtures give the calls that are in them; a truncated file and a
-garbage file give a clear error, exit 65 and a report of what was read.
+garbage file give a clear error, exit 65 and a report of what was read; on a terminal it shows
+its progress, and nothing of it when stderr is a pipe.
 
   pcap_mode_test.py HEPD HEPD_CORPUS FIXTURES_DIR
 """
 import json
 import os
+import pty
 import shutil
 import subprocess
 import sys
@@ -82,6 +84,31 @@ try:
     check("truncated file: exit status", rc, 65)
     check("truncated file: error names the byte offset", "byte" in r.get("error", ""), True)
     check("truncated file: the frames before it are reported", r["capture"]["frames"] > truth["packets"] // 3, True)
+    # Progress: on a terminal (a pseudo-terminal here), a status line redrawn in place and cleared
+    # before the summary; through a pipe (above, every run_pcap), none of it.
+    _, _, piped = run_pcap([capture], 1)
+    check("progress: nothing on a pipe", "hepd pcap: file" in piped, False)
+    leader, follower = pty.openpty()
+    p = subprocess.Popen([HEPD, "pcap", capture, capture, "--cores", "1"], stdout=subprocess.DEVNULL, stderr=follower)
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # EIO: the process has closed the terminal
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(leader)
+    check("progress: exit status on a terminal", p.wait(timeout=120), 0)
+    text = shown.decode(errors="replace")
+    check("progress: a status line on a terminal", "\r\x1b[Khepd pcap: file 1/2, " in text, True)
+    check("progress: packets counted", " packets" in text, True)
+    check("progress: the line cleared at the end", text.endswith("\r\x1b[K"), True)
+    if failures:
+        print(repr(text[-500:]))
+
     garbage = os.path.join(work, "garbage.pcap")
     open(garbage, "wb").write(b"this is not a capture file\n" * 100)
     rc, r, err = run_pcap([garbage], 1)
