@@ -1,6 +1,7 @@
 #include "intake/hep_intake.hpp"
 
 #include "ingest/hep_message.hpp"
+#include "support/counts.hpp"
 
 #include <catch2/catch.hpp>
 #include <zlib.h>
@@ -14,7 +15,8 @@ using namespace hepd::intake;
 namespace {
 const Timestamp kNow = Timestamp::from_parts(1'700'000'100, 0);
 
-using Counts = std::map<std::string, std::uint64_t>;
+using test::Counts;
+using test::moved;
 
 // Every intake counter, by "family/index", for comparing before and after hostile input.
 Counts counts(const IntakeStats& s) {
@@ -37,14 +39,6 @@ Counts counts(const IntakeStats& s) {
     for (const auto& by_agent : s.by_type)
         for (const auto& n : by_agent) by_type += n;
     out["by_type"] = by_type;
-    return out;
-}
-
-// The counters that moved, with how much.
-Counts moved(const Counts& before, const Counts& after) {
-    Counts out;
-    for (const auto& [name, value] : after)
-        if (value != before.at(name)) out[name] = value - before.at(name);
     return out;
 }
 

@@ -1,6 +1,7 @@
 // Bad-input catalogue (tests/CATALOGUE.md), SIP items: each hostile message gives one counted
 // error or defect, and a confirmed call that was there before is untouched and still ends.
 #include "dialog_test_util.hpp"
+#include "support/counts.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -14,7 +15,8 @@ using namespace hepd::sip::test;
 
 namespace {
 
-using Counts = std::map<std::string, std::uint64_t>;
+using hepd::test::Counts;
+using hepd::test::moved;
 
 // Every counter a bad message could move, by "family/reason".
 Counts counts(const DialogStats& s) {
@@ -33,14 +35,6 @@ Counts counts(const DialogStats& s) {
     out["requests"] = requests;
     out["dialogs_created"] = s.dialogs_created.value();
     out["media_bindings"] = s.media_bindings.value();
-    return out;
-}
-
-// The counters that moved, with how much.
-Counts moved(const Counts& before, const Counts& after) {
-    Counts out;
-    for (const auto& [name, value] : after)
-        if (value != before.at(name)) out[name] = value - before.at(name);
     return out;
 }
 
