@@ -196,7 +196,9 @@ class Hepd:
 
     def scrape(self):
         t0 = time.perf_counter()
-        text = urllib.request.urlopen(f"http://127.0.0.1:{self.metrics}/metrics", timeout=5).read().decode()
+        # Generous: on a shared machine a starved scrape is a slow sample, not a reason to lose
+        # a long run (the soak); its time is recorded in last_scrape_seconds.
+        text = urllib.request.urlopen(f"http://127.0.0.1:{self.metrics}/metrics", timeout=30).read().decode()
         self.last_scrape_seconds = time.perf_counter() - t0
         return text
 

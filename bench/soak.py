@@ -119,11 +119,12 @@ def run(a):
             c = counters(hepd)
             s = {"t": round(time.monotonic() - t0, 1), **process_sample(pid),
                  "cpu_pct": round(100 * (dl.usage([pid])[0] - cpu0) / max(time.monotonic() - t0, 1e-9), 1),
-                 **{k: c[k] for k in ("received", "accepted", "dropped", "dialogs_active")}}
+                 **{k: c[k] for k in ("received", "accepted", "dropped", "dialogs_active")},
+                 "scrape_seconds": round(hepd.last_scrape_seconds, 3)}
             samples.append(s)
             print(f"t={s['t']:7.1f}s rss={s['rss_kib'] / 1024:7.1f} MiB fds={s['fds']} threads={s['threads']} "
                   f"cpu={s['cpu_pct']:5.1f}% received={int(s['received'])} accepted={int(s['accepted'])} "
-                  f"dialogs={int(s['dialogs_active'])}", file=sys.stderr)
+                  f"dialogs={int(s['dialogs_active'])} scrape={s['scrape_seconds']:.3f}s", file=sys.stderr)
             time.sleep(a.interval)
         garbage.stop_flag.set()
         garbage.join()
