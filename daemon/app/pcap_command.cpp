@@ -112,6 +112,8 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
     producer.flush();
     pipeline.finish(last);
     progress.finish();
+    info.reader_cpu_seconds = thread_cpu_seconds();  // finish() only waits, unless it ran the one shard
+    info.shard_cpu_seconds = pipeline.shard_cpu_seconds();
 
     // The shard threads have ended: their tables and statistics are this thread's to read now.
     sip::DialogStats dialog_stats;

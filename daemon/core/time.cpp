@@ -21,4 +21,10 @@ std::string format_iso8601(Timestamp t) {
     return buf;
 }
 
+double thread_cpu_seconds() noexcept {
+    timespec ts{};
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
 }  // namespace hepd

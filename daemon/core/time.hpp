@@ -25,6 +25,9 @@ struct Timestamp {
 // ISO-8601 UTC with microseconds, e.g. 2024-01-02T03:04:05.000006Z.
 std::string format_iso8601(Timestamp t);
 
+// CPU time the calling thread has used (user + system), in seconds.
+double thread_cpu_seconds() noexcept;
+
 class Clock {
 public:
     virtual ~Clock() = default;

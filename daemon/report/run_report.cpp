@@ -87,6 +87,8 @@ json build_report(const RunInfo& info, const RunInputs& in) {
     run["frames_per_second"] = info.wall_seconds > 0 ? static_cast<double>(cap.frames) / info.wall_seconds : 0.0;
     run["peak_rss_bytes"] = info.peak_rss_bytes;
     run["rss_anon_bytes"] = info.rss_anon_bytes;
+    run["reader_cpu_seconds"] = info.reader_cpu_seconds;
+    run["shard_cpu_seconds"] = info.shard_cpu_seconds;
     r["run"] = run;
 
     json c;
@@ -321,6 +323,11 @@ std::string render_text(const json& r) {
       << fixed(run["cpu_seconds"].get<double>()) << " s, " << fixed(run["frames_per_second"].get<double>(), 0)
       << " frames/s, peak RSS " << run["peak_rss_bytes"].get<std::uint64_t>() / 1024 << " KiB (anonymous "
       << run["rss_anon_bytes"].get<std::uint64_t>() / 1024 << " KiB)\n";
+    if (!run["shard_cpu_seconds"].empty()) {
+        o << "  cpu by thread: reader " << fixed(run["reader_cpu_seconds"].get<double>()) << " s, shards";
+        for (const auto& s : run["shard_cpu_seconds"]) o << " " << fixed(s.get<double>());
+        o << " s\n";
+    }
     o << "\nCapture\n  frames " << c["frames"] << ", bytes " << c["bytes"] << ", datagrams " << c["datagrams"] << "\n"
       << "  by kind: " << kv_line(c["datagrams_by_kind"]) << "\n"
       << "  by class: " << kv_line(c["packets_by_class"]) << "\n"

@@ -87,8 +87,9 @@ public:
     std::atomic<std::uint64_t> progress{0};
     // Ordered mode: the peers' progress this shard's held media wait for (none: UINT64_MAX).
     std::atomic<std::uint64_t> waits_for{UINT64_MAX};
-    Counter binding_drops;  // written by this shard's thread only
-    Counter wakeups;        // likewise
+    Counter binding_drops;   // written by this shard's thread only
+    Counter wakeups;         // likewise
+    double cpu_seconds = 0;  // the thread's own, written as it ends (read after join)
 
     std::size_t depth() const noexcept {
         std::size_t n = 0;
@@ -411,6 +412,7 @@ private:
         apply_bindings_before(UINT64_MAX);
         run_task();
         worker().finish(end);
+        cpu_seconds = thread_cpu_seconds();
     }
 
     struct HeldBinding {
@@ -679,6 +681,12 @@ std::uint64_t Pipeline::binding_drops() const noexcept {
 
 std::uint64_t Pipeline::wakeups(std::size_t shard) const noexcept {
     return threads_.empty() ? 0 : threads_[shard]->wakeups.value();
+}
+
+std::vector<double> Pipeline::shard_cpu_seconds() const {
+    std::vector<double> out;
+    for (const auto& t : threads_) out.push_back(t->cpu_seconds);
+    return out;
 }
 
 std::uint64_t Pipeline::queue_full_drops() const noexcept {

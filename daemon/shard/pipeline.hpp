@@ -109,6 +109,9 @@ public:
     std::uint64_t binding_drops() const noexcept;
     // Times the shard's thread woke up from a sleep (0 without shard threads).
     std::uint64_t wakeups(std::size_t shard) const noexcept;
+    // CPU seconds each shard thread used, once finish() has joined them (empty without shard
+    // threads: the producer's thread did the shards' work).
+    std::vector<double> shard_cpu_seconds() const;
 
 private:
     struct Link;

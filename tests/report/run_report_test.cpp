@@ -96,6 +96,7 @@ TEST_CASE("text report: every section shows its figures", "[report]") {
     CHECK(contains(text,
                    "\nRun\n  shards 2, wall 2.000 s, cpu 1.500 s, 1500000 frames/s, peak RSS 8192 KiB "
                    "(anonymous 3072 KiB)\n"));
+    CHECK_FALSE(contains(text, "cpu by thread"));  // one thread did everything: nothing to split
     CHECK(contains(text, "\nCapture\n  frames 3000000, bytes 123456789, datagrams 2999990\n  by kind: none\n"));
     // PDD: n 2, mean (0.5 + 1.25) / 2 = 0.875; p50 is the bucket of the 1st of 2 (le 0.5), p95
     // that of the 2nd (ceil(1.9) = 2: le 2). Setup: the answered call only, 2 s; duration 60 s.
@@ -115,6 +116,18 @@ TEST_CASE("text report: every section shows its figures", "[report]") {
                    "duplicates 2, out of order 0, events 0\n"));
     CHECK(contains(text, "  MOS: n/a\n"));  // no stream reported a quality estimate
     CHECK_FALSE(contains(text, "worst streams"));
+}
+
+TEST_CASE("report: CPU time by thread, the reader's and each shard's", "[report]") {
+    Input input;
+    input.info.reader_cpu_seconds = 0.5;
+    input.info.shard_cpu_seconds = {0.25, 0.75};
+    const auto json = input.report();
+    CHECK(json["run"]["reader_cpu_seconds"] == 0.5);
+    CHECK(json["run"]["shard_cpu_seconds"] == nlohmann::json::array({0.25, 0.75}));
+    const std::string text = render_text(json);
+    INFO(text);
+    CHECK(contains(text, "(anonymous 3072 KiB)\n  cpu by thread: reader 0.500 s, shards 0.250 0.750 s\n"));
 }
 
 TEST_CASE("text report: a run that stopped early says where", "[report]") {
