@@ -202,8 +202,8 @@ struct Dialog {
     // RFC 6076 4.3 status indicative response (SRD end): the first provisional other than 100,
     // else the 2xx or the failure (4xx-6xx) that settled the call; 0 until then.
     Timestamp indicative_time;
-    Timestamp answer_time;   // first 2xx to the INVITE
-    Timestamp ack_time;      // first ACK of the INVITE transaction
+    Timestamp answer_time;  // first 2xx to the INVITE
+    Timestamp ack_time;     // first ACK of the INVITE transaction
     Timestamp cancel_time;
     Timestamp bye_time;         // first BYE
     Timestamp bye_answer_time;  // first final response to a BYE

@@ -59,9 +59,9 @@ std::string_view to_string(RegistrationResult result) noexcept;
 // hepd_dialogs_final_status_total{code}: the codes RFC 6076 4.6-4.8 name, those operators ask
 // about, "3xx" (redirects leave SER's denominator), "other", and "none" for dialogs that ended
 // without a final response.
-inline constexpr std::array<std::string_view, 19> kFinalStatusNames{
-    "200", "3xx", "401", "403", "404", "407", "408", "480", "486", "487",
-    "488", "500", "502", "503", "504", "600", "603", "other", "none"};
+inline constexpr std::array<std::string_view, 19> kFinalStatusNames{"200", "3xx", "401", "403",   "404", "407", "408",
+                                                                    "480", "486", "487", "488",   "500", "502", "503",
+                                                                    "504", "600", "603", "other", "none"};
 inline constexpr std::size_t kFinalStatusCount = kFinalStatusNames.size();
 // Index into kFinalStatusNames; code 0 (no final response) is "none".
 std::size_t final_status_index(std::uint16_t code) noexcept;

@@ -327,12 +327,17 @@ void DialogTable::on_invite_response(Dialog& d, std::size_t hop_index, const Mes
         if (before == 1 && d.fork_count == 2) stats_->forked_dialogs.add();
     }
     if (code < 200) {
-        if ((code == 180 || code == 183) && d.ringing_time.us == 0) {
-            d.ringing_time = now;
-            stats_->pdd.observe(seconds(interval(d.invite_time, now)));
+        const bool ringing = (code == 180 || code == 183) && d.ringing_time.us == 0;
+        const bool indicative = awaits_indicative(d);
+        if (ringing || indicative) {
+            const double since_invite = seconds(interval(d.invite_time, now));  // one skew count per message
+            if (ringing) {
+                d.ringing_time = now;
+                stats_->pdd.observe(since_invite);
+            }
+            if (indicative) note_indicative(d, SetupResult::success, now, since_invite);
         }
         if (is_unanswered(d.state)) {
-            note_indicative(d, SetupResult::success, now);
             set_state(d, DialogState::early);
             Timestamp deadline = plus(now, config_.ringing_timeout);
             if (d.cancel_seen) deadline = std::min(deadline, plus(d.cancel_time, config_.invite_timeout));
@@ -349,8 +354,9 @@ void DialogTable::on_invite_response(Dialog& d, std::size_t hop_index, const Mes
         d.pending_q850 = kNoCause;
         d.end_time = Timestamp{};
         set_state(d, DialogState::confirmed);
-        stats_->setup.observe(seconds(interval(d.invite_time, now)));
-        note_indicative(d, SetupResult::success, now);
+        const double since_invite = seconds(interval(d.invite_time, now));
+        stats_->setup.observe(since_invite);
+        if (d.indicative_time.us == 0) note_indicative(d, SetupResult::success, now, since_invite);
         stats_->final_status[final_status_index(code)].add();
         set_deadline(d, plus(now, config_.max_call_duration));
         return;
@@ -369,7 +375,8 @@ void DialogTable::on_invite_response(Dialog& d, std::size_t hop_index, const Mes
         return;
     }
     d.final_status = code;
-    if (code >= 400) note_indicative(d, SetupResult::failure, now);
+    if (code >= 400 && awaits_indicative(d))
+        note_indicative(d, SetupResult::failure, now, seconds(interval(d.invite_time, now)));
     note_cause(d, m);
     // Proxies do not always relay the Reason header; the callee's copy of this answer had it.
     if (d.q850_cause == kNoCause && d.pending_status == code) d.q850_cause = d.pending_q850;
@@ -458,11 +465,15 @@ void DialogTable::count_cause(Dialog& d) noexcept {
 }
 
 // RFC 6076 4.3: SRD ends at the first response that tells the caller how its request fares;
-// later ones (more provisionals, the answer after ringing) do not move it.
-void DialogTable::note_indicative(Dialog& d, SetupResult result, Timestamp when) noexcept {
-    if (d.indicative_time.us != 0) return;
+// later ones (more provisionals, the answer after ringing) do not move it, and nothing after
+// the set-up is settled does.
+bool DialogTable::awaits_indicative(const Dialog& d) const noexcept {
+    return d.indicative_time.us == 0 && is_unanswered(d.state);
+}
+
+void DialogTable::note_indicative(Dialog& d, SetupResult result, Timestamp when, double since_invite) noexcept {
     d.indicative_time = when;
-    stats_->srd[static_cast<std::size_t>(result)].observe(seconds(interval(d.invite_time, when)));
+    stats_->srd[static_cast<std::size_t>(result)].observe(since_invite);
 }
 
 void DialogTable::finish(Dialog& d, DialogState state, Timestamp when) {
@@ -500,7 +511,8 @@ std::uint32_t DialogTable::on_deadline(std::uint32_t at) {
         d.final_status = d.pending_status;
         // The unanswered challenge was what the caller got; a failure relayed on another hop
         // only was not seen reaching the caller, so its time is unknown.
-        if (d.end_time.us != 0) note_indicative(d, SetupResult::failure, failed_at);
+        if (d.end_time.us != 0 && awaits_indicative(d))
+            note_indicative(d, SetupResult::failure, failed_at, seconds(interval(d.invite_time, failed_at)));
         if (d.q850_cause == kNoCause) d.q850_cause = d.pending_q850;
         finish(d, d.pending_status == 487 ? DialogState::cancelled : DialogState::failed, when);
         d.end_time = failed_at;
