@@ -78,7 +78,7 @@ inline TransactionRecord sample_transaction(const std::string& call_id = "reg-84
     t.state = sip::TransactionState::completed;
     t.agent = 7;
     t.hop_count = 3;
-    t.attempt_time = Timestamp{1'699'999'999'990'006};
+    t.attempt_time = Timestamp{1'700'000'099'990'006};
     t.retried = true;
     return r;
 }
