@@ -55,13 +55,16 @@ json summary(const Range& r, const H& h) {
     return j;
 }
 
-// For figures no record keeps (so no exact min/max): count, exact mean from the histogram's sum,
-// and bucket upper bounds.
+// For figures no record keeps (so no exact min/max): count, mean from the histogram's sum, and
+// bucket upper bounds.
 template <class H>
 json histogram_summary(const H& h) {
     json j;
     j["count"] = h.count();
-    j["mean"] = h.count() ? h.sum() / static_cast<double>(h.count()) : 0.0;
+    // Shards' sums add in any order; every value is whole microseconds, so rounding the sum there
+    // gives the same mean for any number of shards.
+    const auto sum_us = static_cast<double>(std::llround(h.sum() * 1e6));
+    j["mean"] = h.count() ? sum_us / 1e6 / static_cast<double>(h.count()) : 0.0;
     j["p50_bucket"] = quantile(h, 0.5);
     j["p95_bucket"] = quantile(h, 0.95);
     return j;
