@@ -311,7 +311,7 @@ std::string kv_line(const json& obj) {
     std::string out;
     for (auto it = obj.begin(); it != obj.end(); ++it) {
         if (!out.empty()) out += ", ";
-        out += it.key() + " " + (it->is_object() ? it->dump() : it->dump());
+        out += it.key() + " " + it->dump();
     }
     return out;
 }

@@ -22,8 +22,8 @@ TransactionOutcome outcome_for_status(std::uint16_t code) noexcept {
 }
 
 std::size_t key_heap(const TransactionKey& key) noexcept {
-    static const std::size_t kInline = std::string().capacity();
-    return key.call_id.capacity() > kInline ? key.call_id.capacity() + 1 : 0;
+    static const std::size_t inline_capacity = std::string().capacity();
+    return key.call_id.capacity() > inline_capacity ? key.call_id.capacity() + 1 : 0;
 }
 
 // RFC 3261 10.2: a UA answers these by sending the REGISTER again, with the next CSeq.
