@@ -2,7 +2,7 @@
 // Statistics of one shard's dialog and transaction tables. Written by the shard thread when each
 // event happens (never rebuilt from the tables), read by the exporter at scrape time; merge()
 // sums shards for the report and the exporter. Labels are closed sets only: method, status class,
-// agent index, state, outcome, cause, reason.
+// agent index, state, outcome, cause, reason, result, final status code.
 #include "core/packet_meta.hpp"
 #include "core/stats.hpp"
 #include "sip/dialog.hpp"
