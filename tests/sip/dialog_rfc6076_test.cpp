@@ -261,3 +261,48 @@ TEST_CASE("rfc6076: ineffective registration attempts", "[sip][dialog][rfc6076]"
     CHECK(registrations(s, RegistrationResult::success) == 0);
     CHECK(s.rrd.count() == 0);
 }
+
+TEST_CASE("rfc6076: dialogs that end without a final response count as none, once", "[sip][dialog][rfc6076]") {
+    const Sip invite;
+    const Sip early = invite.with_to_tag("callee-tag");
+
+    SECTION("a CANCEL whose 487 never comes") {
+        Harness h;
+        h.send(invite, A, B, ms(0));
+        h.send(early.resp(180), B, A, ms(100));
+        h.send(invite.req("CANCEL", "z9hG4bK-a1", 1), A, B, ms(2000));
+        h.table.expire(ms(60'000));
+        CHECK(h.stats().finished(DialogOutcome::cancelled) == 1);
+        CHECK(final_status(h.stats(), "none") == 1);
+        CHECK(final_status_total(h.stats()) == 1);
+    }
+    SECTION("a BYE that ends an early dialog") {
+        Harness h;
+        h.send(invite, A, B, ms(0));
+        h.send(early.resp(183), B, A, ms(100));
+        const Sip bye = early.req("BYE", "z9hG4bK-a2", 2);
+        h.send(bye, A, B, ms(900));
+        h.send(bye.resp(200), B, A, ms(930));
+        CHECK(final_status(h.stats(), "none") == 1);
+        CHECK(h.stats().sdd.count() == 1);
+        CHECK(h.stats().sdd.sum() == Approx(0.03));
+    }
+    SECTION("evicted at the cap: none if unanswered, nothing more if answered") {
+        DialogConfig config;
+        config.max_dialogs = 1;
+        Harness h(config);
+        h.send(invite, A, B, ms(0));  // unanswered, evicted by the next call
+        Sip second_call = Sip{}.with_branch("z9hG4bK-b1");
+        second_call.call_id = "call-2@example.net";
+        h.send(second_call, A, B, ms(10));
+        CHECK(h.stats().finished(DialogOutcome::evicted) == 1);
+        CHECK(final_status(h.stats(), "none") == 1);
+        h.send(second_call.with_to_tag("t2").resp(200), B, A, ms(500));
+        CHECK(final_status(h.stats(), "200") == 1);
+        Sip third_call = second_call;
+        third_call.call_id = "call-3@example.net";
+        h.send(third_call, A, B, ms(600));  // evicts the answered call
+        CHECK(h.stats().finished(DialogOutcome::evicted) == 2);
+        CHECK(final_status_total(h.stats()) == 2);
+    }
+}
