@@ -126,6 +126,7 @@ std::vector<MetricFamily> Collector::Collect() const {
         streams.merge(w->streams().stats());
     }
     collect_sip(out, *dialogs);
+    collect_rfc6076(out, *dialogs);
     collect_rtp(out, streams);
     collect_evictions(out, *dialogs, streams, intake);
     collect_snapshot(out);
@@ -331,6 +332,30 @@ void Collector::collect_sip(Writer& out, const sip::DialogStats& d) const {
                   "Non-INVITE transactions outside dialogs: request to final response, by method.");
     for (std::size_t m = 0; m < sip::kMethodCount; ++m)
         if (d.transaction_delay[m].count() != 0) out.add(d.transaction_delay[m], {{"method", method_name(m)}});
+}
+
+// RFC 6076 figures; METRICS.md says which section each follows and how the ratios are built.
+void Collector::collect_rfc6076(Writer& out, const sip::DialogStats& d) {
+    out.histogram("hepd_sip_srd_seconds",
+                  "RFC 6076 session request delay: INVITE to the first provisional other than 100, else to the "
+                  "final response; by result of that response (success, failure).");
+    for (std::size_t r = 0; r < sip::kSetupResultCount; ++r)
+        out.add(d.srd[r], {{"result", to_string(static_cast<sip::SetupResult>(r))}});
+    out.histogram("hepd_sip_sdd_seconds", "RFC 6076 session disconnect delay: BYE to its final response.");
+    out.add(d.sdd);
+    out.counter("hepd_dialogs_final_status_total",
+                "INVITE dialogs by final response to the INVITE (none: ended without one), counted when the "
+                "set-up is decided.");
+    for (std::size_t c = 0; c < sip::kFinalStatusCount; ++c)
+        out.add(as_double(value_of(d.final_status[c])), {{"code", sip::kFinalStatusNames[c]}});
+    out.histogram("hepd_sip_rrd_seconds",
+                  "RFC 6076 registration request delay: first REGISTER of an attempt (401/407 retries included) "
+                  "to its 2xx.");
+    out.add(d.rrd);
+    out.counter("hepd_sip_registrations_total",
+                "Registration attempts (a REGISTER and its retries after 401/407/423) ended, by result (success, "
+                "failure, timeout).");
+    out.by_enum<sip::RegistrationResult>("result", d.registrations);
 }
 
 void Collector::collect_rtp(Writer& out, const rtp::StreamStats& s) {

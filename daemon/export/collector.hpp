@@ -90,6 +90,7 @@ private:
     void collect_intake(Writer& out, const intake::IntakeStats& in) const;
     void collect_shards(Writer& out) const;
     void collect_sip(Writer& out, const sip::DialogStats& d) const;
+    static void collect_rfc6076(Writer& out, const sip::DialogStats& d);
     static void collect_rtp(Writer& out, const rtp::StreamStats& s);
     static void collect_evictions(Writer& out, const sip::DialogStats& d, const rtp::StreamStats& s,
                                   const intake::IntakeStats& in);

@@ -55,6 +55,34 @@ json summary(const Range& r, const H& h) {
     return j;
 }
 
+// For figures no record keeps (so no exact min/max): count, mean from the histogram's sum, and
+// bucket upper bounds.
+template <class H>
+json histogram_summary(const H& h) {
+    json j;
+    j["count"] = h.count();
+    // Shards' sums add in any order; every value is whole microseconds, so rounding the sum there
+    // gives the same mean for any number of shards.
+    const auto sum_us = static_cast<double>(std::llround(h.sum() * 1e6));
+    j["mean"] = h.count() ? sum_us / 1e6 / static_cast<double>(h.count()) : 0.0;
+    j["p50_bucket"] = quantile(h, 0.5);
+    j["p95_bucket"] = quantile(h, 0.95);
+    return j;
+}
+
+// RFC 6076 figures (daemon/export/METRICS.md, "RFC 6076").
+json rfc6076_section(const sip::DialogStats& ds) {
+    json j;
+    j["srd_seconds"] = {{"success", histogram_summary(ds.srd[static_cast<std::size_t>(sip::SetupResult::success)])},
+                        {"failure", histogram_summary(ds.srd[static_cast<std::size_t>(sip::SetupResult::failure)])}};
+    j["sdd_seconds"] = histogram_summary(ds.sdd);
+    j["final_status"] = nonzero(ds.final_status, [](std::size_t i) { return sip::kFinalStatusNames[i]; });
+    j["registrations"] = nonzero(ds.registrations,
+                                 [](std::size_t i) { return sip::to_string(static_cast<sip::RegistrationResult>(i)); });
+    j["rrd_seconds"] = histogram_summary(ds.rrd);
+    return j;
+}
+
 template <class H>
 json buckets(const H& h) {
     json j = json::array();
@@ -233,6 +261,7 @@ json build_report(const RunInfo& info, const RunInputs& in) {
              })}};
     }
     r["transactions"] = t;
+    r["rfc6076"] = rfc6076_section(ds);
 
     json s;
     s["started"] = ss.streams_started.value();
@@ -284,7 +313,7 @@ std::string kv_line(const json& obj) {
     std::string out;
     for (auto it = obj.begin(); it != obj.end(); ++it) {
         if (!out.empty()) out += ", ";
-        out += it.key() + " " + (it->is_object() ? it->dump() : it->dump());
+        out += it.key() + " " + it->dump();
     }
     return out;
 }
@@ -300,6 +329,11 @@ std::string span(const json& s, const char* unit = " s") {
     return "n=" + s["count"].dump() + " mean " + fixed(s["mean"].get<double>()) + unit + ", min " +
            fixed(s["min"].get<double>()) + ", max " + fixed(s["max"].get<double>()) +
            ", p50<=" + fixed(s["p50_bucket"].get<double>(), 2) + ", p95<=" + fixed(s["p95_bucket"].get<double>(), 2);
+}
+std::string histogram_span(const json& s) {
+    if (s["count"].get<std::uint64_t>() == 0) return "n/a";
+    return "n=" + s["count"].dump() + " mean " + fixed(s["mean"].get<double>()) +
+           " s, p50<=" + fixed(s["p50_bucket"].get<double>(), 2) + ", p95<=" + fixed(s["p95_bucket"].get<double>(), 2);
 }
 }  // namespace
 
@@ -359,6 +393,12 @@ std::string render_text(const json& r) {
               << f["caller"].get<std::string>() << " -> " << f["callee"].get<std::string>() << "  "
               << f["call_id"].get<std::string>() << "\n";
     }
+    const auto& q = r["rfc6076"];
+    o << "\nRFC 6076\n  SRD success: " << histogram_span(q["srd_seconds"]["success"])
+      << "\n  SRD failure: " << histogram_span(q["srd_seconds"]["failure"])
+      << "\n  SDD: " << histogram_span(q["sdd_seconds"]) << "\n  final status: " << kv_line(q["final_status"])
+      << "\n  registrations: " << kv_line(q["registrations"]) << "\n  RRD: " << histogram_span(q["rrd_seconds"])
+      << "\n";
     const auto& t = r["streams"];
     o << "\nStreams\n  started " << t["started"] << ", finished: " << kv_line(t["finished"]) << "\n  RTP packets "
       << t["rtp_packets"] << ", lost " << t["lost_packets"] << ", duplicates " << t["duplicate_packets"]

@@ -143,8 +143,8 @@ std::string_view DialogKey::call_id() const noexcept {
 }
 
 std::size_t DialogKey::heap_bytes() const noexcept {
-    static const std::size_t kInline = std::string().capacity();
-    return text_.capacity() > kInline ? text_.capacity() + 1 : 0;
+    static const std::size_t inline_capacity = std::string().capacity();
+    return text_.capacity() > inline_capacity ? text_.capacity() + 1 : 0;
 }
 
 }  // namespace hepd::sip

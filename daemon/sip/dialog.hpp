@@ -199,8 +199,11 @@ struct Dialog {
     Timestamp invite_time;   // first INVITE, earliest over hops
     Timestamp trying_time;   // first 100 (0: not seen)
     Timestamp ringing_time;  // first 180/183 (PDD end)
-    Timestamp answer_time;   // first 2xx to the INVITE
-    Timestamp ack_time;      // first ACK of the INVITE transaction
+    // RFC 6076 4.3 status indicative response (SRD end): the first provisional other than 100,
+    // else the 2xx or the failure (4xx-6xx) that settled the call; 0 until then.
+    Timestamp indicative_time;
+    Timestamp answer_time;  // first 2xx to the INVITE
+    Timestamp ack_time;     // first ACK of the INVITE transaction
     Timestamp cancel_time;
     Timestamp bye_time;         // first BYE
     Timestamp bye_answer_time;  // first final response to a BYE
@@ -278,6 +281,10 @@ struct Transaction {
     FingerprintRing<kTransactionRingSize> recent;
     std::uint16_t final_status = 0;
     std::uint16_t retransmissions = 0;
+    // A REGISTER sent again after a 401/407/423 (next CSeq, same Call-ID): the first REGISTER of
+    // the attempt, where RFC 6076 RRD starts; 0 when this is the attempt's first request.
+    Timestamp attempt_time;
+    bool retried = false;  // this REGISTER's 401/407/423 was answered by a retry
     Method method = Method::other;
     TransactionState state = TransactionState::pending;
     std::uint8_t agent = 0;

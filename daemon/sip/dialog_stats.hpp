@@ -2,7 +2,7 @@
 // Statistics of one shard's dialog and transaction tables. Written by the shard thread when each
 // event happens (never rebuilt from the tables), read by the exporter at scrape time; merge()
 // sums shards for the report and the exporter. Labels are closed sets only: method, status class,
-// agent index, state, outcome, cause, reason.
+// agent index, state, outcome, cause, reason, result, final status code.
 #include "core/packet_meta.hpp"
 #include "core/stats.hpp"
 #include "sip/dialog.hpp"
@@ -40,6 +40,32 @@ std::string_view status_class_name(std::size_t index) noexcept;
 
 using TransactionDelayHistogram = Histogram<kTransactionDelayBuckets.size()>;
 
+// RFC 6076 figures (METRICS.md, "RFC 6076"). SRD buckets: a proxy's 404 comes back in
+// milliseconds, a call that is never rung may take tens of seconds to be answered or refused.
+inline constexpr std::array<double, 14> kSrdBuckets{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 8, 12, 20, 30};
+using SrdHistogram = Histogram<kSrdBuckets.size()>;
+
+// hepd_sip_srd_seconds{result}: what the status indicative response said (RFC 6076 4.3.1, 4.3.2).
+enum class SetupResult : std::uint8_t { success, failure };
+inline constexpr std::size_t kSetupResultCount = 2;
+std::string_view to_string(SetupResult result) noexcept;
+
+// hepd_sip_registrations_total{result}: registration attempts (a REGISTER and its retries after
+// 401/407/423) by how they ended (RFC 6076 4.1, 4.2).
+enum class RegistrationResult : std::uint8_t { success, failure, timeout };
+inline constexpr std::size_t kRegistrationResultCount = 3;
+std::string_view to_string(RegistrationResult result) noexcept;
+
+// hepd_dialogs_final_status_total{code}: the codes RFC 6076 4.6-4.8 name, those operators ask
+// about, "3xx" (redirects leave SER's denominator), "other", and "none" for dialogs that ended
+// without a final response.
+inline constexpr std::array<std::string_view, 19> kFinalStatusNames{"200", "3xx", "401", "403",   "404", "407", "408",
+                                                                    "480", "486", "487", "488",   "500", "502", "503",
+                                                                    "504", "600", "603", "other", "none"};
+inline constexpr std::size_t kFinalStatusCount = kFinalStatusNames.size();
+// Index into kFinalStatusNames; code 0 (no final response) is "none".
+std::size_t final_status_index(std::uint16_t code) noexcept;
+
 struct DialogStats {
     // hepd_sip_requests_total{method, agent}: every request seen, retransmissions included.
     std::array<std::array<Counter, kMaxAgents>, kMethodCount> requests{};
@@ -61,6 +87,16 @@ struct DialogStats {
     Histogram<kDurationBuckets.size()> duration{kDurationBuckets};
     // hepd_sip_q850_causes_total{cause}: one per finished dialog that carried a cause.
     std::array<Counter, kQ850Slots> q850_causes{};
+
+    // RFC 6076 figures. srd[SetupResult]: INVITE to the status indicative response.
+    std::array<SrdHistogram, kSetupResultCount> srd{SrdHistogram{kSrdBuckets}, SrdHistogram{kSrdBuckets}};
+    // BYE to its final response (RFC 6076 4.4).
+    TransactionDelayHistogram sdd{kTransactionDelayBuckets};
+    // One per dialog, when its set-up is decided: at the answer, at the failure, or at the end.
+    std::array<Counter, kFinalStatusCount> final_status{};
+    // First REGISTER of an attempt to its 2xx (RFC 6076 4.1).
+    TransactionDelayHistogram rrd{kTransactionDelayBuckets};
+    std::array<Counter, kRegistrationResultCount> registrations{};
 
     // Non-INVITE transactions outside dialogs, by method.
     std::array<Counter, kMethodCount> transactions_started{};

@@ -300,6 +300,7 @@ void DialogTable::on_response(Dialog& d, Party side, std::size_t hop_index, cons
         if (m.status_code >= 200 && d.bye_status == 0) {
             d.bye_status = m.status_code;
             d.bye_answer_time = now;
+            if (d.bye_time.us != 0) stats_->sdd.observe(seconds(interval(d.bye_time, now)));
         }
         break;
     default: break;
@@ -326,9 +327,15 @@ void DialogTable::on_invite_response(Dialog& d, std::size_t hop_index, const Mes
         if (before == 1 && d.fork_count == 2) stats_->forked_dialogs.add();
     }
     if (code < 200) {
-        if ((code == 180 || code == 183) && d.ringing_time.us == 0) {
-            d.ringing_time = now;
-            stats_->pdd.observe(seconds(interval(d.invite_time, now)));
+        const bool ringing = (code == 180 || code == 183) && d.ringing_time.us == 0;
+        const bool indicative = awaits_indicative(d);
+        if (ringing || indicative) {
+            const double since_invite = seconds(interval(d.invite_time, now));  // one skew count per message
+            if (ringing) {
+                d.ringing_time = now;
+                stats_->pdd.observe(since_invite);
+            }
+            if (indicative) note_indicative(d, SetupResult::success, now, since_invite);
         }
         if (is_unanswered(d.state)) {
             set_state(d, DialogState::early);
@@ -347,7 +354,10 @@ void DialogTable::on_invite_response(Dialog& d, std::size_t hop_index, const Mes
         d.pending_q850 = kNoCause;
         d.end_time = Timestamp{};
         set_state(d, DialogState::confirmed);
-        stats_->setup.observe(seconds(interval(d.invite_time, now)));
+        const double since_invite = seconds(interval(d.invite_time, now));
+        stats_->setup.observe(since_invite);
+        if (d.indicative_time.us == 0) note_indicative(d, SetupResult::success, now, since_invite);
+        stats_->final_status[final_status_index(code)].add();
         set_deadline(d, plus(now, config_.max_call_duration));
         return;
     }
@@ -365,6 +375,8 @@ void DialogTable::on_invite_response(Dialog& d, std::size_t hop_index, const Mes
         return;
     }
     d.final_status = code;
+    if (code >= 400 && awaits_indicative(d))
+        note_indicative(d, SetupResult::failure, now, seconds(interval(d.invite_time, now)));
     note_cause(d, m);
     // Proxies do not always relay the Reason header; the callee's copy of this answer had it.
     if (d.q850_cause == kNoCause && d.pending_status == code) d.q850_cause = d.pending_q850;
@@ -452,11 +464,25 @@ void DialogTable::count_cause(Dialog& d) noexcept {
     d.q850_counted = true;
 }
 
+// RFC 6076 4.3: SRD ends at the first response that tells the caller how its request fares;
+// later ones (more provisionals, the answer after ringing) do not move it, and nothing after
+// the set-up is settled does.
+bool DialogTable::awaits_indicative(const Dialog& d) const noexcept {
+    return d.indicative_time.us == 0 && is_unanswered(d.state);
+}
+
+void DialogTable::note_indicative(Dialog& d, SetupResult result, Timestamp when, double since_invite) noexcept {
+    d.indicative_time = when;
+    stats_->srd[static_cast<std::size_t>(result)].observe(since_invite);
+}
+
 void DialogTable::finish(Dialog& d, DialogState state, Timestamp when) {
     set_state(d, state);
     d.end_time = when;
     set_deadline(d, plus(when, config_.dialog_linger));
     stats_->dialogs_finished[static_cast<std::size_t>(outcome_of(state))].add();
+    // An answered call's status was counted at the answer; others are decided now (0: "none").
+    if (d.answer_time.us == 0) stats_->final_status[final_status_index(d.final_status)].add();
     count_cause(d);
 }
 
@@ -483,6 +509,10 @@ std::uint32_t DialogTable::on_deadline(std::uint32_t at) {
         // linger still runs from now, so late messages keep matching).
         const Timestamp failed_at = d.end_time.us != 0 ? d.end_time : when;
         d.final_status = d.pending_status;
+        // The unanswered challenge was what the caller got; a failure relayed on another hop
+        // only was not seen reaching the caller, so its time is unknown.
+        if (d.end_time.us != 0 && awaits_indicative(d))
+            note_indicative(d, SetupResult::failure, failed_at, seconds(interval(d.invite_time, failed_at)));
         if (d.q850_cause == kNoCause) d.q850_cause = d.pending_q850;
         finish(d, d.pending_status == 487 ? DialogState::cancelled : DialogState::failed, when);
         d.end_time = failed_at;
@@ -530,7 +560,9 @@ void DialogTable::account_removed(const Table::Entry& entry, bool evicted) {
     stats_->dialogs_by_state[static_cast<std::size_t>(entry.value.state)].add(-1);
     if (!evicted) return;
     stats_->dialog_evictions.add();
-    if (!entry.value.finished()) stats_->dialogs_finished[static_cast<std::size_t>(DialogOutcome::evicted)].add();
+    if (entry.value.finished()) return;
+    stats_->dialogs_finished[static_cast<std::size_t>(DialogOutcome::evicted)].add();
+    if (entry.value.answer_time.us == 0) stats_->final_status[final_status_index(0)].add();
 }
 
 bool DialogTable::restore(std::string_view call_id, std::string_view from_tag, const Dialog& record) {

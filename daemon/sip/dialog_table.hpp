@@ -136,6 +136,8 @@ private:
     void set_deadline(Dialog& d, Timestamp deadline) noexcept;
     void note_cause(Dialog& d, const Message& m) noexcept;
     void count_cause(Dialog& d) noexcept;
+    bool awaits_indicative(const Dialog& d) const noexcept;
+    void note_indicative(Dialog& d, SetupResult result, Timestamp when, double since_invite) noexcept;
     std::int64_t interval(Timestamp from, Timestamp to) noexcept;
     void anomaly(DialogAnomaly a) noexcept;
     void defect(MessageDefect d) noexcept;

@@ -22,8 +22,15 @@ TransactionOutcome outcome_for_status(std::uint16_t code) noexcept {
 }
 
 std::size_t key_heap(const TransactionKey& key) noexcept {
-    static const std::size_t kInline = std::string().capacity();
-    return key.call_id.capacity() > kInline ? key.call_id.capacity() + 1 : 0;
+    static const std::size_t inline_capacity = std::string().capacity();
+    return key.call_id.capacity() > inline_capacity ? key.call_id.capacity() + 1 : 0;
+}
+
+// RFC 3261 10.2: a UA answers these by sending the REGISTER again, with the next CSeq.
+bool is_retried_registration(std::uint16_t code) noexcept { return code == 401 || code == 407 || code == 423; }
+
+Counter& registrations(DialogStats& stats, RegistrationResult result) noexcept {
+    return stats.registrations[static_cast<std::size_t>(result)];
 }
 
 Counter& outcome_counter(DialogStats& stats, Method method, TransactionOutcome outcome) noexcept {
@@ -82,8 +89,14 @@ void TransactionTable::insert_entry(std::uint64_t hash, TransactionKey key, cons
 
 void TransactionTable::on_deadline(std::uint32_t at) {
     const auto& entry = table_.entry(at);
-    if (entry.value.state == TransactionState::pending)
-        outcome_counter(stats_, entry.value.method, TransactionOutcome::timed_out).add();
+    const Transaction& t = entry.value;
+    if (t.state == TransactionState::pending) outcome_counter(stats_, t.method, TransactionOutcome::timed_out).add();
+    if (t.method == Method::register_) {
+        if (t.state == TransactionState::pending)
+            registrations(stats_, RegistrationResult::timeout).add();
+        else if (is_retried_registration(t.final_status) && !t.retried)
+            registrations(stats_, RegistrationResult::failure).add();  // the UA gave up
+    }
     account_removed(entry);
     table_.erase(at);
 }
@@ -116,6 +129,19 @@ Disposition TransactionTable::on_request(const Message& m, const PacketMeta& met
     }
 
     Transaction t;
+    if (method == Method::register_ && m.cseq.number > 0) {
+        // The retry of a challenged REGISTER continues its attempt (RFC 6076 4.1 Figure 1).
+        const std::uint32_t cseq = m.cseq.number - 1;
+        std::uint32_t prior = lookup(transaction_hash(call_hash, cseq, method), m.call_id, cseq, method);
+        if (prior != Table::kNone) prior = settle(prior, meta.time);
+        if (prior != Table::kNone) {
+            Transaction& p = table_[prior];
+            if (p.state == TransactionState::completed && is_retried_registration(p.final_status) && !p.retried) {
+                p.retried = true;
+                t.attempt_time = p.attempt_time.us != 0 ? p.attempt_time : p.request_time;
+            }
+        }
+    }
     t.request_time = meta.time;
     t.last_activity = meta.time;
     t.deadline = Timestamp{meta.time.us + config_.transaction_timeout.count()};
@@ -163,11 +189,22 @@ Disposition TransactionTable::on_response(const Message& m, const PacketMeta& me
         }
         stats_.transaction_delay[static_cast<std::size_t>(method)].observe(static_cast<double>(delay) / 1e6);
         outcome_counter(stats_, method, outcome_for_status(m.status_code)).add();
+        if (method == Method::register_) on_register_final(t, meta.time);
         stats_.transactions_pending.add(-1);
         stats_.transactions_lingering.add(1);
         set_deadline(t, Timestamp{meta.time.us + config_.transaction_linger.count()});
     }
     return Disposition::transaction_updated;
+}
+
+void TransactionTable::on_register_final(const Transaction& t, Timestamp now) {
+    if (t.final_status < 300) {
+        const Timestamp start = t.attempt_time.us != 0 ? t.attempt_time : t.request_time;
+        stats_.rrd.observe(static_cast<double>(std::max<std::int64_t>(0, now.us - start.us)) / 1e6);
+        registrations(stats_, RegistrationResult::success).add();
+    } else if (!is_retried_registration(t.final_status)) {
+        registrations(stats_, RegistrationResult::failure).add();
+    }  // a challenge: the retry continues the attempt, or the linger ends it as a failure
 }
 
 void TransactionTable::expire(Timestamp now) {

@@ -54,6 +54,8 @@ private:
     // how often expire() runs. Returns Table::kNone when the entry is gone.
     std::uint32_t settle(std::uint32_t at, Timestamp now);
     void on_deadline(std::uint32_t at);
+    // RFC 6076 4.1/4.2: RRD and the registration attempt's result, at a REGISTER's final response.
+    void on_register_final(const Transaction& t, Timestamp now);
     void account_removed(const Table::Entry& entry);
     void insert_entry(std::uint64_t hash, TransactionKey key, const Transaction& record);
     void set_deadline(Transaction& t, Timestamp deadline) noexcept;

@@ -75,6 +75,7 @@ Json dialog_json(const DialogRecord& r) {
     j["invite_time"] = time_json(d.invite_time);
     j["trying_time"] = time_json(d.trying_time);
     j["ringing_time"] = time_json(d.ringing_time);
+    j["indicative_time"] = time_json(d.indicative_time);
     j["answer_time"] = time_json(d.answer_time);
     j["ack_time"] = time_json(d.ack_time);
     j["cancel_time"] = time_json(d.cancel_time);
@@ -116,6 +117,8 @@ Json transaction_json(const TransactionRecord& r) {
     j["request_time"] = time_json(t.request_time);
     j["provisional_time"] = time_json(t.provisional_time);
     j["final_time"] = time_json(t.final_time);
+    j["attempt_time"] = time_json(t.attempt_time);
+    j["retried"] = t.retried;
     j["last_activity"] = time_json(t.last_activity);
     j["deadline"] = time_json(t.deadline);
     j["final_status"] = t.final_status;

@@ -212,6 +212,7 @@ void to_proto(const DialogRecord& in, Dialog& out) {
     out.set_invite_time_us(d.invite_time.us);
     out.set_trying_time_us(d.trying_time.us);
     out.set_ringing_time_us(d.ringing_time.us);
+    out.set_indicative_time_us(d.indicative_time.us);
     out.set_answer_time_us(d.answer_time.us);
     out.set_ack_time_us(d.ack_time.us);
     out.set_cancel_time_us(d.cancel_time.us);
@@ -256,6 +257,7 @@ bool from_proto(const Dialog& in, DialogRecord& out, std::string& why) {
     r.time("invite_time_us", in.invite_time_us(), d.invite_time);
     r.time("trying_time_us", in.trying_time_us(), d.trying_time);
     r.time("ringing_time_us", in.ringing_time_us(), d.ringing_time);
+    r.time("indicative_time_us", in.indicative_time_us(), d.indicative_time);
     r.time("answer_time_us", in.answer_time_us(), d.answer_time);
     r.time("ack_time_us", in.ack_time_us(), d.ack_time);
     r.time("cancel_time_us", in.cancel_time_us(), d.cancel_time);
@@ -315,6 +317,8 @@ void to_proto(const TransactionRecord& in, Transaction& out) {
     out.set_state(static_cast<TransactionState>(t.state));
     out.set_agent(t.agent);
     out.set_hop_count(t.hop_count);
+    out.set_attempt_time_us(t.attempt_time.us);
+    out.set_retried(t.retried);
 }
 
 bool from_proto(const Transaction& in, TransactionRecord& out, std::string& why) {
@@ -337,6 +341,8 @@ bool from_proto(const Transaction& in, TransactionRecord& out, std::string& why)
     r.enumeration("state", in.state(), TransactionState_ARRAYSIZE, t.state);
     r.uint("agent", in.agent(), t.agent);
     r.uint("hop_count", in.hop_count(), t.hop_count);
+    r.time("attempt_time_us", in.attempt_time_us(), t.attempt_time);
+    t.retried = in.retried();
     return r.ok();
 }
 

@@ -186,7 +186,11 @@ TEST_CASE("a collector with no sources still shows every fixed series at zero", 
     }
     CHECK(x.at("hepd_build_info",
                {{"version", metrics::this_build().version}, {"commit", metrics::this_build().commit}}) == 1);
-    CHECK(test::check_histograms(x) == 7);  // every histogram but the per-method transaction delay
+    CHECK(x.find("hepd_dialogs_final_status_total").size() == 19);
+    CHECK(x.at("hepd_dialogs_final_status_total", {{"code", "none"}}) == 0);
+    CHECK(x.find("hepd_sip_registrations_total").size() == 3);
+    CHECK(x.at("hepd_sip_srd_seconds_count", {{"result", "failure"}}) == 0);
+    CHECK(test::check_histograms(x) == 11);  // every histogram but the per-method transaction delay
     test::check_label_hygiene(x, 0);
 }
 

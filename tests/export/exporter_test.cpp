@@ -227,6 +227,23 @@ TEST_CASE("a scrape over HTTP reports the estate exactly", "[export][http]") {
         CHECK(x.find("hepd_sip_q850_causes_total").size() == 2);  // zero causes are not exported
     }
 
+    SECTION("RFC 6076: SRD, SDD, RRD and final statuses as generated") {
+        // Every generated call rings (100, then 180 or 183) before its answer, 486 or 487.
+        CHECK(x.at("hepd_sip_srd_seconds_count", {{"result", "success"}}) == c.calls);
+        CHECK(x.at("hepd_sip_srd_seconds_sum", {{"result", "success"}}) == Approx(c.pdd_sum).margin(1e-5));
+        CHECK(x.at("hepd_sip_srd_seconds_count", {{"result", "failure"}}) == 0);
+        CHECK(x.at("hepd_sip_sdd_seconds_count") == c.completed);  // every BYE is answered
+        CHECK(x.at("hepd_dialogs_final_status_total", {{"code", "200"}}) == c.completed);
+        CHECK(x.at("hepd_dialogs_final_status_total", {{"code", "486"}}) == c.failed);
+        CHECK(x.at("hepd_dialogs_final_status_total", {{"code", "487"}}) == c.cancelled);
+        CHECK(x.sum("hepd_dialogs_final_status_total") == c.calls);
+        CHECK(x.find("hepd_dialogs_final_status_total").size() == 19);
+        // No REGISTER in the estate: the families are there, at zero.
+        CHECK(x.at("hepd_sip_rrd_seconds_count") == 0);
+        CHECK(x.sum("hepd_sip_registrations_total") == 0);
+        CHECK(x.find("hepd_sip_registrations_total").size() == 3);
+    }
+
     SECTION("SIP requests and responses by method, status class and agent") {
         const double caller_byes = c.completed - c.callee_hangups;
         const double pings = test::kOptionsPings;
@@ -381,8 +398,9 @@ TEST_CASE("a scrape over HTTP reports the estate exactly", "[export][http]") {
     }
 
     SECTION("histograms are cumulative and closed by +Inf == count") {
-        // pdd, setup, duration, transaction delay (OPTIONS), jitter, mos, fraction lost, rtt
-        CHECK(test::check_histograms(x) == 8);
+        // pdd, setup, duration, transaction delay (OPTIONS), jitter, mos, fraction lost, rtt; srd
+        // (success, failure), sdd, rrd
+        CHECK(test::check_histograms(x) == 12);
     }
 
     SECTION("labels come from closed sets only") { CHECK(test::check_label_hygiene(x, 2) > 200); }

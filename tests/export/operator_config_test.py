@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """The operator configuration in config/ against promtool and against a real hepd.
 
-- config/prometheus/hepd-alerts.yml passes `promtool check rules`; hepd-alerts.test.yml passes
+- config/prometheus/hepd-alerts.yml passes `promtool check rules` (hepd-rules.yml has a ctest of
+  its own, export_prometheus_rules); hepd-alerts.test.yml passes
   `promtool test rules` and fires every alert at least once; prometheus.yml passes `promtool check
   config`; every alert has a `for:`, a severity, a summary, a description and a runbook anchor that
   is a heading of daemon/export/METRICS.md.
 - every PromQL expression of config/grafana/hepd-dashboard.json parses (promtool, with Grafana's
   variables filled in).
-- every metric name that the rules and the dashboard use (`hepd_...`; `_bucket`, `_sum` and
+- every metric name that the rules (alerts and recording rules) and the dashboard use (`hepd_...`; `_bucket`, `_sum` and
   `_count` only on histogram families) is a family a real hepd serves, and every label they
   select, group by, print in a legend or query in a template variable is one those metrics carry
   (or `instance`/`job`, which Prometheus adds). The served names and labels come from a scrape of
@@ -216,6 +217,8 @@ def main():
 
     rules = [r for g in yaml.safe_load(open(rules_path))["groups"] for r in g["rules"]]
     alerts = [r for r in rules if "alert" in r]
+    # The recording rules (tested by ctest export_prometheus_rules) name served metrics too.
+    rules += [r for g in yaml.safe_load(open(os.path.join(prom_dir, "hepd-rules.yml")))["groups"] for r in g["rules"]]
     check("the rule file has alerts", len(alerts) >= 10, str(len(alerts)))
     fired = set()
     for case in yaml.safe_load(open(tests_path))["tests"]:

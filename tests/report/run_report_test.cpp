@@ -37,8 +37,18 @@ struct Input {
         dialogs.dialogs_created.add(2);
         dialogs.dialogs_finished[static_cast<std::size_t>(sip::DialogOutcome::completed)].add();
         dialogs.dialogs_finished[static_cast<std::size_t>(sip::DialogOutcome::failed)].add();
-        dialogs.pdd.observe(0.5);                                        // bucket le 0.5
-        dialogs.pdd.observe(1.25);                                       // bucket le 2
+        dialogs.pdd.observe(0.5);   // bucket le 0.5
+        dialogs.pdd.observe(1.25);  // bucket le 2
+        // RFC 6076: both rang, so both SRDs are successes; the BYE answered in 40 ms; one
+        // registration accepted 80 ms after its first REGISTER, one refused.
+        dialogs.srd[static_cast<std::size_t>(sip::SetupResult::success)].observe(0.5);
+        dialogs.srd[static_cast<std::size_t>(sip::SetupResult::success)].observe(1.25);
+        dialogs.sdd.observe(0.04);
+        dialogs.final_status[sip::final_status_index(200)].add();
+        dialogs.final_status[sip::final_status_index(486)].add();
+        dialogs.rrd.observe(0.08);
+        dialogs.registrations[static_cast<std::size_t>(sip::RegistrationResult::success)].add();
+        dialogs.registrations[static_cast<std::size_t>(sip::RegistrationResult::failure)].add();
         const Timestamp t0 = Timestamp::from_parts(1796013063, 512829);  // 2026-11-30T04:31:03.512829Z
         sip::Dialog answered;
         answered.state = sip::DialogState::terminated;
@@ -111,6 +121,12 @@ TEST_CASE("text report: every section shows its figures", "[report]") {
                    "    2026-11-30T04:31:04.512829Z  failed 486 q850 17  10.0.0.1:5060 -> 10.0.0.2:5062"
                    "  busy-1@test\n"));
     CHECK_FALSE(contains(text, "ok-1@test"));
+    // Histogram-only figures: no min/max. SRD as PDD above; SDD 0.04 s and RRD 0.08 s in the
+    // buckets le 0.05 and le 0.1.
+    CHECK(contains(text,
+                   "\nRFC 6076\n  SRD success: n=2 mean 0.875 s, p50<=0.50, p95<=2.00\n  SRD failure: n/a\n"
+                   "  SDD: n=1 mean 0.040 s, p50<=0.05, p95<=0.05\n  final status: 200 1, 486 1\n"
+                   "  registrations: failure 1, success 1\n  RRD: n=1 mean 0.080 s, p50<=0.10, p95<=0.10\n"));
     CHECK(contains(text,
                    "\nStreams\n  started 4, finished: flushed 1, idle 3\n  RTP packets 12000, lost 37, "
                    "duplicates 2, out of order 0, events 0\n"));

@@ -20,6 +20,7 @@ inline DialogRecord sample_dialog(const std::string& call_id = "a84b4c76e66710@p
     d.invite_time = Timestamp{1'700'000'000'000'001};
     d.trying_time = Timestamp{1'700'000'000'005'002};
     d.ringing_time = Timestamp{1'700'000'000'080'003};
+    d.indicative_time = Timestamp{1'700'000'000'070'012};
     d.answer_time = Timestamp{1'700'000'000'480'004};
     d.ack_time = Timestamp{1'700'000'000'495'005};
     d.cancel_time = Timestamp{1'700'000'000'500'006};
@@ -77,6 +78,8 @@ inline TransactionRecord sample_transaction(const std::string& call_id = "reg-84
     t.state = sip::TransactionState::completed;
     t.agent = 7;
     t.hop_count = 3;
+    t.attempt_time = Timestamp{1'700'000'099'990'006};
+    t.retried = true;
     return r;
 }
 
