@@ -15,6 +15,11 @@ The corpus is bench/gen/hepd_corpus with its defaults (5,000 calls, one media ad
 Call-ID per call); its truth (the generator's summary) is kept beside it and recorded. Every
 scaling run's report is checked: its stream count and lost packets must equal the truth's and
 the report must not depend on the shard count ("stream_check"; a mismatch is printed on stderr).
+
+Scaling model ("scaling_model", with --cores including 2): from the CPU time of the reader thread
+and of the shard threads in the 2-shard runs (reported by `hepd pcap`), a projection to 4, 8 and
+14 cores with its assumptions written down, for the Thor run to be checked against.
+bench/plot_capacity.py draws the figures.
 """
 import argparse
 import json
@@ -59,6 +64,40 @@ def corpus(build, path, args):
 def report_key(report):
     """The report without what may differ between runs and shard counts (timings, RSS, shards)."""
     return json.dumps({k: v for k, v in report.items() if k not in ("run", "shards")}, sort_keys=True)
+
+
+def scaling_model(scaling, packets, project=(4, 8, 14)):
+    """Projects throughput to more cores from the CPU time by thread of a 2-shard run: one reader
+    thread (R) and shard threads (S in all). With N shards on N + 1 cores the reader and the
+    shards run side by side, so a run takes max(R, S / N) of wall time."""
+    two = scaling.get("2")
+    if not two:
+        return None
+    reps = two["replicates"]
+    r = statistics.median(x["reader_cpu_seconds"] for x in reps)
+    s = statistics.median(sum(x["shard_cpu_seconds"]) for x in reps)
+    one = scaling.get("1", {}).get("published_wall_seconds")
+    out = {"reader_cpu_seconds": r, "shard_cpu_seconds_total": s,
+           "ceiling_packets_per_second": packets / r if r > 0 else None,
+           "shards_to_reach_ceiling": s / r if r > 0 else None,
+           "assumptions": [
+               "one reader thread reads, decodes, classifies and dispatches every packet (issue 11 item 1, "
+               "readers per shard, is not built): it bounds throughput at packets / R",
+               "the shards' total CPU S does not grow with their number beyond what 2 shards measure (the "
+               "share of SDP bindings crossing shards grows from 1/2 to (N-1)/N; bindings are 1 per call, "
+               "RTP is 93 % of packets) and hashing spreads the calls evenly",
+               "N shards run on N + 1 cores of this machine's speed, no SMT, no memory-bandwidth limit; "
+               "on the Thor, scale by the ratio of its one-core time to this one's",
+               "the measured 2-shard wall time ran 3 busy threads on 2 cores, so it is below the model's",
+           ],
+           "projection": {}}
+    for n in (2, *project):
+        wall = max(r, s / n)
+        out["projection"][str(n)] = {"shards": n, "cores": n + 1, "wall_seconds": wall,
+                                     "packets_per_second": packets / wall,
+                                     "speedup_vs_1_core": (one / wall) if one else None,
+                                     "bound_by": "reader" if r >= s / n else "shards"}
+    return out
 
 
 def host():
@@ -108,7 +147,10 @@ def main():
             report = json.loads(out)
             run = report["run"]
             reps.append({"median_wall_seconds": med, "runs": times, "peak_rss_bytes": run["peak_rss_bytes"],
-                         "rss_anon_bytes": run["rss_anon_bytes"]})
+                         "rss_anon_bytes": run["rss_anon_bytes"],
+                         # of the last run: the thread that read the capture, and each shard's
+                         "reader_cpu_seconds": run["reader_cpu_seconds"],
+                         "shard_cpu_seconds": run["shard_cpu_seconds"]})
             reports.setdefault(cores, set()).add(report_key(report))
             check["by_cores"][str(cores)] = {"streams": report["streams"]["started"],
                                              "lost_packets": report["streams"]["lost_packets"],
@@ -121,6 +163,9 @@ def main():
     for c, s in scaling.items():
         s["speedup_vs_1"] = base / s["published_wall_seconds"]
     result["scaling"] = scaling
+    model = scaling_model(scaling, packets)
+    if model:
+        result["scaling_model"] = model
     keys = set().union(*reports.values())
     check["reports_identical_across_cores"] = len(keys) == 1
     check["streams_match_truth"] = all(c["streams"] == truth["streams"] and c["lost_packets"] == truth["rtp_lost"]

@@ -39,7 +39,14 @@ def draw(entry, out):
     cores = [c for c, _ in scaling]
     rate = [r for _, r in scaling]
     left.plot(cores, rate, "o-", label="hepd pcap (dialogs, streams, MOS)")
+    model = result.get("scaling_model")
+    if model:
+        proj = sorted((p["shards"], p["packets_per_second"] / 1e6) for p in model["projection"].values())
+        left.plot([n for n, _ in proj], [r for _, r in proj], "s--", color="tab:orange", alpha=0.8,
+                  label="model: one reader + N shards on N+1 cores")
     left.plot(cores, [rate[0] * c for c in cores], ":", color="grey", label="linear from one shard")
+    if model:
+        cores = sorted(set(cores) | {n for n, _ in proj})
     for name, style in (("sipgrep", "--"), ("sngrep", "-.")):
         peer = result.get("peers", {}).get(name)
         if peer:
