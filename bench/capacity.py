@@ -17,8 +17,8 @@ scaling run's report is checked: its stream count and lost packets must equal th
 the report must not depend on the shard count ("stream_check"; a mismatch is printed on stderr).
 
 Scaling model ("scaling_model", with --cores including 2): from the CPU time of the reader thread
-and of the shard threads in the 2-shard runs (reported by `hepd pcap`), a projection to 4, 8 and
-14 cores with its assumptions written down, for the Thor run to be checked against.
+and of the shard threads in the 2-shard runs (reported by `hepd pcap`), a projection to 3, 4, 8
+and 14 cores (one reader, the other cores shards) with its assumptions written down, for the Thor run to be checked against.
 bench/plot_capacity.py draws the figures.
 """
 import argparse
@@ -66,7 +66,7 @@ def report_key(report):
     return json.dumps({k: v for k, v in report.items() if k not in ("run", "shards")}, sort_keys=True)
 
 
-def scaling_model(scaling, packets, project=(4, 8, 14)):
+def scaling_model(scaling, packets, project=(3, 4, 8, 14)):
     """Projects throughput to more cores from the CPU time by thread of a 2-shard run: one reader
     thread (R) and shard threads (S in all). With N shards on N + 1 cores the reader and the
     shards run side by side, so a run takes max(R, S / N) of wall time."""
@@ -91,9 +91,10 @@ def scaling_model(scaling, packets, project=(4, 8, 14)):
                "the measured 2-shard wall time ran 3 busy threads on 2 cores, so it is below the model's",
            ],
            "projection": {}}
-    for n in (2, *project):
+    for cores in project:  # the reader takes one core, the shards the others
+        n = cores - 1
         wall = max(r, s / n)
-        out["projection"][str(n)] = {"shards": n, "cores": n + 1, "wall_seconds": wall,
+        out["projection"][str(cores)] = {"shards": n, "cores": cores, "wall_seconds": wall,
                                      "packets_per_second": packets / wall,
                                      "speedup_vs_1_core": (one / wall) if one else None,
                                      "bound_by": "reader" if r >= s / n else "shards"}

@@ -41,9 +41,9 @@ def draw(entry, out):
     left.plot(cores, rate, "o-", label="hepd pcap (dialogs, streams, MOS)")
     model = result.get("scaling_model")
     if model:
-        proj = sorted((p["shards"], p["packets_per_second"] / 1e6) for p in model["projection"].values())
-        left.plot([n for n, _ in proj], [r for _, r in proj], "s--", color="tab:orange", alpha=0.8,
-                  label="model: one reader + N shards on N+1 cores")
+        proj = sorted((p["cores"], p["packets_per_second"] / 1e6) for p in model["projection"].values())
+        left.plot([c for c, _ in proj], [r for _, r in proj], "s--", color="tab:orange", alpha=0.8,
+                  label="model: one reader, the other cores shards")
     left.plot(cores, [rate[0] * c for c in cores], ":", color="grey", label="linear from one shard")
     if model:
         cores = sorted(set(cores) | {n for n, _ in proj})
@@ -56,7 +56,7 @@ def draw(entry, out):
             if name == "sipgrep":  # issue 11's goal for one core
                 left.plot([cores[0]], [10 * peer_rate], "*", color=colour, markersize=10,
                           label="goal for one shard: 10x sipgrep")
-    left.set_xlabel("shards (--cores)")
+    left.set_xlabel("cores (measured: --cores shards on this VM)")
     left.set_ylabel("M packets/s")
     left.set_xticks(cores)
     left.set_ylim(bottom=0)
