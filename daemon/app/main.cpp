@@ -47,7 +47,7 @@ config::Config load_config(const app::CommandLine& cl) {
 // capture after capture (issue 13's soak).
 void fix_mmap_threshold() {
 #if defined(__GLIBC__)
-    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);  // NOLINT(concurrency-mt-unsafe): before any thread starts
 #endif
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 
 namespace hepd::app {
@@ -30,7 +31,7 @@ std::string progress_line(const ProgressFigures& f) {
     line += fmt::format(", {} packets/s", count(static_cast<double>(f.packets) / f.seconds));
     // Time left at the byte rate so far; a gzip file still to come counts at its size on disk.
     const double left = static_cast<double>(f.bytes_left) * f.seconds / static_cast<double>(f.bytes_done);
-    const auto s = static_cast<std::uint64_t>(left + 0.5);
+    const auto s = static_cast<std::uint64_t>(std::llround(left));
     line += fmt::format(", {}:{:02} left", s / 60, s % 60);
     return line;
 }
