@@ -45,7 +45,8 @@ Counts counts(const IntakeStats& s) {
 // After hostile input: the next valid packet is still decoded whole.
 void check_next_packet_decodes(HepIntake& intake) {
     shard::Datagram d;
-    REQUIRE(intake.accept(test::encode(test::sip_message(test::kOptions)), Carrier::udp, kNow, d));
+    const auto packet = test::encode(test::sip_message(test::kOptions));  // d's payload points into it
+    REQUIRE(intake.accept(packet, Carrier::udp, kNow, d));
     CHECK(as_text(d.payload) == test::kOptions);
     CHECK(d.src.to_string() == "10.0.0.1:5060");
     CHECK(d.capture_id == 2001);
