@@ -393,7 +393,8 @@ TEST_CASE("catalogue: HEP chunk lengths 0..5 and past the end are refused as bad
                                                           {"decode_error/bad_chunk_length", n},
                                                           {"dropped/decode_error", n}});
     // A chunk of exactly 6 (no value) is legal.
-    REQUIRE(intake.accept(with_first_chunk(good, 0, 6), Carrier::udp, kNow, d));
+    const auto empty_chunk = with_first_chunk(good, 0, 6);  // d's payload points into it
+    REQUIRE(intake.accept(empty_chunk, Carrier::udp, kNow, d));
     CHECK(as_text(d.payload) == test::kOptions);
     check_next_packet_decodes(intake);
 }
