@@ -1,6 +1,8 @@
 #include "app/daemon.hpp"
 
+#include "app/relay_sink.hpp"
 #include "app/wiring.hpp"
+#include "config/units.hpp"
 #include "core/log.hpp"
 #include "core/version.hpp"
 #include "export/collector.hpp"
@@ -103,6 +105,7 @@ void reload(const std::string& path, config::Config& current, ingest::IngestCont
     if (!(next.hep.listen == current.hep.listen && next.hep.udp == current.hep.udp && next.hep.tcp == current.hep.tcp))
         fixed.emplace_back("hep listeners");
     if (!(next.metrics == current.metrics)) fixed.emplace_back("metrics");
+    if (!(next.relay == current.relay)) fixed.emplace_back("relay");
     if (!(next.state == current.state)) fixed.emplace_back("state");
     if (!(next.shards == current.shards) || !(next.tables == current.tables) || !(next.timers == current.timers))
         fixed.emplace_back("shards, tables and timers");
@@ -177,6 +180,7 @@ int Daemon::start() {
     pipeline_ = std::make_unique<shard::Pipeline>(po, std::move(owned));
     spdlog::info("{} reconstruction shards", shard_count);
 
+    start_relays(po.producers);
     if (const int failure = open_listeners(); failure != 0) return failure;
     snapshots_ = std::make_unique<SnapshotScheduler>(
         snapshot_path_, cfg_.state.snapshot_interval, [this] { return capture_shards(); }, snapshot_state_, clock_);
@@ -264,13 +268,29 @@ void Daemon::remove_old_refused_snapshots() {
     }
 }
 
+// Before the listeners: each destination connects while they open, and has one queue per
+// receive thread (the pipeline's producers).
+void Daemon::start_relays(std::size_t producers) {
+    for (const auto& d : cfg_.relay) {
+        relays_.push_back(std::make_unique<relay::Relay>(app::relay_options(d, producers)));
+        relays_.back()->start();
+        spdlog::info("relay {}: every accepted HEP message goes to {} ({} queue per receive thread)", d.name,
+                     relays_.back()->url(), config::format_size(d.queue_bytes));
+    }
+}
+
 int Daemon::open_listeners() {
     ingest::IngestPathOptions path_options;
     path_options.intake = app::live_intake_options(cfg_);
     path_options.max_batch_age = cfg_.shards.max_batch_age;
     auto new_sink = [this](std::size_t) -> ingest::DatagramSink& {
-        auto& producer = pipeline_->producer(sinks_.size());
-        return *sinks_.emplace_back(std::make_unique<ingest::ProducerSink>(producer));
+        const std::size_t index = sinks_.size();
+        auto& producer = pipeline_->producer(index);
+        auto& sink = *sinks_.emplace_back(std::make_unique<ingest::ProducerSink>(producer));
+        if (relays_.empty()) return sink;
+        std::vector<relay::Relay::Producer*> queues;
+        for (auto& r : relays_) queues.push_back(&r->producer(index));
+        return *relay_sinks_.emplace_back(std::make_unique<RelayingSink>(sink, std::move(queues)));
     };
     // The TCP listeners all run on the io thread and share one path.
     tcp_path_ = std::make_unique<ingest::IngestPath>(*control_, new_sink(0), clock_, path_options);
@@ -312,6 +332,7 @@ int Daemon::serve_metrics() {
     for (const auto& r : udp_)
         for (std::size_t i = 0; i < r->threads(); ++i) collector_->add_intake(r->path(i).stats());
     for (const auto& l : tcp_) collector_->add_tcp(l->stats());
+    for (const auto& r : relays_) collector_->add_relay(*r);
     collector_->set_pipeline(*pipeline_);
     collector_->set_kernel_drops([this] {
         std::uint64_t n = 0;
@@ -378,6 +399,7 @@ void Daemon::pet_watchdog() {
 void Daemon::shutdown() {
     snapshots_->stop();  // one under way completes; Pipeline::finish must not run beside a capture
     for (auto& r : udp_) r->stop();
+    for (auto& r : relays_) r->stop();  // after the last receive: what was accepted is sent or counted
     for (auto& s : sinks_) s->flush();
     pipeline_->finish(clock_.now());
     if (cfg_.state.snapshot_on_shutdown) snapshots_->write_now();

@@ -29,12 +29,17 @@ class ProducerSink;
 class TcpListener;
 class UdpReceiver;
 }  // namespace hepd::ingest
+namespace hepd::relay {
+class Relay;
+}  // namespace hepd::relay
 namespace hepd::metrics {
 class Collector;
 class Exporter;
 }  // namespace hepd::metrics
 
 namespace hepd::app {
+
+class RelayingSink;
 
 // Start-up failures (sysexits.h); the reason is logged first.
 inline constexpr int kExitUnavailable = 69;  // EX_UNAVAILABLE: a HEP listener or the metrics port cannot be bound
@@ -60,6 +65,7 @@ private:
     void set_aside_refused_snapshot();
     void remove_old_refused_snapshots();
     static constexpr std::size_t kKeptRefusedSnapshots = 3;
+    void start_relays(std::size_t producers);
     int open_listeners();
     int serve_metrics();
     void wait_signal();
@@ -80,6 +86,8 @@ private:
     std::vector<shard::ShardWorker*> workers_;  // owned by pipeline_
     std::unique_ptr<shard::Pipeline> pipeline_;
     std::vector<std::unique_ptr<ingest::ProducerSink>> sinks_;  // one per producer of pipeline_
+    std::vector<std::unique_ptr<relay::Relay>> relays_;         // `relay:` destinations
+    std::vector<std::unique_ptr<RelayingSink>> relay_sinks_;    // around sinks_ when relays_ is not empty
     std::unique_ptr<ingest::IngestPath> tcp_path_;              // shared by the TCP listeners
     std::vector<std::unique_ptr<ingest::UdpReceiver>> udp_;
     std::vector<std::unique_ptr<ingest::TcpListener>> tcp_;

@@ -73,4 +73,16 @@ ingest::IngestPolicy ingest_policy(const config::Config& cfg) {
     return p;
 }
 
+relay::RelayOptions relay_options(const config::RelayDestinationConfig& destination, std::size_t producers) {
+    relay::RelayOptions o;
+    o.name = destination.name;
+    o.host = destination.host;
+    o.port = destination.port;
+    o.transport = destination.transport == config::RelayDestinationConfig::Transport::tcp ? relay::Transport::tcp
+                                                                                          : relay::Transport::udp;
+    o.queue_bytes = destination.queue_bytes;
+    o.producers = producers;
+    return o;
+}
+
 }  // namespace hepd::app

@@ -4,6 +4,7 @@
 #include "ingest/ingest_control.hpp"
 #include "intake/hep_intake.hpp"
 #include "pcap/capture_source.hpp"
+#include "relay/relay.hpp"
 #include "shard/shard_worker.hpp"
 
 namespace hepd::app {
@@ -16,5 +17,7 @@ shard::ShardConfig shard_config(const config::Config& cfg);
 pcap::CaptureOptions capture_options(const config::Config& cfg);
 // What ingest can change on SIGHUP: rate limits, auth key, allow list, agent names.
 ingest::IngestPolicy ingest_policy(const config::Config& cfg);
+// One relay destination, fed by `producers` receive threads.
+relay::RelayOptions relay_options(const config::RelayDestinationConfig& destination, std::size_t producers);
 
 }  // namespace hepd::app

@@ -762,6 +762,124 @@ Field agents_field() {
     return f;
 }
 
+// ---------------------------------------------------------------------------------------------
+// relay: downstream HEP collectors
+
+constexpr std::size_t kMaxRelayDestinations = 16;
+
+// "host:port" with a DNS name or IPv4 literal, or "[v6]:port". Host names are checked for the
+// characters DNS allows, so that a typo fails here and not at the first connection attempt.
+std::optional<std::pair<std::string, std::uint16_t>> parse_host_port(std::string_view text) {
+    std::string_view host;
+    std::string_view port;
+    if (text.starts_with('[')) {
+        const auto close = text.find(']');
+        if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') return std::nullopt;
+        host = text.substr(1, close - 1);
+        port = text.substr(close + 2);
+        const auto ip = IpAddress::parse(host);
+        if (!ip || !ip->is_v6()) return std::nullopt;
+    } else {
+        const auto colon = text.rfind(':');
+        if (colon == std::string_view::npos) return std::nullopt;
+        host = text.substr(0, colon);
+        port = text.substr(colon + 1);
+        if (host.empty() || host.size() > 253 || host.find(':') != std::string_view::npos) return std::nullopt;
+        const bool dns_chars = std::all_of(host.begin(), host.end(), [](char c) {
+            return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                   c == '.' || c == '_';
+        });
+        if (!dns_chars || host.front() == '.' || host.front() == '-') return std::nullopt;
+    }
+    const auto number = parse_uint(port);
+    if (!number || *number == 0 || *number > 65535) return std::nullopt;
+    return std::pair{std::string(host), static_cast<std::uint16_t>(*number)};
+}
+
+Field relay_field() {
+    Field f;
+    f.key = "relay";
+    f.override_kind = OverrideKind::file_only;
+    f.parse = [](Config& c, Ctx& ctx, const Item& item) {
+        constexpr std::uint64_t kMinQueue = 128u << 10;  // two of the largest HEP messages
+        constexpr std::uint64_t kMaxQueue = 1u << 30;
+        std::vector<RelayDestinationConfig> destinations;
+        std::map<std::string, Where, std::less<>> names;
+        std::map<std::string, Where, std::less<>> targets;
+        for_each_element(ctx, item, kMaxRelayDestinations, [&](const Item& entry) {
+            RelayDestinationConfig d;
+            std::set<std::string_view> present;
+            Where name_where = entry.where;
+            Where address_where = entry.where;
+            std::string address;
+            for_each_entry(ctx, entry, {"name", "address", "transport", "queue_bytes"},
+                           [&](std::string_view key, const Item& value) {
+                               present.insert(key);
+                               if (key == "name") {
+                                   d.name = read_name(ctx, value);
+                                   name_where = value.where;
+                               } else if (key == "address") {
+                                   constexpr std::string_view kExpected =
+                                       "HOST:PORT with a DNS name or IPv4 address, or [IPV6]:PORT "
+                                       "(e.g. homer.example.net:9060, 10.0.0.5:9060, [2001:db8::5]:9060)";
+                                   address = scalar_or_fail(ctx, value, kExpected);
+                                   const auto parsed = parse_host_port(address);
+                                   if (!parsed) fail_expected(ctx, value, kExpected);
+                                   d.host = parsed->first;
+                                   d.port = parsed->second;
+                                   address_where = value.where;
+                               } else if (key == "transport") {
+                                   constexpr std::string_view kExpected = "udp or tcp";
+                                   const std::string& text = scalar_or_fail(ctx, value, kExpected);
+                                   if (text == "udp") {
+                                       d.transport = RelayDestinationConfig::Transport::udp;
+                                   } else if (text == "tcp") {
+                                       d.transport = RelayDestinationConfig::Transport::tcp;
+                                   } else {
+                                       fail_expected(ctx, value, kExpected);
+                                   }
+                               } else {
+                                   d.queue_bytes = read_size(ctx, value, kMinQueue, kMaxQueue);
+                               }
+                           });
+            require_keys(ctx, entry, present, {"address"});
+            if (d.name.empty()) {
+                d.name = relay_address(d);
+                name_where = address_where;
+            }
+            if (const auto dup = names.find(d.name); dup != names.end())
+                ctx.fail(name_where, entry.path + ".name",
+                         "duplicate relay destination name " + quote(d.name) + first_at(dup->second) +
+                             "; give each destination its own name");
+            names.emplace(d.name, name_where);
+            const std::string target = std::string(to_string(d.transport)) + "://" + relay_address(d);
+            if (const auto dup = targets.find(target); dup != targets.end())
+                ctx.fail(address_where, entry.path + ".address",
+                         target + " is listed twice" + first_at(dup->second) + "; it would receive every message twice");
+            targets.emplace(target, address_where);
+            destinations.push_back(std::move(d));
+        });
+        c.relay = std::move(destinations);
+    };
+    f.emit = [](const Config& c, YAML::Emitter& out) {
+        if (c.relay.empty()) {
+            out << YAML::Flow << YAML::BeginSeq << YAML::EndSeq;
+            return;
+        }
+        out << YAML::BeginSeq;
+        for (const auto& d : c.relay) {
+            out << YAML::BeginMap;
+            out << YAML::Key << "name" << YAML::Value << YAML::DoubleQuoted << d.name;
+            out << YAML::Key << "address" << YAML::Value << YAML::DoubleQuoted << relay_address(d);
+            out << YAML::Key << "transport" << YAML::Value << std::string(to_string(d.transport));
+            out << YAML::Key << "queue_bytes" << YAML::Value << format_size(d.queue_bytes);
+            out << YAML::EndMap;
+        }
+        out << YAML::EndSeq;
+    };
+    return f;
+}
+
 void check_metrics_path(const Ctx& ctx, const Item& item, const std::string& path) {
     const bool ok = !path.empty() && path.front() == '/' && std::none_of(path.begin(), path.end(), [](char c) {
         return c == ' ' || c == '?' || c == '#' || static_cast<unsigned char>(c) >= 0x80;
@@ -864,6 +982,7 @@ const std::vector<Field>& schema() {
                     port_list_field("sip_ports", HEPD_CONFIG_AT(pcap.sip_ports)),
                     uint_field("max_tcp_streams", HEPD_CONFIG_AT(pcap.max_tcp_streams), 1, 10'000'000),
                 }),
+        relay_field(),
     };
     return fields;
 }
@@ -988,6 +1107,15 @@ std::string_view trim(std::string_view s) {
 }
 
 }  // namespace
+
+std::string_view to_string(RelayDestinationConfig::Transport t) noexcept {
+    return t == RelayDestinationConfig::Transport::tcp ? "tcp" : "udp";
+}
+
+std::string relay_address(const RelayDestinationConfig& d) {
+    const bool v6 = d.host.find(':') != std::string::npos;
+    return (v6 ? "[" + d.host + "]" : d.host) + ":" + std::to_string(d.port);
+}
 
 Config defaults() { return Config{}; }
 

@@ -151,6 +151,21 @@ struct PcapConfig {
     friend bool operator==(const PcapConfig&, const PcapConfig&) = default;
 };
 
+// A downstream HEP collector (heplify-server, Kamailio sipcapture, another hepd) that every
+// accepted HEP message is relayed to, byte for byte (`relay:`, off when the list is empty).
+struct RelayDestinationConfig {
+    enum class Transport : std::uint8_t { udp, tcp };
+    std::string name;  // the `destination` metric label; defaults to the address as written
+    std::string host;  // a literal IP address or a DNS name (resolved at every connection attempt)
+    std::uint16_t port = 0;
+    Transport transport = Transport::udp;
+    std::uint64_t queue_bytes = 4u << 20;  // queue per receive thread
+    friend bool operator==(const RelayDestinationConfig&, const RelayDestinationConfig&) = default;
+};
+std::string_view to_string(RelayDestinationConfig::Transport t) noexcept;
+// "host:port", IPv6 literals in brackets.
+std::string relay_address(const RelayDestinationConfig& d);
+
 struct Config {
     LogLevel log_level = LogLevel::info;
     HepConfig hep;
@@ -161,6 +176,7 @@ struct Config {
     TablesConfig tables;
     TimersConfig timers;
     PcapConfig pcap;
+    std::vector<RelayDestinationConfig> relay;
     friend bool operator==(const Config&, const Config&) = default;
 };
 

@@ -10,6 +10,7 @@
 #include "ingest/tcp_stats.hpp"
 #include "intake/agent_map.hpp"
 #include "intake/intake_stats.hpp"
+#include "relay/relay.hpp"
 #include "rtp/stream_stats.hpp"
 #include "shard/pipeline.hpp"
 #include "shard/shard_worker.hpp"
@@ -109,6 +110,7 @@ void Collector::add_tcp(const ingest::TcpStats& stats) { tcp_.push_back(&stats);
 void Collector::set_pipeline(const shard::Pipeline& pipeline) { pipeline_ = &pipeline; }
 void Collector::set_kernel_drops(std::function<std::uint64_t()> read) { kernel_drops_ = std::move(read); }
 void Collector::set_snapshot(std::function<SnapshotFigures()> read) { snapshot_ = std::move(read); }
+void Collector::add_relay(const relay::Relay& relay) { relays_.push_back(&relay); }
 
 std::vector<MetricFamily> Collector::Collect() const {
     Writer out;
@@ -130,6 +132,7 @@ std::vector<MetricFamily> Collector::Collect() const {
     collect_rtp(out, streams);
     collect_evictions(out, *dialogs, streams, intake);
     collect_snapshot(out);
+    collect_relay(out);
     return out.take();
 }
 
@@ -435,6 +438,38 @@ void Collector::collect_snapshot(Writer& out) const {
     out.add(as_double(f.failures));
     out.gauge("hepd_snapshot_last_success_timestamp_seconds", "Unix time of the last snapshot written (0: none yet).");
     out.add(f.last_success_unix_seconds);
+}
+
+// The HEP relay, per destination (a closed set: the configuration's names). No series without
+// `relay:` destinations.
+void Collector::collect_relay(Writer& out) const {
+    std::vector<relay::RelayFigures> figures;
+    figures.reserve(relays_.size());
+    for (const auto* r : relays_) figures.push_back(r->figures());
+    auto each = [&](auto value_of_figures) {
+        for (std::size_t i = 0; i < relays_.size(); ++i)
+            out.add(as_double(value_of_figures(figures[i])), {{"destination", relays_[i]->options().name}});
+    };
+    out.counter("hepd_relay_messages_total", "Accepted HEP messages relayed to a downstream collector, by destination.");
+    each([](const relay::RelayFigures& f) { return f.messages; });
+    out.counter("hepd_relay_bytes_total", "Bytes of the HEP messages relayed, by destination.");
+    each([](const relay::RelayFigures& f) { return f.bytes; });
+    out.counter("hepd_relay_dropped_messages_total",
+                "Accepted HEP messages not relayed, by destination and reason (queue_full, send_error, "
+                "not_connected).");
+    for (std::size_t i = 0; i < relays_.size(); ++i)
+        for (std::size_t r = 0; r < relay::kDropReasonCount; ++r)
+            out.add(as_double(figures[i].dropped[r]), {{"destination", relays_[i]->options().name},
+                                                       {"reason", to_string(static_cast<relay::DropReason>(r))}});
+    out.gauge("hepd_relay_connected",
+              "1 while the relay to a destination is connected (UDP: its address resolved), else 0.");
+    each([](const relay::RelayFigures& f) { return f.connected; });
+    out.counter("hepd_relay_reconnects_total", "Connections to a destination made again after one was lost.");
+    each([](const relay::RelayFigures& f) { return f.reconnects; });
+    out.counter("hepd_relay_connect_failures_total", "Connection attempts to a destination that failed.");
+    each([](const relay::RelayFigures& f) { return f.connect_failures; });
+    out.gauge("hepd_relay_queued_bytes", "Bytes waiting in a destination's queues.");
+    each([](const relay::RelayFigures& f) { return f.queued_bytes; });
 }
 
 }  // namespace hepd::metrics

@@ -28,6 +28,10 @@ namespace hepd::ingest {
 struct TcpStats;
 }  // namespace hepd::ingest
 
+namespace hepd::relay {
+class Relay;
+}  // namespace hepd::relay
+
 namespace hepd::sip {
 struct DialogStats;
 }  // namespace hepd::sip
@@ -80,6 +84,8 @@ public:
     // Datagrams the kernel dropped on the UDP sockets (SO_MEMINFO), summed over sockets.
     void set_kernel_drops(std::function<std::uint64_t()> read);
     void set_snapshot(std::function<SnapshotFigures()> read);
+    // One per `relay:` destination, in configuration order (the `destination` label is its name).
+    void add_relay(const relay::Relay& relay);
 
     std::vector<prometheus::MetricFamily> Collect() const override;
 
@@ -95,6 +101,7 @@ private:
     static void collect_evictions(Writer& out, const sip::DialogStats& d, const rtp::StreamStats& s,
                                   const intake::IntakeStats& in);
     void collect_snapshot(Writer& out) const;
+    void collect_relay(Writer& out) const;
     std::size_t agent_label(std::size_t agent) const noexcept {
         return agent < options_.agent_names.size() ? agent : 0;
     }
@@ -106,6 +113,7 @@ private:
     const shard::Pipeline* pipeline_ = nullptr;
     std::function<std::uint64_t()> kernel_drops_;
     std::function<SnapshotFigures()> snapshot_;
+    std::vector<const relay::Relay*> relays_;
 };
 
 }  // namespace hepd::metrics

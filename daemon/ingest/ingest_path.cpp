@@ -67,6 +67,7 @@ void IngestPath::process(std::span<const Packet> batch, intake::Carrier carrier)
         }
         --granted;
         if (intake_.accept(p.bytes, carrier, wall_now, datagram_, p.from.address)) {
+            sink_.accepted_message(p.bytes);
             sink_.push(datagram_);
             holds_partial_ = true;
         }

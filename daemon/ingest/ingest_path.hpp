@@ -35,6 +35,10 @@ public:
     // The datagram's views are valid during the call only (copy what must outlive it). Full
     // batches go to the shards on their own; partial ones wait for flush().
     virtual void push(const shard::Datagram& d) = 0;
+    // The HEP message the next push() was decoded from, exactly as received (auth checked,
+    // decoded), for sinks that pass accepted messages on unchanged (the daemon's relay). Valid
+    // during the call only; must not block. Ignored by default.
+    virtual void accepted_message(ByteSpan message) noexcept { (void)message; }
     // Hand partial batches over now (their oldest datagram reached the age bound, or shutdown).
     virtual void flush() = 0;
     // Datagrams pushed here and later dropped (full shard queues), cumulative.

@@ -1,0 +1,270 @@
+#include "relay/relay.hpp"
+
+#include "core/log.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+namespace hepd::relay {
+
+namespace {
+
+constexpr std::chrono::milliseconds kPollSlice{100};  // how long a blocking wait goes without looking at stop
+
+int poll_ms(std::chrono::steady_clock::duration d) {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+    return static_cast<int>(std::clamp<std::int64_t>(ms, 0, kPollSlice.count()));
+}
+
+}  // namespace
+
+Relay::Relay(RelayOptions options) : options_(std::move(options)) {
+    const std::size_t n = std::max<std::size_t>(options_.producers, 1);
+    producers_.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) producers_.push_back(std::make_unique<Producer>(options_.queue_bytes, bell_));
+}
+
+Relay::~Relay() { stop(); }
+
+std::string Relay::url() const {
+    const bool v6 = options_.host.find(':') != std::string::npos;
+    return std::string(to_string(options_.transport)) + "://" + (v6 ? "[" + options_.host + "]" : options_.host) + ":" +
+           std::to_string(options_.port);
+}
+
+void Relay::start() {
+    if (thread_.joinable()) return;
+    thread_ = std::thread([this] { run(); });
+}
+
+void Relay::stop() {
+    {
+        std::lock_guard lock(pause_mutex_);
+        stop_.store(true, std::memory_order_release);
+    }
+    pause_cv_.notify_all();
+    bell_.ring();
+    if (thread_.joinable()) thread_.join();
+    if (fd_ >= 0) disconnect(false);
+}
+
+RelayFigures Relay::figures() const noexcept {
+    RelayFigures f;
+    f.messages = stats_.messages.value();
+    f.bytes = stats_.bytes.value();
+    for (std::size_t i = 0; i < kDropReasonCount; ++i) f.dropped[i] = stats_.dropped[i].value();
+    for (const auto& p : producers_) {
+        f.dropped[static_cast<std::size_t>(DropReason::queue_full)] += p->queue_full();
+        f.queued_bytes += p->ring_.used_bytes();
+    }
+    f.connected = stats_.connected.value();
+    f.reconnects = stats_.reconnects.value();
+    f.connect_failures = stats_.connect_failures.value();
+    return f;
+}
+
+void Relay::run() {
+    backoff_ = options_.reconnect_initial;
+    next_attempt_ = Clock::now();
+    while (true) {
+        // Seen before the drain: everything pushed before stop() is sent (or dropped) below.
+        const bool last_round = stopping();
+        if (fd_ >= 0 && options_.transport == Transport::tcp && peer_closed()) disconnect(true);
+        if (fd_ < 0 && !last_round && Clock::now() >= next_attempt_) connect_once();
+        const bool worked = drain();
+        if (last_round) break;
+        if (worked) pause(options_.drain_interval);  // let the next messages gather
+        const auto timeout =
+            fd_ >= 0 ? shard::Doorbell::kForever
+                     : std::chrono::duration_cast<std::chrono::microseconds>(
+                           std::max(next_attempt_ - Clock::now(), Clock::duration::zero()));
+        bell_.sleep_unless(
+            [this] {
+                if (stopping()) return true;
+                return std::any_of(producers_.begin(), producers_.end(),
+                                   [](const auto& p) { return p->ring_.has_message(); });
+            },
+            timeout);
+    }
+}
+
+void Relay::pause(std::chrono::microseconds how_long) {
+    std::unique_lock lock(pause_mutex_);
+    pause_cv_.wait_for(lock, how_long, [this] { return stopping(); });
+}
+
+bool Relay::drain() {
+    bool worked = false;
+    for (auto& p : producers_) {
+        MessageRing& ring = p->ring_;
+        while (ring.has_message()) {
+            send_one(ring.front());
+            ring.pop();
+            worked = true;
+        }
+    }
+    return worked;
+}
+
+bool Relay::send_one(ByteSpan message) {
+    auto drop = [this](DropReason r) {
+        stats_.dropped[static_cast<std::size_t>(r)].add();
+        return false;
+    };
+    if (fd_ < 0) return drop(DropReason::not_connected);
+    if (options_.transport == Transport::udp) {
+        const ssize_t n = ::send(fd_, message.data(), message.size(), MSG_NOSIGNAL);
+        if (n < 0 || static_cast<std::size_t>(n) != message.size()) {
+            if (spdlog::should_log(spdlog::level::debug))
+                spdlog::debug("relay {}: send: {}", options_.name, error_text(errno));
+            return drop(DropReason::send_error);
+        }
+    } else if (!write_all(message)) {
+        disconnect(true);
+        return drop(DropReason::send_error);
+    }
+    stats_.messages.add();
+    stats_.bytes.add(message.size());
+    return true;
+}
+
+bool Relay::write_all(ByteSpan message) {
+    const auto deadline = Clock::now() + options_.write_timeout;
+    std::size_t done = 0;
+    while (done < message.size()) {
+        const ssize_t n = ::send(fd_, message.data() + done, message.size() - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            done += static_cast<std::size_t>(n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (!wait_fd(POLLOUT, deadline)) {
+                spdlog::warn("relay {}: {} stopped reading for {} ms; reconnecting", options_.name, url(),
+                             options_.write_timeout.count());
+                return false;
+            }
+            continue;
+        }
+        spdlog::warn("relay {}: sending to {}: {}", options_.name, url(), error_text(errno));
+        return false;
+    }
+    return true;
+}
+
+// Waits until fd_ is ready for `events` or the deadline passed, in slices (a stalled peer must not
+// hold a stop() up longer than the deadline).
+bool Relay::wait_fd(short events, Clock::time_point deadline) {
+    while (true) {
+        const auto now = Clock::now();
+        if (now >= deadline) return false;
+        pollfd p{fd_, events, 0};
+        const int r = ::poll(&p, 1, poll_ms(deadline - now));
+        if (r > 0) return (p.revents & events) != 0 || (p.revents & (POLLERR | POLLHUP)) != 0;
+        if (r < 0 && errno != EINTR) return false;
+    }
+}
+
+// A collector that closed or reset the connection shows as readable: hear it before sending into
+// a dead socket (the first sends after a close would vanish without an error).
+bool Relay::peer_closed() {
+    pollfd p{fd_, static_cast<short>(POLLIN | POLLRDHUP), 0};
+    if (::poll(&p, 1, 0) <= 0) return false;
+    if ((p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) return true;
+    if ((p.revents & POLLIN) != 0) {
+        // Collectors send nothing back; read and forget whatever one does.
+        std::array<std::uint8_t, 4096> scratch{};
+        const ssize_t n = ::recv(fd_, scratch.data(), scratch.size(), MSG_DONTWAIT);
+        return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    }
+    return false;
+}
+
+bool Relay::connect_once() {
+    const bool tcp = options_.transport == Transport::tcp;
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = tcp ? SOCK_STREAM : SOCK_DGRAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    addrinfo* found = nullptr;
+    const std::string port = std::to_string(options_.port);
+    std::string failure;
+    if (const int rc = ::getaddrinfo(options_.host.c_str(), port.c_str(), &hints, &found); rc != 0) {
+        failure = std::string("cannot resolve: ") + ::gai_strerror(rc);
+        found = nullptr;
+    }
+    for (addrinfo* a = found; a != nullptr && fd_ < 0; a = a->ai_next) {
+        const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | (tcp ? SOCK_NONBLOCK : 0), a->ai_protocol);
+        if (fd < 0) {
+            failure = error_text(errno);
+            continue;
+        }
+        int rc = ::connect(fd, a->ai_addr, a->ai_addrlen);
+        if (rc < 0 && errno == EINPROGRESS) {
+            fd_ = fd;  // wait_fd polls fd_
+            const bool ready = wait_fd(POLLOUT, Clock::now() + options_.connect_timeout);
+            fd_ = -1;
+            int so_error = 0;
+            socklen_t len = sizeof so_error;
+            if (!ready) {
+                so_error = ETIMEDOUT;
+            } else if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &len) != 0) {
+                so_error = errno;
+            }
+            rc = so_error == 0 ? 0 : -1;
+            errno = so_error;
+        }
+        if (rc == 0) {
+            fd_ = fd;
+        } else {
+            failure = error_text(errno);
+            ::close(fd);
+        }
+    }
+    if (found != nullptr) ::freeaddrinfo(found);
+
+    const auto now = Clock::now();
+    if (fd_ < 0) {
+        stats_.connect_failures.add();
+        // Said once per outage; the attempts in between show in hepd_relay_connect_failures_total.
+        if (!failure_logged_) {
+            spdlog::warn("relay {}: cannot connect to {} ({}); retrying with back-off up to {} s", options_.name,
+                         url(), failure, std::chrono::duration<double>(options_.reconnect_max).count());
+            failure_logged_ = true;
+        }
+        next_attempt_ = now + backoff_;
+        backoff_ = std::min(backoff_ * 2, options_.reconnect_max);
+        return false;
+    }
+    stats_.connected.set(1);
+    if (ever_connected_) stats_.reconnects.add();
+    spdlog::info("relay {}: {} {}", options_.name, ever_connected_ ? "reconnected to" : "relaying to", url());
+    ever_connected_ = true;
+    failure_logged_ = false;
+    backoff_ = options_.reconnect_initial;
+    return true;
+}
+
+void Relay::disconnect(bool lost) {
+    ::close(fd_);
+    fd_ = -1;
+    stats_.connected.set(0);
+    if (lost) {
+        spdlog::warn("relay {}: connection to {} lost; reconnecting", options_.name, url());
+        // The first retry comes at once: a collector restart is the common cause.
+        next_attempt_ = Clock::now();
+        backoff_ = options_.reconnect_initial;
+    }
+}
+
+}  // namespace hepd::relay

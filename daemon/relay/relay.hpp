@@ -1,0 +1,130 @@
+#pragma once
+// The HEP relay to one downstream collector (HOMER heplify-server, Kamailio sipcapture, another
+// hepd): every HEP message the receive threads accepted is forwarded as it was received, byte for
+// byte, over UDP or TCP.
+//
+// Each receive thread owns a Producer: a preallocated MessageRing it copies accepted messages
+// into (one memcpy; no allocation, lock or system call on the receive path; a full ring drops and
+// counts queue_full). One sender thread per destination drains the rings and sends. While the
+// destination is down (TCP not connected, or its name does not resolve) queued messages are
+// dropped as not_connected rather than held: a relay that holds would replay stale traffic in a
+// burst, and a downstream collector times its calls by arrival as much as by capture time.
+// Connections are retried with exponential back-off, capped.
+//
+// The sender drains at most every drain_interval while traffic flows, so a busy relay wakes a few
+// hundred times a second, not once per packet; an idle one sleeps on its doorbell.
+#include "core/bytes.hpp"
+#include "relay/message_ring.hpp"
+#include "relay/relay_stats.hpp"
+#include "shard/doorbell.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace hepd::relay {
+
+enum class Transport : std::uint8_t { udp, tcp };
+constexpr std::string_view to_string(Transport t) noexcept { return t == Transport::tcp ? "tcp" : "udp"; }
+
+struct RelayOptions {
+    std::string name;  // the `destination` metric label
+    std::string host;  // a literal address or a name (resolved at every connection attempt)
+    std::uint16_t port = 9060;
+    Transport transport = Transport::udp;
+    // Ring size per producer. A HEP message (at most 65,535 bytes) always fits an empty ring of
+    // 128 KiB or more.
+    std::size_t queue_bytes = 4u << 20;
+    std::size_t producers = 1;  // receive threads
+    std::chrono::milliseconds reconnect_initial{100};
+    std::chrono::milliseconds reconnect_max{10000};
+    std::chrono::milliseconds connect_timeout{3000};
+    // A TCP message not written whole within this (the collector stopped reading) breaks the
+    // connection: it is counted send_error and the relay reconnects.
+    std::chrono::milliseconds write_timeout{5000};
+    std::chrono::microseconds drain_interval{2000};
+};
+
+class Relay {
+public:
+    // The receive thread's side; push() is called from that thread only.
+    class Producer {
+    public:
+        Producer(std::size_t queue_bytes, shard::Doorbell& bell) : ring_(queue_bytes), bell_(bell) {}
+        // Copies `message` into the queue and wakes the sender if it sleeps; false (and counted
+        // as queue_full) when the queue has no room.
+        bool push(ByteSpan message) noexcept {
+            if (!ring_.try_push(message)) {
+                queue_full_.add();
+                return false;
+            }
+            bell_.ring();
+            return true;
+        }
+        std::uint64_t queue_full() const noexcept { return queue_full_.value(); }
+
+    private:
+        friend class Relay;
+        MessageRing ring_;
+        shard::Doorbell& bell_;
+        StatCounter queue_full_;
+    };
+
+    explicit Relay(RelayOptions options);
+    ~Relay();
+    Relay(const Relay&) = delete;
+    Relay& operator=(const Relay&) = delete;
+
+    // Starts the sender thread (which connects at once).
+    void start();
+    // Sends (or drops) what is queued, closes the connection and joins the sender (idempotent).
+    // The producers must not push any more.
+    void stop();
+
+    Producer& producer(std::size_t i) noexcept { return *producers_[i]; }
+    std::size_t producers() const noexcept { return producers_.size(); }
+    const RelayOptions& options() const noexcept { return options_; }
+    // "tcp://host:port" for logs.
+    std::string url() const;
+    // Readable from any thread at any time.
+    RelayFigures figures() const noexcept;
+
+private:
+    using Clock = std::chrono::steady_clock;
+
+    void run();
+    bool connect_once();
+    void disconnect(bool lost);
+    bool peer_closed();
+    bool drain();
+    bool send_one(ByteSpan message);
+    bool write_all(ByteSpan message);
+    bool wait_fd(short events, Clock::time_point deadline);
+    void pause(std::chrono::microseconds how_long);
+    bool stopping() const noexcept { return stop_.load(std::memory_order_acquire); }
+
+    RelayOptions options_;
+    shard::Doorbell bell_;
+    std::vector<std::unique_ptr<Producer>> producers_;
+    SenderStats stats_;
+    std::atomic<bool> stop_{false};
+    std::mutex pause_mutex_;
+    std::condition_variable pause_cv_;
+    std::thread thread_;
+
+    // Sender thread only.
+    int fd_ = -1;
+    bool ever_connected_ = false;
+    bool failure_logged_ = false;
+    std::chrono::milliseconds backoff_{0};
+    Clock::time_point next_attempt_{};
+};
+
+}  // namespace hepd::relay
