@@ -20,6 +20,9 @@ namespace hepd::relay {
 namespace {
 
 constexpr std::chrono::milliseconds kPollSlice{100};  // how long a blocking wait goes without looking at stop
+// An idle TCP relay looks at its connection this often, so that a collector restarted while no
+// traffic flowed is reconnected before the next message rather than lost to the dead socket.
+constexpr std::chrono::microseconds kIdleCheck{1'000'000};
 
 int poll_ms(std::chrono::steady_clock::duration d) {
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
@@ -84,10 +87,13 @@ void Relay::run() {
         const bool worked = drain();
         if (last_round) break;
         if (worked) pause(options_.drain_interval);  // let the next messages gather
-        const auto timeout =
-            fd_ >= 0 ? shard::Doorbell::kForever
-                     : std::chrono::duration_cast<std::chrono::microseconds>(
-                           std::max(next_attempt_ - Clock::now(), Clock::duration::zero()));
+        auto timeout = shard::Doorbell::kForever;
+        if (fd_ < 0) {
+            timeout = std::chrono::duration_cast<std::chrono::microseconds>(
+                std::max(next_attempt_ - Clock::now(), Clock::duration::zero()));
+        } else if (options_.transport == Transport::tcp) {
+            timeout = kIdleCheck;
+        }
         bell_.sleep_unless(
             [this] {
                 if (stopping()) return true;
@@ -260,7 +266,7 @@ void Relay::disconnect(bool lost) {
     fd_ = -1;
     stats_.connected.set(0);
     if (lost) {
-        spdlog::warn("relay {}: connection to {} lost; reconnecting", options_.name, url());
+        spdlog::warn("relay {}: connection to {} lost{}", options_.name, url(), stopping() ? "" : "; reconnecting");
         // The first retry comes at once: a collector restart is the common cause.
         next_attempt_ = Clock::now();
         backoff_ = options_.reconnect_initial;
