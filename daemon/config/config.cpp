@@ -869,7 +869,8 @@ Field relay_field() {
         out << YAML::BeginSeq;
         for (const auto& d : c.relay) {
             out << YAML::BeginMap;
-            out << YAML::Key << "name" << YAML::Value << YAML::DoubleQuoted << d.name;
+            // The default name (the address) is not a valid `name`: it is left out.
+            if (d.name != relay_address(d)) out << YAML::Key << "name" << YAML::Value << YAML::DoubleQuoted << d.name;
             out << YAML::Key << "address" << YAML::Value << YAML::DoubleQuoted << relay_address(d);
             out << YAML::Key << "transport" << YAML::Value << std::string(to_string(d.transport));
             out << YAML::Key << "queue_bytes" << YAML::Value << format_size(d.queue_bytes);

@@ -85,6 +85,17 @@ AgentConfig agent_by_node_name(std::string name, std::string node) {
     return a;
 }
 
+RelayDestinationConfig relay_destination(std::string name, std::string host, std::uint16_t port,
+                                         RelayDestinationConfig::Transport transport, std::uint64_t queue_bytes) {
+    RelayDestinationConfig d;
+    d.name = std::move(name);
+    d.host = std::move(host);
+    d.port = port;
+    d.transport = transport;
+    d.queue_bytes = queue_bytes;
+    return d;
+}
+
 // A configuration where every key differs from its default.
 Config custom_config() {
     Config c;
@@ -107,6 +118,9 @@ Config custom_config() {
     c.tables = {1000, 2000, 3000, 4000};
     c.timers = {milliseconds(1500), hours(2), seconds(45), seconds(0), minutes(1)};
     c.pcap = {{9061, 9062}, {5060, 5080}, 500};
+    c.relay = {relay_destination("homer", "homer.example.net", 9060, RelayDestinationConfig::Transport::tcp, 8u << 20),
+               relay_destination("[2001:db8::9]:9060", "2001:db8::9", 9060, RelayDestinationConfig::Transport::udp,
+                                 4u << 20)};
     return c;
 }
 
@@ -153,6 +167,9 @@ timers:
   dialog_linger: 0s
   transaction_timeout: 60s
 pcap: {hep_ports: [9061, 9062], sip_ports: [5060, 5080], max_tcp_streams: 500}
+relay:
+  - {name: homer, address: "homer.example.net:9060", transport: tcp, queue_bytes: 8MiB}
+  - address: "[2001:db8::9]:9060"
 )";
 
 constexpr std::string_view kDefaultsYaml = R"(log_level: info
@@ -206,6 +223,7 @@ pcap:
   hep_ports: [9060]
   sip_ports: [5060]
   max_tcp_streams: 10000
+relay: []
 )";
 
 // Dotted key paths of every mapping key in a document; list entries appear as "key[]".
@@ -372,7 +390,8 @@ TEST_CASE("config/hepd.yaml shows every key", "[config][shipped]") {
         CHECK(text.find("#   " + leaf + ":") != std::string::npos);
         ++checked;
     }
-    CHECK(checked == 7);  // payload type code, name, class; agent name, capture_id, cidr, node_name
+    CHECK(checked == 11);  // payload type code, name, class; agent name, capture_id, cidr, node_name;
+                           // relay name, address, transport, queue_bytes
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -428,6 +447,7 @@ TEST_CASE("every key round-trips", "[config][round_trip]") {
     CHECK(custom.pcap.hep_ports != d.pcap.hep_ports);
     CHECK(custom.pcap.sip_ports != d.pcap.sip_ports);
     CHECK(custom.pcap.max_tcp_streams != d.pcap.max_tcp_streams);
+    CHECK(custom.relay != d.relay);
 
     SECTION("the hand-written file loads into every field") { CHECK(load(kCustomYaml) == custom); }
     SECTION("printing and loading again gives the same configuration") {
@@ -498,6 +518,14 @@ pcap:
   hep_ports: [9061, 9062]
   sip_ports: [5060, 5080]
   max_tcp_streams: 500
+relay:
+  - name: "homer"
+    address: "homer.example.net:9060"
+    transport: tcp
+    queue_bytes: 8MiB
+  - address: "[2001:db8::9]:9060"
+    transport: udp
+    queue_bytes: 4MiB
 )";
         CHECK(to_yaml(custom) == expected);
     }
@@ -559,6 +587,7 @@ TEST_CASE("key_paths lists every settable key in schema order", "[config][round_
         "pcap.hep_ports",
         "pcap.sip_ports",
         "pcap.max_tcp_streams",
+        "relay",
     };
     CHECK(key_paths() == expected);
 }
@@ -612,7 +641,7 @@ TEST_CASE("every scalar and list key can be overridden", "[config][override]") {
     std::set<std::string> covered;
     for (const auto& [key, value] : overrides) covered.insert(key);
     for (const auto& key : key_paths()) {
-        if (key == "agents" || key == "hep.payload_types") continue;
+        if (key == "agents" || key == "hep.payload_types" || key == "relay") continue;
         INFO(key);
         CHECK(covered.count(key) == 1);
     }
@@ -628,6 +657,7 @@ TEST_CASE("every scalar and list key can be overridden", "[config][override]") {
     Config expected = custom_config();
     expected.hep.payload_types.clear();
     expected.agents.clear();
+    expected.relay.clear();
     CHECK(c == expected);
 }
 
@@ -743,7 +773,7 @@ TEST_CASE("unknown keys are errors at every depth", "[config][errors]") {
     auto e = load_error("log_level: info\nverbose: true\n");
     CHECK(std::string(e.what()) ==
           "test.yaml:2:1: verbose: unknown key (expected one of: log_level, hep, agents, metrics, state, shards, "
-          "tables, timers, pcap)");
+          "tables, timers, pcap, relay)");
 
     e = load_error("hep:\n  tcp:\n    max_conections: 5\n");
     CHECK(std::string(e.what()) ==
@@ -1067,6 +1097,72 @@ TEST_CASE("agents", "[config][errors]") {
     CHECK(e.key_path() == "agents[0].cidr");
     CHECK(e.detail().find("did you mean 10.0.0.0/8?") != std::string::npos);
     CHECK(load_error("agents:\n  - {name: a, node_name: \"\"}\n").key_path() == "agents[0].node_name");
+}
+
+TEST_CASE("relay destinations", "[config][errors]") {
+    using Transport = RelayDestinationConfig::Transport;
+    const Config c = load(R"y(relay:
+  - address: 10.0.0.5:9060
+  - name: homer
+    address: homer.example.net:9061
+    transport: tcp
+    queue_bytes: 128KiB
+  - {name: v6, address: "[2001:db8::5]:9060", transport: udp, queue_bytes: 1GiB}
+)y");
+    CHECK(c.relay == std::vector<RelayDestinationConfig>{
+                         relay_destination("10.0.0.5:9060", "10.0.0.5", 9060, Transport::udp, 4u << 20),
+                         relay_destination("homer", "homer.example.net", 9061, Transport::tcp, 128u << 10),
+                         relay_destination("v6", "2001:db8::5", 9060, Transport::udp, 1u << 30)});
+    CHECK(relay_address(c.relay[2]) == "[2001:db8::5]:9060");
+    CHECK(load("relay:\n").relay.empty());  // every entry commented out
+
+    auto e = load_error("relay:\n  - name: homer\n");
+    CHECK(std::string(e.what()) == "test.yaml:2:5: relay[0]: missing required key address");
+
+    constexpr std::string_view kAddress =
+        "expected HOST:PORT with a DNS name or IPv4 address, or [IPV6]:PORT (e.g. homer.example.net:9060, "
+        "10.0.0.5:9060, [2001:db8::5]:9060), got ";
+    for (const std::string bad : {"homer.example.net", "homer:0", "homer:65536", "homer:90x", ":9060", "2001:db8::5:9060",
+                                  "[10.0.0.5]:9060", "[2001:db8::5]9060", "[2001:db8::5]:", "ho mer:9060", "-homer:9060",
+                                  "homer/x:9060"}) {
+        INFO(bad);
+        e = load_error("relay:\n  - address: \"" + bad + "\"\n");
+        CHECK(e.key_path() == "relay[0].address");
+        CHECK(e.detail() == std::string(kAddress) + "\"" + bad + "\"");
+        CHECK(e.line() == 2);
+    }
+
+    e = load_error("relay:\n  - {address: \"h:1\", transport: sctp}\n");
+    CHECK(std::string(e.what()) == "test.yaml:2:33: relay[0].transport: expected udp or tcp, got \"sctp\"");
+    e = load_error("relay:\n  - {address: \"h:1\", queue_bytes: 64KiB}\n");
+    CHECK(e.key_path() == "relay[0].queue_bytes");
+    CHECK(e.detail().find("out of range") != std::string::npos);
+    e = load_error("relay:\n  - {address: \"h:1\", queue_byte: 1MiB}\n");
+    CHECK(e.key_path() == "relay[0].queue_byte");
+    CHECK(e.detail() == "unknown key (did you mean \"queue_bytes\"?)");
+    e = load_error("relay:\n  - {address: \"h:1\", name: \"a b\"}\n");
+    CHECK(e.key_path() == "relay[0].name");
+
+    e = load_error("relay:\n  - {name: a, address: \"h:1\"}\n  - {name: a, address: \"h:2\"}\n");
+    CHECK(std::string(e.what()) ==
+          "test.yaml:3:12: relay[1].name: duplicate relay destination name \"a\" (first at line 2); give each "
+          "destination its own name");
+    // The same address and transport twice, whatever the names.
+    e = load_error("relay:\n  - {address: \"h:1\", transport: tcp}\n  - {name: b, address: \"h:1\", transport: tcp}\n");
+    CHECK(std::string(e.what()) ==
+          "test.yaml:3:24: relay[1].address: tcp://h:1 is listed twice (first at line 2); it would receive every "
+          "message twice");
+    // The same address over the other transport is another destination.
+    CHECK(load("relay:\n  - {name: a, address: \"h:1\"}\n  - {name: b, address: \"h:1\", transport: tcp}\n")
+              .relay.size() == 2);
+
+    std::string many = "relay:\n";
+    for (int i = 0; i < 17; ++i) many += "  - address: \"h:" + std::to_string(i + 1) + "\"\n";
+    CHECK(load_error(many).detail() == "too many entries (at most 16)");
+
+    Config o;
+    e = override_error(o, "relay", "h:1");
+    CHECK(e.detail() == "can only be set in the configuration file");
 }
 
 TEST_CASE("payload types", "[config][errors]") {
