@@ -843,8 +843,14 @@ Field relay_field() {
                                }
                            });
             require_keys(ctx, entry, present, {"address"});
+            // Metric labels carry no addresses: a DNS name may stand for the destination, an IP
+            // address may not.
             if (d.name.empty()) {
-                d.name = relay_address(d);
+                if (IpAddress::parse(d.host) || !is_name(d.host))
+                    ctx.fail(entry.where, entry.path,
+                             "needs a name (the `destination` label of the relay metrics, e.g. name: homer): "
+                             "only a DNS name of up to 64 characters stands for itself");
+                d.name = d.host;
                 name_where = address_where;
             }
             if (const auto dup = names.find(d.name); dup != names.end())
@@ -869,8 +875,7 @@ Field relay_field() {
         out << YAML::BeginSeq;
         for (const auto& d : c.relay) {
             out << YAML::BeginMap;
-            // The default name (the address) is not a valid `name`: it is left out.
-            if (d.name != relay_address(d)) out << YAML::Key << "name" << YAML::Value << YAML::DoubleQuoted << d.name;
+            out << YAML::Key << "name" << YAML::Value << YAML::DoubleQuoted << d.name;
             out << YAML::Key << "address" << YAML::Value << YAML::DoubleQuoted << relay_address(d);
             out << YAML::Key << "transport" << YAML::Value << std::string(to_string(d.transport));
             out << YAML::Key << "queue_bytes" << YAML::Value << format_size(d.queue_bytes);

@@ -155,7 +155,7 @@ struct PcapConfig {
 // accepted HEP message is relayed to, byte for byte (`relay:`, off when the list is empty).
 struct RelayDestinationConfig {
     enum class Transport : std::uint8_t { udp, tcp };
-    std::string name;  // the `destination` metric label; defaults to the address as written
+    std::string name;  // the `destination` metric label; defaults to the host when it is a DNS name
     std::string host;  // a literal IP address or a DNS name (resolved at every connection attempt)
     std::uint16_t port = 0;
     Transport transport = Transport::udp;

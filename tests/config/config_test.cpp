@@ -119,8 +119,8 @@ Config custom_config() {
     c.timers = {milliseconds(1500), hours(2), seconds(45), seconds(0), minutes(1)};
     c.pcap = {{9061, 9062}, {5060, 5080}, 500};
     c.relay = {relay_destination("homer", "homer.example.net", 9060, RelayDestinationConfig::Transport::tcp, 8u << 20),
-               relay_destination("[2001:db8::9]:9060", "2001:db8::9", 9060, RelayDestinationConfig::Transport::udp,
-                                 4u << 20)};
+               relay_destination("collector.example.net", "collector.example.net", 9061,
+                                 RelayDestinationConfig::Transport::udp, 4u << 20)};
     return c;
 }
 
@@ -169,7 +169,7 @@ timers:
 pcap: {hep_ports: [9061, 9062], sip_ports: [5060, 5080], max_tcp_streams: 500}
 relay:
   - {name: homer, address: "homer.example.net:9060", transport: tcp, queue_bytes: 8MiB}
-  - address: "[2001:db8::9]:9060"
+  - address: "collector.example.net:9061"
 )";
 
 constexpr std::string_view kDefaultsYaml = R"(log_level: info
@@ -523,7 +523,8 @@ relay:
     address: "homer.example.net:9060"
     transport: tcp
     queue_bytes: 8MiB
-  - address: "[2001:db8::9]:9060"
+  - name: "collector.example.net"
+    address: "collector.example.net:9061"
     transport: udp
     queue_bytes: 4MiB
 )";
@@ -1102,18 +1103,29 @@ TEST_CASE("agents", "[config][errors]") {
 TEST_CASE("relay destinations", "[config][errors]") {
     using Transport = RelayDestinationConfig::Transport;
     const Config c = load(R"y(relay:
-  - address: 10.0.0.5:9060
+  - {name: sipcapture, address: 10.0.0.5:9060}
   - name: homer
     address: homer.example.net:9061
     transport: tcp
     queue_bytes: 128KiB
   - {name: v6, address: "[2001:db8::5]:9060", transport: udp, queue_bytes: 1GiB}
+  - address: collector-2.example.net:9060
 )y");
     CHECK(c.relay == std::vector<RelayDestinationConfig>{
-                         relay_destination("10.0.0.5:9060", "10.0.0.5", 9060, Transport::udp, 4u << 20),
+                         relay_destination("sipcapture", "10.0.0.5", 9060, Transport::udp, 4u << 20),
                          relay_destination("homer", "homer.example.net", 9061, Transport::tcp, 128u << 10),
-                         relay_destination("v6", "2001:db8::5", 9060, Transport::udp, 1u << 30)});
+                         relay_destination("v6", "2001:db8::5", 9060, Transport::udp, 1u << 30),
+                         relay_destination("collector-2.example.net", "collector-2.example.net", 9060, Transport::udp,
+                                           4u << 20)});
     CHECK(relay_address(c.relay[2]) == "[2001:db8::5]:9060");
+    // An IP address is no label: such a destination needs a name.
+    for (const std::string address : {"10.0.0.5:9060", "[2001:db8::5]:9060"}) {
+        INFO(address);
+        const auto e = load_error("relay:\n  - address: \"" + address + "\"\n");
+        CHECK(std::string(e.what()) ==
+              "test.yaml:2:5: relay[0]: needs a name (the `destination` label of the relay metrics, e.g. name: "
+              "homer): only a DNS name of up to 64 characters stands for itself");
+    }
     CHECK(load("relay:\n").relay.empty());  // every entry commented out
 
     auto e = load_error("relay:\n  - name: homer\n");
@@ -1149,6 +1161,8 @@ TEST_CASE("relay destinations", "[config][errors]") {
           "destination its own name");
     // The same address and transport twice, whatever the names.
     e = load_error("relay:\n  - {address: \"h:1\", transport: tcp}\n  - {name: b, address: \"h:1\", transport: tcp}\n");
+    CHECK(load_error("relay:\n  - address: \"h:1\"\n  - address: \"h:2\"\n").detail().find("duplicate relay destination "
+                                                                                   "name \"h\"") == 0);
     CHECK(std::string(e.what()) ==
           "test.yaml:3:24: relay[1].address: tcp://h:1 is listed twice (first at line 2); it would receive every "
           "message twice");

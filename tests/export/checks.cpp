@@ -88,7 +88,7 @@ std::size_t check_histograms(const Exposition& x) {
 }
 
 std::size_t check_label_hygiene(const Exposition& x, std::size_t shards) {
-    static const std::set<std::string> kNames{"agent",  "cause",     "code",   "codec",  "commit",  "direction",
+    static const std::set<std::string> kNames{"agent",  "cause",     "code",   "codec",  "commit",  "destination", "direction",
                                               "event",  "kind",      "le",     "method", "outcome", "payload_type",
                                               "reason", "result",    "shard",  "source", "state",   "status_class",
                                               "table",  "transport", "version"};

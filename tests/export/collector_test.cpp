@@ -1,6 +1,7 @@
 // The collector without HTTP: conversions checked by hand, the agent label, which series are
 // always there and which only when seen, and shards summing exactly.
 #include "export/collector.hpp"
+#include "relay/relay.hpp"
 
 #include "checks.hpp"
 #include "estate.hpp"
@@ -293,4 +294,41 @@ TEST_CASE("shards merge by summing: every series of two shards is the sum of eac
     }
     test::check_histograms(xab);
     test::check_label_hygiene(xab, 2);
+}
+
+TEST_CASE("relay destinations: one series each by name, none without", "[export][collector][relay]") {
+    {
+        const metrics::Collector collector;
+        const Exposition x = to_exposition(collector.Collect());
+        CHECK(x.find("hepd_relay_messages_total").empty());
+        CHECK(x.find("hepd_relay_dropped_messages_total").empty());
+    }
+    relay::RelayOptions o;
+    o.host = "127.0.0.1";
+    o.queue_bytes = 128u << 10;
+    o.producers = 2;
+    o.name = "homer";
+    relay::Relay homer(o);  // never started: what is pushed stays queued
+    o.name = "sipcapture";
+    relay::Relay sipcapture(o);
+    const std::vector<std::uint8_t> message(60000, 0x48);
+    for (int i = 0; i < 3; ++i) homer.producer(1).push(message);  // two fit, the third is queue_full
+    CHECK(homer.producer(0).push(message));
+
+    metrics::Collector collector;
+    collector.add_relay(homer);
+    collector.add_relay(sipcapture);
+    const Exposition x = to_exposition(collector.Collect());
+    CHECK(x.find("hepd_relay_messages_total").size() == 2);
+    CHECK(x.find("hepd_relay_dropped_messages_total").size() == 2 * relay::kDropReasonCount);
+    CHECK(x.at("hepd_relay_dropped_messages_total", {{"destination", "homer"}, {"reason", "queue_full"}}) == 1);
+    CHECK(x.at("hepd_relay_dropped_messages_total", {{"destination", "homer"}, {"reason", "not_connected"}}) == 0);
+    CHECK(x.at("hepd_relay_dropped_messages_total", {{"destination", "sipcapture"}, {"reason", "queue_full"}}) == 0);
+    CHECK(x.at("hepd_relay_queued_bytes", {{"destination", "homer"}}) == 3 * 60004);
+    CHECK(x.at("hepd_relay_queued_bytes", {{"destination", "sipcapture"}}) == 0);
+    CHECK(x.at("hepd_relay_connected", {{"destination", "homer"}}) == 0);
+    CHECK(x.at("hepd_relay_messages_total", {{"destination", "sipcapture"}}) == 0);
+    CHECK(x.at("hepd_relay_bytes_total", {{"destination", "homer"}}) == 0);
+    CHECK(x.at("hepd_relay_reconnects_total", {{"destination", "homer"}}) == 0);
+    CHECK(x.at("hepd_relay_connect_failures_total", {{"destination", "homer"}}) == 0);
 }

@@ -198,6 +198,14 @@ Estate::Estate(const gen::CorpusOptions& corpus, std::size_t shards) {
     bump(tcp.closed[static_cast<std::size_t>(ingest::TcpCloseReason::bad_frame)], 1);
     bump(tcp.frame_errors[static_cast<std::size_t>(hep::FramerError::length_too_large)], 1);
 
+    relay::RelayOptions relay_options;
+    relay_options.name = "homer";
+    relay_options.host = "127.0.0.1";
+    relay_options.queue_bytes = 128u << 10;
+    relay = std::make_unique<relay::Relay>(relay_options);
+    const std::vector<std::uint8_t> message(60000, 0x48);
+    for (int i = 0; i < 3; ++i) ++(relay->producer(0).push(message) ? relay_queued : relay_queue_full);
+
     metrics::CollectorOptions options;
     options.agent_names = estate_agent_names();
     options.build = metrics::BuildInfo{"9.8.7", "0123456789ab"};
@@ -208,6 +216,7 @@ Estate::Estate(const gen::CorpusOptions& corpus, std::size_t shards) {
     collector->set_pipeline(*pipeline);
     collector->set_kernel_drops([] { return kKernelDrops; });
     collector->set_snapshot([this] { return snapshot; });
+    collector->add_relay(*relay);
 }
 
 Estate::~Estate() = default;

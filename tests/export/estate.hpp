@@ -6,6 +6,7 @@
 #include "gen/call_generator.hpp"
 #include "ingest/listeners.hpp"
 #include "intake/hep_intake.hpp"
+#include "relay/relay.hpp"
 #include "shard/pipeline.hpp"
 #include "shard/shard_worker.hpp"
 
@@ -63,6 +64,10 @@ struct Estate {
     std::vector<std::unique_ptr<intake::HepIntake>> intakes;
     ingest::TcpStats tcp;
     metrics::SnapshotFigures snapshot{0.25, 2, 1'700'000'123.5};
+    // A relay destination that is never started: the messages that fitted its queue wait there,
+    // the rest count as queue_full.
+    std::unique_ptr<relay::Relay> relay;
+    std::uint64_t relay_queued = 0, relay_queue_full = 0;
     std::shared_ptr<metrics::Collector> collector;
     std::uint64_t options_datagrams = 0;  // SIP datagrams of the OPTIONS pings (both directions)
 };
