@@ -111,9 +111,20 @@ void Relay::pause(std::chrono::microseconds how_long) {
 
 bool Relay::drain() {
     bool worked = false;
+    bool cleared = false;
     for (auto& p : producers_) {
         MessageRing& ring = p->ring_;
         while (ring.has_message()) {
+            // A connected UDP socket keeps the refusal (ICMP port unreachable) of an earlier round's
+            // last datagram and fails the next send with it, which would then not be sent: once the
+            // collector is back, its first message would be lost. The error is read (and cleared)
+            // before each round; refusals within a round still fail their next send.
+            if (!cleared && fd_ >= 0 && options_.transport == Transport::udp) {
+                int pending = 0;
+                socklen_t len = sizeof pending;
+                ::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &pending, &len);
+                cleared = true;
+            }
             send_one(ring.front());
             ring.pop();
             worked = true;
