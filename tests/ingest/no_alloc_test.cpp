@@ -1,12 +1,13 @@
 // The steady state of the live receive path allocates nothing: UDP receive (recvmmsg) and TCP
-// read (framer) -> IngestPath -> HepIntake -> ProducerSink -> Pipeline producer, and the flush
-// timer. This executable replaces the global operator new and counts the allocations made on the
+// read (framer) -> IngestPath -> HepIntake -> ProducerSink -> Pipeline producer, the copy of each
+// accepted message into a HEP relay's queue, and the flush timer. This executable replaces the global operator new and counts the allocations made on the
 // receive threads (the UDP receive thread and the thread running the TCP listener), which mark
 // themselves through their sink; the test thread, the shard thread and the kernel are not counted.
 #include "hep_message.hpp"
 #include "ingest/listeners.hpp"
 #include "ingest/udp_receiver.hpp"
 #include "ingest_support.hpp"
+#include "relay/relay.hpp"
 #include "shard_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -120,8 +121,13 @@ public:
         inner.flush();
     }
     std::uint64_t dropped() const noexcept override { return inner.dropped(); }
+    // As the daemon's RelayingSink: the accepted message, as received, into the relay's queue.
+    void accepted_message(ByteSpan message) noexcept override {
+        if (relay != nullptr) relay->push(message);
+    }
 
     test::CountingProducerSink inner;
+    relay::Relay::Producer* relay = nullptr;
     std::atomic<bool> allocate_on_push{false};
 
 private:
@@ -153,7 +159,11 @@ public:
           pipeline_(pipeline_options(), workers()),
           udp_sink_(pipeline_.producer(0)),
           tcp_sink_(pipeline_.producer(1)),
-          tcp_path_(control_, tcp_sink_, wall_, path_options()) {
+          tcp_path_(control_, tcp_sink_, wall_, path_options()),
+          relay_(relay_options(relay_socket_)) {
+        udp_sink_.relay = &relay_.producer(0);
+        tcp_sink_.relay = &relay_.producer(1);
+        relay_.start();
         pipeline_.start();
         UdpOptions o;
         o.listen = Endpoint{ip("127.0.0.1"), 0};
@@ -183,6 +193,7 @@ public:
             tcp_io_.stop();
         });
         tcp_thread_.join();
+        relay_.stop();
         pipeline_.finish(wall_.now());
     }
 
@@ -242,8 +253,21 @@ public:
     MarkingSink& udp_sink() { return udp_sink_; }
     MarkingSink& tcp_sink() { return tcp_sink_; }
     std::uint64_t queue_drops() const { return pipeline_.queue_full_drops(); }
+    const relay::Relay& relay() const { return relay_; }
 
 private:
+    // UDP to a socket nobody reads: the kernel takes every datagram and drops what overflows.
+    static relay::RelayOptions relay_options(asio::ip::udp::socket& destination) {
+        destination.open(asio::ip::udp::v4());
+        destination.bind({asio::ip::make_address("127.0.0.1"), 0});
+        relay::RelayOptions o;
+        o.name = "downstream";
+        o.host = "127.0.0.1";
+        o.port = destination.local_endpoint().port();
+        o.producers = 2;
+        o.queue_bytes = 128u << 10;
+        return o;
+    }
     static shard::PipelineOptions pipeline_options() {
         shard::PipelineOptions o;
         o.shards = 1;
@@ -291,6 +315,9 @@ private:
     std::vector<std::vector<std::uint8_t>> tcp_messages_ = sip_messages(500, 2002);
     std::uint64_t udp_sent_ = 0;
     std::uint64_t tcp_sent_ = 0;
+    asio::io_context relay_io_;
+    asio::ip::udp::socket relay_socket_{relay_io_};
+    relay::Relay relay_;
 };
 
 // Counts the receive threads' allocations while `step` runs and everything it sent is handed over.
@@ -319,6 +346,12 @@ TEST_CASE("the receive path allocates nothing once warm (UDP and TCP, to a real 
         });
         INFO("queue drops " << rig.queue_drops());
         CHECK(n == 0);
+        // The relay saw every accepted message (sent, or dropped and counted).
+        const auto f = rig.relay().figures();
+        std::uint64_t relay_drops = 0;
+        for (const auto d : f.dropped) relay_drops += d;
+        CHECK(test::wait_until([&] { return rig.relay().figures().queued_bytes == 0; }));
+        CHECK(rig.relay().figures().messages + relay_drops >= 4000);
     }
 
     SECTION("the count sees an allocation on a receive thread") {
