@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -47,7 +48,14 @@ std::string Relay::url() const {
 
 void Relay::start() {
     if (thread_.joinable()) return;
-    thread_ = std::thread([this] { run(); });
+    thread_ = std::thread([this] {
+#if defined(__linux__)
+        // Named after the destination, for top -H and perf ("hepd-relay-NAME", 15 bytes at most).
+        const std::string name = "hepd-relay-" + options_.name;
+        pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+#endif
+        run();
+    });
 }
 
 void Relay::stop() {
@@ -179,12 +187,12 @@ bool Relay::write_all(ByteSpan message) {
     return true;
 }
 
-// Waits until fd_ is ready for `events` or the deadline passed, in slices (a stalled peer must not
-// hold a stop() up longer than the deadline).
-bool Relay::wait_fd(short events, Clock::time_point deadline) {
+// Waits until fd_ is ready for `events` or the deadline passed, in slices, so that a connection
+// attempt ends at stop() (`give_up_on_stop`); a write in the last round may use its whole deadline.
+bool Relay::wait_fd(short events, Clock::time_point deadline, bool give_up_on_stop) {
     while (true) {
         const auto now = Clock::now();
-        if (now >= deadline) return false;
+        if (now >= deadline || (give_up_on_stop && stopping())) return false;
         pollfd p{fd_, events, 0};
         const int r = ::poll(&p, 1, poll_ms(deadline - now));
         if (r > 0) return (p.revents & events) != 0 || (p.revents & (POLLERR | POLLHUP)) != 0;
@@ -229,7 +237,7 @@ bool Relay::connect_once() {
         int rc = ::connect(fd, a->ai_addr, a->ai_addrlen);
         if (rc < 0 && errno == EINPROGRESS) {
             fd_ = fd;  // wait_fd polls fd_
-            const bool ready = wait_fd(POLLOUT, Clock::now() + options_.connect_timeout);
+            const bool ready = wait_fd(POLLOUT, Clock::now() + options_.connect_timeout, true);
             fd_ = -1;
             int so_error = 0;
             socklen_t len = sizeof so_error;

@@ -106,7 +106,7 @@ private:
     bool drain();
     bool send_one(ByteSpan message);
     bool write_all(ByteSpan message);
-    bool wait_fd(short events, Clock::time_point deadline);
+    bool wait_fd(short events, Clock::time_point deadline, bool give_up_on_stop = false);
     void pause(std::chrono::microseconds how_long);
     bool stopping() const noexcept { return stop_.load(std::memory_order_acquire); }
 
