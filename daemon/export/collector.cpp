@@ -440,9 +440,10 @@ void Collector::collect_snapshot(Writer& out) const {
     out.add(f.last_success_unix_seconds);
 }
 
-// The HEP relay, per destination (a closed set: the configuration's names). No series without
-// `relay:` destinations.
+// The HEP relay, per destination (a closed set: the configuration's names). Without `relay:`
+// destinations the families are left out altogether: a family without samples tells nothing.
 void Collector::collect_relay(Writer& out) const {
+    if (relays_.empty()) return;
     std::vector<relay::RelayFigures> figures;
     figures.reserve(relays_.size());
     for (const auto* r : relays_) figures.push_back(r->figures());

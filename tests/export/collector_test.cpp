@@ -302,6 +302,7 @@ TEST_CASE("relay destinations: one series each by name, none without", "[export]
         const Exposition x = to_exposition(collector.Collect());
         CHECK(x.find("hepd_relay_messages_total").empty());
         CHECK(x.find("hepd_relay_dropped_messages_total").empty());
+        for (const auto& family : collector.Collect()) CHECK(family.name.rfind("hepd_relay_", 0) != 0);
     }
     relay::RelayOptions o;
     o.host = "127.0.0.1";
