@@ -31,7 +31,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from hepd_live import Daemon, hep3, now_us  # noqa: E402
+from hepd_live import Daemon, free_port, hep3, now_us  # noqa: E402
 
 SKIP = 77
 TARGET_LABELS = {"instance", "job"}  # added by Prometheus to every scraped series
@@ -262,7 +262,9 @@ def main():
         with open(config, "w") as f:
             f.write("agents:\n"
                     "  - {name: kamailio-edge, capture_id: 2001}\n"
-                    "  - {name: asterisk-pbx, capture_id: 2002}\n")
+                    "  - {name: asterisk-pbx, capture_id: 2002}\n"
+                    # A relay destination, so that the hepd_relay_* families the alerts use are served.
+                    f"relay:\n  - {{name: homer, address: \"127.0.0.1:{free_port(socket.SOCK_DGRAM)}\"}}\n")
         daemon = Daemon(hepd, work, config, DEADLINE)
         udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         caller, callee = ("10.0.0.1", 5060), ("10.0.0.2", 5060)
