@@ -786,8 +786,8 @@ std::optional<std::pair<std::string, std::uint16_t>> parse_host_port(std::string
         port = text.substr(colon + 1);
         if (host.empty() || host.size() > 253 || host.find(':') != std::string_view::npos) return std::nullopt;
         const bool dns_chars = std::all_of(host.begin(), host.end(), [](char c) {
-            return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-                   c == '.' || c == '_';
+            return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+                   c == '_';
         });
         if (!dns_chars || host.front() == '.' || host.front() == '-') return std::nullopt;
     }
@@ -860,8 +860,9 @@ Field relay_field() {
             names.emplace(d.name, name_where);
             const std::string target = std::string(to_string(d.transport)) + "://" + relay_address(d);
             if (const auto dup = targets.find(target); dup != targets.end())
-                ctx.fail(address_where, entry.path + ".address",
-                         target + " is listed twice" + first_at(dup->second) + "; it would receive every message twice");
+                ctx.fail(
+                    address_where, entry.path + ".address",
+                    target + " is listed twice" + first_at(dup->second) + "; it would receive every message twice");
             targets.emplace(target, address_where);
             destinations.push_back(std::move(d));
         });

@@ -451,7 +451,8 @@ void Collector::collect_relay(Writer& out) const {
         for (std::size_t i = 0; i < relays_.size(); ++i)
             out.add(as_double(value_of_figures(figures[i])), {{"destination", relays_[i]->options().name}});
     };
-    out.counter("hepd_relay_messages_total", "Accepted HEP messages relayed to a downstream collector, by destination.");
+    out.counter("hepd_relay_messages_total",
+                "Accepted HEP messages relayed to a downstream collector, by destination.");
     each([](const relay::RelayFigures& f) { return f.messages; });
     out.counter("hepd_relay_bytes_total", "Bytes of the HEP messages relayed, by destination.");
     each([](const relay::RelayFigures& f) { return f.bytes; });

@@ -6,8 +6,8 @@
 
 #include <fcntl.h>
 #include <netdb.h>
-#include <pthread.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -229,7 +229,8 @@ bool Relay::connect_once() {
         found = nullptr;
     }
     for (addrinfo* a = found; a != nullptr && fd_ < 0; a = a->ai_next) {
-        const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | (tcp ? SOCK_NONBLOCK : 0), a->ai_protocol);
+        const int fd =
+            ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | (tcp ? SOCK_NONBLOCK : 0), a->ai_protocol);
         if (fd < 0) {
             failure = error_text(errno);
             continue;
@@ -263,8 +264,8 @@ bool Relay::connect_once() {
         stats_.connect_failures.add();
         // Said once per outage; the attempts in between show in hepd_relay_connect_failures_total.
         if (!failure_logged_) {
-            spdlog::warn("relay {}: cannot connect to {} ({}); retrying with back-off up to {} s", options_.name,
-                         url(), failure, std::chrono::duration<double>(options_.reconnect_max).count());
+            spdlog::warn("relay {}: cannot connect to {} ({}); retrying with back-off up to {} s", options_.name, url(),
+                         failure, std::chrono::duration<double>(options_.reconnect_max).count());
             failure_logged_ = true;
         }
         next_attempt_ = now + backoff_;

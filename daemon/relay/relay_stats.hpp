@@ -29,12 +29,12 @@ constexpr std::string_view to_string(DropReason r) noexcept {
 
 // Written by the sender thread.
 struct SenderStats {
-    StatCounter messages;                                // handed to the kernel whole
-    StatCounter bytes;                                   // their bytes
+    StatCounter messages;                                 // handed to the kernel whole
+    StatCounter bytes;                                    // their bytes
     std::array<StatCounter, kDropReasonCount> dropped{};  // send_error, not_connected (queue_full stays 0)
-    Gauge connected;                                     // 1 while connected (UDP: the address resolved)
-    StatCounter reconnects;                              // connections made again after one was lost
-    StatCounter connect_failures;                        // connection attempts that failed
+    Gauge connected;                                      // 1 while connected (UDP: the address resolved)
+    StatCounter reconnects;                               // connections made again after one was lost
+    StatCounter connect_failures;                         // connection attempts that failed
 };
 
 // The sum over a destination's producers and its sender, read at scrape time.

@@ -1111,12 +1111,12 @@ TEST_CASE("relay destinations", "[config][errors]") {
   - {name: v6, address: "[2001:db8::5]:9060", transport: udp, queue_bytes: 1GiB}
   - address: collector-2.example.net:9060
 )y");
-    CHECK(c.relay == std::vector<RelayDestinationConfig>{
-                         relay_destination("sipcapture", "10.0.0.5", 9060, Transport::udp, 4u << 20),
-                         relay_destination("homer", "homer.example.net", 9061, Transport::tcp, 128u << 10),
-                         relay_destination("v6", "2001:db8::5", 9060, Transport::udp, 1u << 30),
-                         relay_destination("collector-2.example.net", "collector-2.example.net", 9060, Transport::udp,
-                                           4u << 20)});
+    CHECK(c.relay ==
+          std::vector<RelayDestinationConfig>{
+              relay_destination("sipcapture", "10.0.0.5", 9060, Transport::udp, 4u << 20),
+              relay_destination("homer", "homer.example.net", 9061, Transport::tcp, 128u << 10),
+              relay_destination("v6", "2001:db8::5", 9060, Transport::udp, 1u << 30),
+              relay_destination("collector-2.example.net", "collector-2.example.net", 9060, Transport::udp, 4u << 20)});
     CHECK(relay_address(c.relay[2]) == "[2001:db8::5]:9060");
     // An IP address is no label: such a destination needs a name.
     for (const std::string address : {"10.0.0.5:9060", "[2001:db8::5]:9060"}) {
@@ -1134,9 +1134,9 @@ TEST_CASE("relay destinations", "[config][errors]") {
     constexpr std::string_view kAddress =
         "expected HOST:PORT with a DNS name or IPv4 address, or [IPV6]:PORT (e.g. homer.example.net:9060, "
         "10.0.0.5:9060, [2001:db8::5]:9060), got ";
-    for (const std::string bad : {"homer.example.net", "homer:0", "homer:65536", "homer:90x", ":9060", "2001:db8::5:9060",
-                                  "[10.0.0.5]:9060", "[2001:db8::5]9060", "[2001:db8::5]:", "ho mer:9060", "-homer:9060",
-                                  "homer/x:9060"}) {
+    for (const std::string bad :
+         {"homer.example.net", "homer:0", "homer:65536", "homer:90x", ":9060", "2001:db8::5:9060", "[10.0.0.5]:9060",
+          "[2001:db8::5]9060", "[2001:db8::5]:", "ho mer:9060", "-homer:9060", "homer/x:9060"}) {
         INFO(bad);
         e = load_error("relay:\n  - address: \"" + bad + "\"\n");
         CHECK(e.key_path() == "relay[0].address");
@@ -1161,8 +1161,10 @@ TEST_CASE("relay destinations", "[config][errors]") {
           "destination its own name");
     // The same address and transport twice, whatever the names.
     e = load_error("relay:\n  - {address: \"h:1\", transport: tcp}\n  - {name: b, address: \"h:1\", transport: tcp}\n");
-    CHECK(load_error("relay:\n  - address: \"h:1\"\n  - address: \"h:2\"\n").detail().find("duplicate relay destination "
-                                                                                   "name \"h\"") == 0);
+    CHECK(load_error("relay:\n  - address: \"h:1\"\n  - address: \"h:2\"\n")
+              .detail()
+              .find("duplicate relay destination "
+                    "name \"h\"") == 0);
     CHECK(std::string(e.what()) ==
           "test.yaml:3:24: relay[1].address: tcp://h:1 is listed twice (first at line 2); it would receive every "
           "message twice");

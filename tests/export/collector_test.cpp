@@ -1,12 +1,12 @@
 // The collector without HTTP: conversions checked by hand, the agent label, which series are
 // always there and which only when seen, and shards summing exactly.
 #include "export/collector.hpp"
-#include "relay/relay.hpp"
 
 #include "checks.hpp"
 #include "estate.hpp"
 #include "export/convert.hpp"
 #include "intake/agent_map.hpp"
+#include "relay/relay.hpp"
 #include "scrape.hpp"
 
 #include <catch2/catch.hpp>

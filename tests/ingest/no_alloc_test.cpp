@@ -1,8 +1,8 @@
 // The steady state of the live receive path allocates nothing: UDP receive (recvmmsg) and TCP
 // read (framer) -> IngestPath -> HepIntake -> ProducerSink -> Pipeline producer, the copy of each
-// accepted message into a HEP relay's queue, and the flush timer. This executable replaces the global operator new and counts the allocations made on the
-// receive threads (the UDP receive thread and the thread running the TCP listener), which mark
-// themselves through their sink; the test thread, the shard thread and the kernel are not counted.
+// accepted message into a HEP relay's queue, and the flush timer. This executable replaces the global operator new and
+// counts the allocations made on the receive threads (the UDP receive thread and the thread running the TCP listener),
+// which mark themselves through their sink; the test thread, the shard thread and the kernel are not counted.
 #include "hep_message.hpp"
 #include "ingest/listeners.hpp"
 #include "ingest/udp_receiver.hpp"

@@ -28,7 +28,9 @@ namespace {
 
 constexpr auto kDeadline = std::chrono::seconds(10);  // generous: only a broken relay waits this long
 
-std::uint64_t dropped(const Relay& r, DropReason reason) { return r.figures().dropped[static_cast<std::size_t>(reason)]; }
+std::uint64_t dropped(const Relay& r, DropReason reason) {
+    return r.figures().dropped[static_cast<std::size_t>(reason)];
+}
 
 // Polls `done` until it holds or the deadline passes.
 bool eventually(const std::function<bool()>& done) {
