@@ -33,6 +33,9 @@ namespace hepd::metrics {
 class Collector;
 class Exporter;
 }  // namespace hepd::metrics
+namespace hepd::records {
+class RecordWriter;
+}  // namespace hepd::records
 
 namespace hepd::app {
 
@@ -77,7 +80,8 @@ private:
     // Declared in start-up order: destroyed the other way round, sources after their readers.
     boost::asio::io_context io_{1};  // this thread: signals, timers and every TCP connection
     std::unique_ptr<ingest::IngestControl> control_;
-    std::vector<shard::ShardWorker*> workers_;  // owned by pipeline_
+    std::unique_ptr<records::RecordWriter> records_;  // with records.enabled; outlives the shards
+    std::vector<shard::ShardWorker*> workers_;          // owned by pipeline_
     std::unique_ptr<shard::Pipeline> pipeline_;
     std::vector<std::unique_ptr<ingest::ProducerSink>> sinks_;  // one per producer of pipeline_
     std::unique_ptr<ingest::IngestPath> tcp_path_;              // shared by the TCP listeners
