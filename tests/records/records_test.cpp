@@ -130,12 +130,6 @@ struct TempDir {
     }
 };
 
-class ManualClock final : public Clock {
-public:
-    Timestamp now() const noexcept override { return t; }
-    Timestamp t{1'000'000'000};
-};
-
 }  // namespace
 
 TEST_CASE("party names: user part and host of sip, sips and tel URIs", "[records]") {
@@ -430,8 +424,8 @@ TEST_CASE("record file: a full disk loses the lines, counted, and never throws",
 TEST_CASE("writer: a full shard queue drops the event and counts it; the rest is written after the hold",
           "[records]") {
     TempDir dir;
-    ManualClock steady;
-    ManualClock wall;
+    ManualClock steady(Timestamp{1'000'000'000});
+    ManualClock wall(Timestamp{1'700'000'000'000'000});
     RecordWriterOptions o;
     o.file.path = (dir.path / "calls.jsonl").string();
     o.join.hold_us = 5'000'000;
@@ -453,7 +447,7 @@ TEST_CASE("writer: a full shard queue drops the event and counts it; the rest is
     w.poll();
     CHECK(w.stats().held.value() == 17);
     CHECK(w.stats().written.value() == 0);
-    steady.t.us += o.join.hold_us;
+    steady.advance_us(o.join.hold_us);
     w.poll();
     CHECK(w.stats().written.value() == 17);
     CHECK(w.stats().dropped[static_cast<std::size_t>(DropReason::queue_full)].value() == 4);
@@ -465,8 +459,8 @@ TEST_CASE("writer: a full shard queue drops the event and counts it; the rest is
 
 TEST_CASE("writer: stop writes the held records and counts the streams still waiting", "[records]") {
     TempDir dir;
-    ManualClock steady;
-    ManualClock wall;
+    ManualClock steady(Timestamp{1'000'000'000});
+    ManualClock wall(Timestamp{1'700'000'000'000'000});
     RecordWriterOptions o;
     o.file.path = (dir.path / "calls.jsonl").string();
     o.join.hold_us = 60'000'000;
