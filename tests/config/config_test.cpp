@@ -107,6 +107,7 @@ Config custom_config() {
     c.tables = {1000, 2000, 3000, 4000};
     c.timers = {milliseconds(1500), hours(2), seconds(45), seconds(0), minutes(1)};
     c.pcap = {{9061, 9062}, {5060, 5080}, 500};
+    c.records = {true, "/var/log/hepd/calls.jsonl", 1ULL << 30, seconds(0), 100, seconds(0), seconds(10), 1024, 5000};
     return c;
 }
 
@@ -153,6 +154,16 @@ timers:
   dialog_linger: 0s
   transaction_timeout: 60s
 pcap: {hep_ports: [9061, 9062], sip_ports: [5060, 5080], max_tcp_streams: 500}
+records:
+  enabled: true
+  path: /var/log/hepd/calls.jsonl
+  max_file_bytes: 1GiB
+  max_file_age: 0
+  keep_files: 100
+  flush_interval: 0ms
+  hold: 10000ms
+  queue_size: 1024
+  max_waiting_media: 5000
 )";
 
 constexpr std::string_view kDefaultsYaml = R"(log_level: info
@@ -206,6 +217,16 @@ pcap:
   hep_ports: [9060]
   sip_ports: [5060]
   max_tcp_streams: 10000
+records:
+  enabled: false
+  path: "records/calls.jsonl"
+  max_file_bytes: 100MiB
+  max_file_age: 1h
+  keep_files: 24
+  flush_interval: 1s
+  hold: 5s
+  queue_size: 16384
+  max_waiting_media: 200000
 )";
 
 // Dotted key paths of every mapping key in a document; list entries appear as "key[]".
@@ -498,6 +519,16 @@ pcap:
   hep_ports: [9061, 9062]
   sip_ports: [5060, 5080]
   max_tcp_streams: 500
+records:
+  enabled: true
+  path: "/var/log/hepd/calls.jsonl"
+  max_file_bytes: 1GiB
+  max_file_age: 0s
+  keep_files: 100
+  flush_interval: 0s
+  hold: 10s
+  queue_size: 1024
+  max_waiting_media: 5000
 )";
         CHECK(to_yaml(custom) == expected);
     }
@@ -559,6 +590,15 @@ TEST_CASE("key_paths lists every settable key in schema order", "[config][round_
         "pcap.hep_ports",
         "pcap.sip_ports",
         "pcap.max_tcp_streams",
+        "records.enabled",
+        "records.path",
+        "records.max_file_bytes",
+        "records.max_file_age",
+        "records.keep_files",
+        "records.flush_interval",
+        "records.hold",
+        "records.queue_size",
+        "records.max_waiting_media",
     };
     CHECK(key_paths() == expected);
 }
@@ -607,6 +647,15 @@ TEST_CASE("every scalar and list key can be overridden", "[config][override]") {
         {"pcap.hep_ports", "9061,9062"},
         {"pcap.sip_ports", "5060,5080"},
         {"pcap.max_tcp_streams", "500"},
+        {"records.enabled", "true"},
+        {"records.path", "/var/log/hepd/calls.jsonl"},
+        {"records.max_file_bytes", "1GiB"},
+        {"records.max_file_age", "0"},
+        {"records.keep_files", "100"},
+        {"records.flush_interval", "0"},
+        {"records.hold", "10s"},
+        {"records.queue_size", "1024"},
+        {"records.max_waiting_media", "5000"},
     };
     // The table covers every key but the two that only a file can hold.
     std::set<std::string> covered;
@@ -743,7 +792,7 @@ TEST_CASE("unknown keys are errors at every depth", "[config][errors]") {
     auto e = load_error("log_level: info\nverbose: true\n");
     CHECK(std::string(e.what()) ==
           "test.yaml:2:1: verbose: unknown key (expected one of: log_level, hep, agents, metrics, state, shards, "
-          "tables, timers, pcap)");
+          "tables, timers, pcap, records)");
 
     e = load_error("hep:\n  tcp:\n    max_conections: 5\n");
     CHECK(std::string(e.what()) ==
