@@ -162,8 +162,8 @@ int Daemon::start() {
     sc.flush_at_end = false;  // open calls go to the snapshot, not into the statistics
     std::vector<std::unique_ptr<shard::Worker>> owned;
     if (cfg_.records.enabled) {
-        records_ = std::make_unique<records::RecordWriter>(app::record_writer_options(cfg_), shard_count, steady_,
-                                                           clock_);
+        records_ =
+            std::make_unique<records::RecordWriter>(app::record_writer_options(cfg_), shard_count, steady_, clock_);
         spdlog::info("call records to {}", app::record_writer_options(cfg_).file.path);
     }
     for (std::uint32_t i = 0; i < shard_count; ++i) {

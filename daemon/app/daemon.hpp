@@ -81,7 +81,7 @@ private:
     boost::asio::io_context io_{1};  // this thread: signals, timers and every TCP connection
     std::unique_ptr<ingest::IngestControl> control_;
     std::unique_ptr<records::RecordWriter> records_;  // with records.enabled; outlives the shards
-    std::vector<shard::ShardWorker*> workers_;          // owned by pipeline_
+    std::vector<shard::ShardWorker*> workers_;        // owned by pipeline_
     std::unique_ptr<shard::Pipeline> pipeline_;
     std::vector<std::unique_ptr<ingest::ProducerSink>> sinks_;  // one per producer of pipeline_
     std::unique_ptr<ingest::IngestPath> tcp_path_;              // shared by the TCP listeners

@@ -11,8 +11,8 @@ namespace hepd::app {
 struct PcapArgs {
     std::vector<std::string> files;
     std::optional<std::uint32_t> cores;
-    bool report = false;    // the full text report (else a one-line summary)
-    std::string json_path;  // write the report as JSON ("-" = stdout)
+    bool report = false;       // the full text report (else a one-line summary)
+    std::string json_path;     // write the report as JSON ("-" = stdout)
     std::string records_path;  // write call records as JSON lines ("-" = stdout)
 };
 

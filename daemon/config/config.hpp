@@ -155,10 +155,10 @@ struct PcapConfig {
 // thread off the shards into a rotated file under state.dir.
 struct RecordsConfig {
     bool enabled = false;
-    std::string path = "records/calls.jsonl";  // relative paths are under state.dir
-    std::uint64_t max_file_bytes = 100u << 20;  // rotate at this size
-    Duration max_file_age = std::chrono::hours(1);  // and at this age; 0 = by size only
-    std::uint32_t keep_files = 24;                  // rotated files kept beside the current one
+    std::string path = "records/calls.jsonl";           // relative paths are under state.dir
+    std::uint64_t max_file_bytes = 100u << 20;          // rotate at this size
+    Duration max_file_age = std::chrono::hours(1);      // and at this age; 0 = by size only
+    std::uint32_t keep_files = 24;                      // rotated files kept beside the current one
     Duration flush_interval = std::chrono::seconds(1);  // 0 = write after every batch of records
     // A finished dialog waits this long for streams that finish on other shards just after it.
     Duration hold = std::chrono::seconds(5);

@@ -50,17 +50,20 @@ ReportedFigures reported_figures(const rtp::ReportedKey& key, const rtp::Reporte
 
 void sort_media(CallRecord& record) {
     std::sort(record.streams.begin(), record.streams.end(), [](const StreamFigures& a, const StreamFigures& b) {
-        return std::tie(a.first, a.key.src, a.key.dst, a.key.ssrc) < std::tie(b.first, b.key.src, b.key.dst, b.key.ssrc);
+        return std::tie(a.first, a.key.src, a.key.dst, a.key.ssrc) <
+               std::tie(b.first, b.key.src, b.key.dst, b.key.ssrc);
     });
     std::sort(record.reported.begin(), record.reported.end(), [](const ReportedFigures& a, const ReportedFigures& b) {
-        return std::tie(a.first, a.ssrc, a.reporter, a.reporter_ssrc) < std::tie(b.first, b.ssrc, b.reporter, b.reporter_ssrc);
+        return std::tie(a.first, a.ssrc, a.reporter, a.reporter_ssrc) <
+               std::tie(b.first, b.ssrc, b.reporter, b.reporter_ssrc);
     });
 }
 
 bool record_before(const CallRecord& a, const CallRecord& b) noexcept {
     const auto& x = a.dialog;
     const auto& y = b.dialog;
-    return std::tie(x.dialog.invite_time, x.call_id, x.from_tag) < std::tie(y.dialog.invite_time, y.call_id, y.from_tag);
+    return std::tie(x.dialog.invite_time, x.call_id, x.from_tag) <
+           std::tie(y.dialog.invite_time, y.call_id, y.from_tag);
 }
 
 namespace {
@@ -99,8 +102,14 @@ class Line {
 public:
     explicit Line(std::string& out) : out_(out) {}
 
-    void open() { out_ += '{'; first_ = true; }
-    void close() { out_ += '}'; first_ = false; }
+    void open() {
+        out_ += '{';
+        first_ = true;
+    }
+    void close() {
+        out_ += '}';
+        first_ = false;
+    }
     void key(std::string_view k) {
         if (!first_) out_ += ',';
         first_ = false;
@@ -207,7 +216,9 @@ std::string_view outcome_text(const DialogFigures& f) {
     return f.evicted ? sip::to_string(sip::DialogOutcome::evicted) : sip::to_string(f.dialog.outcome());
 }
 
-std::int64_t span_us(Timestamp a, Timestamp b) { return (a.us == 0 || b.us == 0) ? -1 : std::max<std::int64_t>(b.us - a.us, 0); }
+std::int64_t span_us(Timestamp a, Timestamp b) {
+    return (a.us == 0 || b.us == 0) ? -1 : std::max<std::int64_t>(b.us - a.us, 0);
+}
 
 }  // namespace
 

@@ -62,7 +62,7 @@ ReportedFigures reported_figures(const rtp::ReportedKey& key, const rtp::Reporte
 
 struct CallRecord {
     DialogFigures dialog;
-    std::vector<StreamFigures> streams;    // ordered by first packet, then key
+    std::vector<StreamFigures> streams;     // ordered by first packet, then key
     std::vector<ReportedFigures> reported;  // ordered by first report, then SSRC and reporter
 };
 

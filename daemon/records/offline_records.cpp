@@ -18,7 +18,8 @@ void ShardEvents::on_reported_stream_finished(const rtp::ReportedKey& key, const
 
 void ShardEvents::on_dialog_removed(std::string_view call_id, std::string_view from_tag, const sip::Dialog& dialog,
                                     bool evicted) {
-    if (dialog.finished() || evicted) dialogs.push_back(dialog_figures(call_id, from_tag, dialog, evicted && !dialog.finished()));
+    if (dialog.finished() || evicted)
+        dialogs.push_back(dialog_figures(call_id, from_tag, dialog, evicted && !dialog.finished()));
     if (next_dialogs_ != nullptr) next_dialogs_->on_dialog_removed(call_id, from_tag, dialog, evicted);
 }
 

@@ -128,7 +128,8 @@ void RecordFile::prune() {
         // "-2" sorts after the plain stamp it follows: compare stamps first, then suffix length.
         const std::string x = a.filename().string();
         const std::string y = b.filename().string();
-        return x.size() != y.size() && x.compare(0, std::min(x.size(), y.size()), y, 0, std::min(x.size(), y.size())) == 0
+        return x.size() != y.size() &&
+                       x.compare(0, std::min(x.size(), y.size()), y, 0, std::min(x.size(), y.size())) == 0
                    ? x.size() < y.size()
                    : x < y;
     });

@@ -67,9 +67,8 @@ void RecordJoiner::add_dialog(DialogFigures dialog, std::int64_t now_us) {
     h.serial = next_serial_++;
     h.record.dialog = std::move(dialog);
     // Its streams (by dialog identity) and every report of the Call-ID that waited for it.
-    auto mine = std::stable_partition(c.streams.begin(), c.streams.end(), [&](const StreamFigures& s) {
-        return s.dialog_id != h.record.dialog.dialog_id;
-    });
+    auto mine = std::stable_partition(c.streams.begin(), c.streams.end(),
+                                      [&](const StreamFigures& s) { return s.dialog_id != h.record.dialog.dialog_id; });
     waiting_count_ -= static_cast<std::size_t>(c.streams.end() - mine);
     std::move(mine, c.streams.end(), std::back_inserter(h.record.streams));
     c.streams.erase(mine, c.streams.end());

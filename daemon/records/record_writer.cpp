@@ -122,7 +122,8 @@ void RecordWriter::publish() {
     if (f.lines > stats_.written.value()) stats_.written.add(f.lines - stats_.written.value());
     if (f.bytes > stats_.bytes.value()) stats_.bytes.add(f.bytes - stats_.bytes.value());
     if (f.rotations > stats_.rotations.value()) stats_.rotations.add(f.rotations - stats_.rotations.value());
-    if (f.write_errors > stats_.write_errors.value()) stats_.write_errors.add(f.write_errors - stats_.write_errors.value());
+    if (f.write_errors > stats_.write_errors.value())
+        stats_.write_errors.add(f.write_errors - stats_.write_errors.value());
     if (f.lost_lines > published_lost_) {
         stats_.dropped[static_cast<std::size_t>(DropReason::write_error)].add(f.lost_lines - published_lost_);
         published_lost_ = f.lost_lines;

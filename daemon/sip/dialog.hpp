@@ -257,8 +257,8 @@ struct Dialog {
     bool q850_counted = false;  // the cause went into the statistics
     std::uint8_t user_agent_size = 0;
     std::array<char, kUserAgentCap> user_agent{};  // caller's User-Agent, cut at kUserAgentCap
-    PartyName from_party;  // From URI of the first INVITE
-    PartyName to_party;    // To URI of the first INVITE (its request URI when To names no user)
+    PartyName from_party;                          // From URI of the first INVITE
+    PartyName to_party;                            // To URI of the first INVITE (its request URI when To names no user)
 
     std::string_view user_agent_view() const noexcept { return {user_agent.data(), user_agent_size}; }
     bool finished() const noexcept { return is_finished(state); }

@@ -5,15 +5,16 @@
 #include "records/record_file.hpp"
 #include "records/record_joiner.hpp"
 #include "records/record_writer.hpp"
+#include "sip/dialog_table.hpp"
 
 #include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -156,6 +157,28 @@ TEST_CASE("party names: user part and host of sip, sips and tel URIs", "[records
     CHECK(p.host() == long_host.substr(0, sip::kPartyNameCap - sip::kPartyUserCap));
 }
 
+TEST_CASE("party names: the dialog table takes them from the first INVITE's From and To", "[records]") {
+    sip::DialogConfig config;
+    sip::DialogTable table(config);
+    const PacketMeta meta{Timestamp{1'000'000}, ep("192.0.2.1:5060"), ep("192.0.2.2:5060"), 0};
+    // To names no user (a trunk that routes on the request URI): the request URI's is taken.
+    const std::string invite =
+        "INVITE sip:+4930999@gw.example;user=phone SIP/2.0\r\n"
+        "Via: SIP/2.0/UDP 192.0.2.1:5060;branch=z9hG4bK-1\r\n"
+        "From: \"Alice\" <sip:alice@a.example>;tag=f1\r\n"
+        "To: <sip:gw.example>\r\n"
+        "Call-ID: party-1\r\n"
+        "CSeq: 1 INVITE\r\n"
+        "Content-Length: 0\r\n\r\n";
+    REQUIRE(table.process(invite, meta) == sip::Disposition::dialog_created);
+    const sip::Dialog* d = table.find("party-1", "f1");
+    REQUIRE(d != nullptr);
+    CHECK(d->from_party.user() == "alice");
+    CHECK(d->from_party.host() == "a.example");
+    CHECK(d->to_party.user() == "+4930999");
+    CHECK(d->to_party.host() == "gw.example");
+}
+
 TEST_CASE("JSON strings: quotes, backslashes, control bytes and invalid UTF-8 are escaped", "[records]") {
     CHECK(escaped("plain@127.0.0.1") == "\"plain@127.0.0.1\"");
     CHECK(escaped("a\"b\\c") == R"("a\"b\\c")");
@@ -163,10 +186,10 @@ TEST_CASE("JSON strings: quotes, backslashes, control bytes and invalid UTF-8 ar
     CHECK(escaped(std::string("\x00\x01\x1f\x7f", 4)) == R"("\u0000\u0001\u001f\u007f")");
     CHECK(escaped("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x93\x9e") == "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x93\x9e\"");
     CHECK(escaped("\xff") == R"("\ufffd")");
-    CHECK(escaped("\xc0\x80") == R"("\ufffd\ufffd")");          // overlong NUL
-    CHECK(escaped("\xed\xa0\x80") == R"("\ufffd\ufffd\ufffd")");  // a surrogate
+    CHECK(escaped("\xc0\x80") == R"("\ufffd\ufffd")");                      // overlong NUL
+    CHECK(escaped("\xed\xa0\x80") == R"("\ufffd\ufffd\ufffd")");            // a surrogate
     CHECK(escaped("\xf4\x90\x80\x80") == R"("\ufffd\ufffd\ufffd\ufffd")");  // above U+10FFFF
-    CHECK(escaped("x\xe2\x82") == R"("x\ufffd\ufffd")");  // cut short
+    CHECK(escaped("x\xe2\x82") == R"("x\ufffd\ufffd")");                    // cut short
     // Whatever the bytes, the result is one JSON string that a strict parser reads back.
     std::string all;
     for (int c = 0; c < 256; ++c) all += static_cast<char>(c);
@@ -421,8 +444,7 @@ TEST_CASE("record file: a full disk loses the lines, counted, and never throws",
     CHECK(f.stats().lost_lines == 3);
 }
 
-TEST_CASE("writer: a full shard queue drops the event and counts it; the rest is written after the hold",
-          "[records]") {
+TEST_CASE("writer: a full shard queue drops the event and counts it; the rest is written after the hold", "[records]") {
     TempDir dir;
     ManualClock steady(Timestamp{1'000'000'000});
     ManualClock wall(Timestamp{1'700'000'000'000'000});
