@@ -40,21 +40,27 @@ RecordWriter::RecordWriter(RecordWriterOptions options, std::size_t shards, cons
     for (std::size_t i = 0; i < shards; ++i) shards_.push_back(std::make_unique<ShardRecorder>(options_.queue_size));
 }
 
-RecordWriter::~RecordWriter() { stop(); }
+// Without stop(), what is held is lost: only the owner knows that the shards have stopped.
+RecordWriter::~RecordWriter() { stop_thread(); }
 
 void RecordWriter::start() {
     last_flush_us_ = steady_.now().us;
     thread_ = std::thread([this] { run(); });
 }
 
-void RecordWriter::stop() {
+bool RecordWriter::stop_thread() {
     {
         std::lock_guard lock(mutex_);
-        if (stopping_) return;
+        if (stopping_) return false;
         stopping_ = true;
     }
     wake_.notify_all();
     if (thread_.joinable()) thread_.join();
+    return true;
+}
+
+void RecordWriter::stop() {
+    if (!stop_thread()) return;
     const std::int64_t now = steady_.now().us;
     drain(now);
     due_.clear();

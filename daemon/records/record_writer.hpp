@@ -105,6 +105,7 @@ public:
 
 private:
     void run();
+    bool stop_thread();  // false when already stopped
     bool drain(std::int64_t now_us);
     void write(std::vector<CallRecord>& records);
     void publish();
