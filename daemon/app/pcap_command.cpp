@@ -56,6 +56,7 @@ std::uint64_t rss_anon_bytes() {
 // The same lines the daemon writes (daemon/records), in record order.
 bool write_records(const std::string& path, std::vector<std::unique_ptr<records::ShardEvents>>& shards) {
     std::vector<records::ShardEvents*> events;
+    events.reserve(shards.size());
     for (auto& s : shards) events.push_back(s.get());
     records::OfflineResult result;
     const auto calls = records::join_offline(events, result);
