@@ -28,10 +28,11 @@ std::string usage_text() {
 
 Usage:
   hepd [OPTIONS]                 run the collector (embedded defaults when no --config)
-  hepd pcap FILE... [--cores N] [--report] [--json PATH] [--config FILE]
+  hepd pcap FILE... [--cores N] [--report] [--json PATH] [--records PATH] [--config FILE]
                                  read pcap/pcapng captures (gzip too) through the same shards
                                  and report: --report prints the full report (else one line),
-                                 --json writes it as JSON (- for stdout)
+                                 --json writes it as JSON (- for stdout), --records writes one
+                                 call record (JSON line) per finished dialog (- for stdout)
   hepd check-config FILE [--print]
                                  validate FILE; --print shows the effective configuration
   hepd snapshot show FILE        print a snapshot (dialogs and streams in progress) as JSON
@@ -111,6 +112,10 @@ CommandLine parse_command_line(int argc, char** argv) {
             }
             if (arg == "--json") {
                 cl.pcap_json = take_value(arg);
+                continue;
+            }
+            if (arg == "--records") {
+                cl.pcap_records = take_value(arg);
                 continue;
             }
             if (arg.empty() || arg[0] != '-') {

@@ -26,6 +26,7 @@ struct CommandLine {
     std::vector<std::string> pcap_files;
     bool pcap_report = false;
     std::string pcap_json;
+    std::string pcap_records;  // --records PATH: call records as JSON lines
 };
 
 struct UsageError : std::runtime_error {

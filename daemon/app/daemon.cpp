@@ -8,6 +8,7 @@
 #include "export/collector.hpp"
 #include "export/exporter.hpp"
 #include "hep/payload_type.hpp"
+#include "records/record_writer.hpp"
 #include "shard/pipeline.hpp"
 #include "shard/shard_worker.hpp"
 #include "snapshot/snapshot.hpp"
@@ -107,6 +108,7 @@ void reload(const std::string& path, config::Config& current, ingest::IngestCont
     if (!(next.metrics == current.metrics)) fixed.emplace_back("metrics");
     if (!(next.relay == current.relay)) fixed.emplace_back("relay");
     if (!(next.state == current.state)) fixed.emplace_back("state");
+    if (!(next.records == current.records)) fixed.emplace_back("records");
     if (!(next.shards == current.shards) || !(next.tables == current.tables) || !(next.timers == current.timers))
         fixed.emplace_back("shards, tables and timers");
     if (!(next.hep.payload_types == current.hep.payload_types) ||
@@ -162,8 +164,14 @@ int Daemon::start() {
     auto sc = app::shard_config(cfg_);
     sc.flush_at_end = false;  // open calls go to the snapshot, not into the statistics
     std::vector<std::unique_ptr<shard::Worker>> owned;
+    if (cfg_.records.enabled) {
+        records_ =
+            std::make_unique<records::RecordWriter>(app::record_writer_options(cfg_), shard_count, steady_, clock_);
+        spdlog::info("call records to {}", app::record_writer_options(cfg_).file.path);
+    }
     for (std::uint32_t i = 0; i < shard_count; ++i) {
-        auto w = std::make_unique<shard::ShardWorker>(sc);
+        auto w = std::make_unique<shard::ShardWorker>(sc, records_ ? &records_->shard(i) : nullptr);
+        if (records_) w->dialogs().set_sink(&records_->shard(i));
         workers_.push_back(w.get());
         owned.push_back(std::move(w));
     }
@@ -186,6 +194,7 @@ int Daemon::start() {
         snapshot_path_, cfg_.state.snapshot_interval, [this] { return capture_shards(); }, snapshot_state_, clock_);
     if (const int failure = serve_metrics(); failure != 0) return failure;
 
+    if (records_) records_->start();
     pipeline_->start();
     for (auto& r : udp_) r->start();
     snapshots_->start();
@@ -343,6 +352,23 @@ int Daemon::serve_metrics() {
         return metrics::SnapshotFigures{snapshot_state_.last_duration_seconds.load(), snapshot_state_.failures.load(),
                                         snapshot_state_.last_success_unix_seconds.load()};
     });
+    if (records_) {
+        collector_->set_records([this] {
+            const auto& s = records_->stats();
+            metrics::RecordFigures f;
+            f.written = s.written.value();
+            f.bytes = s.bytes.value();
+            f.rotations = s.rotations.value();
+            f.write_errors = s.write_errors.value();
+            for (const auto& d : s.dropped) f.dropped.push_back(d.value());
+            // Queue drops are counted by the shards as they happen, not when the writer looks.
+            f.dropped[static_cast<std::size_t>(records::DropReason::queue_full)] = records_->queue_drops();
+            f.unbound_streams = s.unbound_streams.value();
+            f.held = s.held.value();
+            f.waiting = s.waiting.value();
+            return f;
+        });
+    }
     try {
         exporter_ = std::make_unique<metrics::Exporter>(
             metrics::ExporterOptions{cfg_.metrics.listen, cfg_.metrics.path}, collector_);
@@ -402,6 +428,8 @@ void Daemon::shutdown() {
     for (auto& r : relays_) r->stop();  // after the last receive: what was accepted is sent or counted
     for (auto& s : sinks_) s->flush();
     pipeline_->finish(clock_.now());
+    // Dialogs that left the tables are in no snapshot: their records are written now.
+    if (records_) records_->stop();
     if (cfg_.state.snapshot_on_shutdown) snapshots_->write_now();
     exporter_->stop();
     log_summary(merged_stats(*tcp_path_, udp_), "at exit, since start");

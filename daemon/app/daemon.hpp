@@ -36,6 +36,9 @@ namespace hepd::metrics {
 class Collector;
 class Exporter;
 }  // namespace hepd::metrics
+namespace hepd::records {
+class RecordWriter;
+}  // namespace hepd::records
 
 namespace hepd::app {
 
@@ -83,7 +86,8 @@ private:
     // Declared in start-up order: destroyed the other way round, sources after their readers.
     boost::asio::io_context io_{1};  // this thread: signals, timers and every TCP connection
     std::unique_ptr<ingest::IngestControl> control_;
-    std::vector<shard::ShardWorker*> workers_;  // owned by pipeline_
+    std::unique_ptr<records::RecordWriter> records_;  // with records.enabled; outlives the shards
+    std::vector<shard::ShardWorker*> workers_;        // owned by pipeline_
     std::unique_ptr<shard::Pipeline> pipeline_;
     std::vector<std::unique_ptr<ingest::ProducerSink>> sinks_;  // one per producer of pipeline_
     std::vector<std::unique_ptr<relay::Relay>> relays_;         // `relay:` destinations

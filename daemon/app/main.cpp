@@ -106,6 +106,7 @@ int main(int argc, char** argv) {
             if (o.key == "shards.count") args.cores = cfg.shards.count;
         args.report = cl.pcap_report;
         args.json_path = cl.pcap_json;
+        args.records_path = cl.pcap_records;
         return app::run_pcap(args, cfg);
     }
     fix_mmap_threshold();

@@ -2,6 +2,7 @@
 
 #include "app/pcap_progress.hpp"
 #include "app/wiring.hpp"
+#include "records/offline_records.hpp"
 #include "report/collector.hpp"
 #include "report/run_report.hpp"
 #include "shard/pipeline.hpp"
@@ -52,6 +53,25 @@ std::uint64_t rss_anon_bytes() {
     return 0;
 }
 
+// The same lines the daemon writes (daemon/records), in record order.
+bool write_records(const std::string& path, std::vector<std::unique_ptr<records::ShardEvents>>& shards) {
+    std::vector<records::ShardEvents*> events;
+    events.reserve(shards.size());
+    for (auto& s : shards) events.push_back(s.get());
+    records::OfflineResult result;
+    const auto calls = records::join_offline(events, result);
+    std::ofstream file;
+    if (path != "-") file.open(path, std::ios::binary | std::ios::trunc);
+    std::ostream& out = path == "-" ? std::cout : file;
+    for (const auto& r : calls) out << records::record_line(r);
+    out.flush();
+    if (!out) {
+        std::fprintf(stderr, "hepd: cannot write %s\n", path.c_str());
+        return false;
+    }
+    return true;
+}
+
 }  // namespace
 
 int run_pcap(const PcapArgs& args, const config::Config& cfg) {
@@ -64,12 +84,20 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
 
     const auto sc = shard_config(cfg);
     std::vector<std::unique_ptr<report::ShardCollector>> collectors;
+    std::vector<std::unique_ptr<records::ShardEvents>> record_events;  // with --records
     std::vector<shard::ShardWorker*> workers;
     std::vector<std::unique_ptr<shard::Worker>> owned;
     for (std::uint32_t i = 0; i < shards; ++i) {
         collectors.push_back(std::make_unique<report::ShardCollector>());
-        auto w = std::make_unique<shard::ShardWorker>(sc, collectors.back().get());
-        w->dialogs().set_sink(collectors.back().get());
+        rtp::StreamSink* stream_sink = collectors.back().get();
+        sip::DialogSink* dialog_sink = collectors.back().get();
+        if (!args.records_path.empty()) {
+            record_events.push_back(std::make_unique<records::ShardEvents>(stream_sink, dialog_sink));
+            stream_sink = record_events.back().get();
+            dialog_sink = record_events.back().get();
+        }
+        auto w = std::make_unique<shard::ShardWorker>(sc, stream_sink);
+        w->dialogs().set_sink(dialog_sink);
         workers.push_back(w.get());
         owned.push_back(std::move(w));
     }
@@ -121,6 +149,7 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
     report::RunInputs inputs;
     for (std::uint32_t i = 0; i < shards; ++i) {
         collectors[i]->collect_remaining(workers[i]->dialogs());
+        if (!record_events.empty()) record_events[i]->collect_remaining(workers[i]->dialogs());
         dialog_stats.merge(workers[i]->dialogs().stats());
         stream_stats.merge(workers[i]->streams().stats());
         inputs.collectors.push_back(collectors[i].get());
@@ -134,10 +163,12 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
     info.peak_rss_bytes = peak_rss_bytes();
     info.rss_anon_bytes = rss_anon_bytes();
 
+    if (!args.records_path.empty() && !write_records(args.records_path, record_events)) return kExitDataError;
+
     const auto doc = report::build_report(info, inputs);
     if (args.report) {
         std::cout << report::render_text(doc);
-    } else if (args.json_path != "-") {
+    } else if (args.json_path != "-" && args.records_path != "-") {
         std::cout << report::render_summary(doc) << "\n";
     }
     if (!args.json_path.empty()) {

@@ -45,6 +45,21 @@ pcap::CaptureOptions capture_options(const config::Config& cfg) {
     return o;
 }
 
+records::RecordWriterOptions record_writer_options(const config::Config& cfg) {
+    records::RecordWriterOptions o;
+    const std::string& path = cfg.records.path;
+    o.file.path = !path.empty() && path.front() == '/' ? path : cfg.state.dir + "/" + path;
+    o.file.max_bytes = cfg.records.max_file_bytes;
+    o.file.max_age_us = cfg.records.max_file_age.count();
+    o.file.keep = cfg.records.keep_files;
+    o.join.hold_us = cfg.records.hold.count();
+    o.join.media_wait_us = cfg.timers.max_call_duration.count();
+    o.join.max_waiting_media = cfg.records.max_waiting_media;
+    o.queue_size = cfg.records.queue_size;
+    o.flush_interval_us = cfg.records.flush_interval.count();
+    return o;
+}
+
 // Configuration -> what ingest can change on SIGHUP (rate limits, auth key, allow list, agents).
 ingest::IngestPolicy ingest_policy(const config::Config& cfg) {
     ingest::IngestPolicy p;

@@ -4,6 +4,7 @@
 #include "ingest/ingest_control.hpp"
 #include "intake/hep_intake.hpp"
 #include "pcap/capture_source.hpp"
+#include "records/record_writer.hpp"
 #include "relay/relay.hpp"
 #include "shard/shard_worker.hpp"
 
@@ -15,6 +16,8 @@ intake::IntakeOptions intake_options(const config::Config& cfg);
 intake::IntakeOptions live_intake_options(const config::Config& cfg);
 shard::ShardConfig shard_config(const config::Config& cfg);
 pcap::CaptureOptions capture_options(const config::Config& cfg);
+// records: with its path resolved under state.dir.
+records::RecordWriterOptions record_writer_options(const config::Config& cfg);
 // What ingest can change on SIGHUP: rate limits, auth key, allow list, agent names.
 ingest::IngestPolicy ingest_policy(const config::Config& cfg);
 // One relay destination, fed by `producers` receive threads.

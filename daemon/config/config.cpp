@@ -990,6 +990,20 @@ const std::vector<Field>& schema() {
                     uint_field("max_tcp_streams", HEPD_CONFIG_AT(pcap.max_tcp_streams), 1, 10'000'000),
                 }),
         relay_field(),
+        section(
+            "records",
+            {
+                bool_field("enabled", HEPD_CONFIG_AT(records.enabled)),
+                string_field("path", HEPD_CONFIG_AT(records.path), 1, 4096),
+                size_field("max_file_bytes", HEPD_CONFIG_AT(records.max_file_bytes), 4 * kKiB, 1024 * kGiB),
+                duration_field("max_file_age", HEPD_CONFIG_AT(records.max_file_age), {seconds(1), hours(168), true}),
+                uint_field("keep_files", HEPD_CONFIG_AT(records.keep_files), 0, 100'000),
+                duration_field("flush_interval", HEPD_CONFIG_AT(records.flush_interval),
+                               {milliseconds(1), seconds(60), true}),
+                duration_field("hold", HEPD_CONFIG_AT(records.hold), {Duration(0), hours(1)}),
+                uint_field("queue_size", HEPD_CONFIG_AT(records.queue_size), 16, 1u << 24),
+                uint_field("max_waiting_media", HEPD_CONFIG_AT(records.max_waiting_media), 1, kMaxEntries),
+            }),
     };
     return fields;
 }

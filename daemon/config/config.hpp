@@ -165,6 +165,21 @@ struct RelayDestinationConfig {
 std::string_view to_string(RelayDestinationConfig::Transport t) noexcept;
 // "host:port", IPv6 literals in brackets.
 std::string relay_address(const RelayDestinationConfig& d);
+// Call records (daemon/records/RECORDS.md): one JSON line per finished dialog, written by one
+// thread off the shards into a rotated file under state.dir.
+struct RecordsConfig {
+    bool enabled = false;
+    std::string path = "records/calls.jsonl";           // relative paths are under state.dir
+    std::uint64_t max_file_bytes = 100u << 20;          // rotate at this size
+    Duration max_file_age = std::chrono::hours(1);      // and at this age; 0 = by size only
+    std::uint32_t keep_files = 24;                      // rotated files kept beside the current one
+    Duration flush_interval = std::chrono::seconds(1);  // 0 = write after every batch of records
+    // A finished dialog waits this long for streams that finish on other shards just after it.
+    Duration hold = std::chrono::seconds(5);
+    std::uint32_t queue_size = 16384;           // events per shard in flight to the writer
+    std::uint32_t max_waiting_media = 200'000;  // finished streams waiting for their dialog
+    friend bool operator==(const RecordsConfig&, const RecordsConfig&) = default;
+};
 
 struct Config {
     LogLevel log_level = LogLevel::info;
@@ -177,6 +192,7 @@ struct Config {
     TimersConfig timers;
     PcapConfig pcap;
     std::vector<RelayDestinationConfig> relay;
+    RecordsConfig records;
     friend bool operator==(const Config&, const Config&) = default;
 };
 

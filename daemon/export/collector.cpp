@@ -111,6 +111,7 @@ void Collector::set_pipeline(const shard::Pipeline& pipeline) { pipeline_ = &pip
 void Collector::set_kernel_drops(std::function<std::uint64_t()> read) { kernel_drops_ = std::move(read); }
 void Collector::set_snapshot(std::function<SnapshotFigures()> read) { snapshot_ = std::move(read); }
 void Collector::add_relay(const relay::Relay& relay) { relays_.push_back(&relay); }
+void Collector::set_records(std::function<RecordFigures()> read) { records_ = std::move(read); }
 
 std::vector<MetricFamily> Collector::Collect() const {
     Writer out;
@@ -133,6 +134,7 @@ std::vector<MetricFamily> Collector::Collect() const {
     collect_evictions(out, *dialogs, streams, intake);
     collect_snapshot(out);
     collect_relay(out);
+    collect_records(out);
     return out.take();
 }
 
@@ -472,6 +474,29 @@ void Collector::collect_relay(Writer& out) const {
     each([](const relay::RelayFigures& f) { return f.connect_failures; });
     out.gauge("hepd_relay_queued_bytes", "Bytes waiting in a destination's queues.");
     each([](const relay::RelayFigures& f) { return f.queued_bytes; });
+}
+
+void Collector::collect_records(Writer& out) const {
+    const RecordFigures f = records_ ? records_() : RecordFigures{};
+    out.counter("hepd_records_written_total", "Call records written to the record file.");
+    out.add(as_double(f.written));
+    out.counter("hepd_records_written_bytes_total", "Bytes of call records written to the record file.");
+    out.add(as_double(f.bytes));
+    out.counter("hepd_records_rotations_total", "Times the call-record file was rotated.");
+    out.add(as_double(f.rotations));
+    out.counter("hepd_records_write_errors_total", "Failed opens, writes, renames and removals of call-record files.");
+    out.add(as_double(f.write_errors));
+    out.counter("hepd_records_dropped_total",
+                "Dialogs, streams or lines that did not reach the call-record file, by reason.");
+    for (std::size_t r = 0; r < kRecordDropReasons.size(); ++r)
+        out.add(as_double(r < f.dropped.size() ? f.dropped[r] : 0), {{"reason", std::string(kRecordDropReasons[r])}});
+    out.counter("hepd_records_unbound_streams_total",
+                "Finished streams no SDP bound to a call: measured, but in no call record.");
+    out.add(as_double(f.unbound_streams));
+    out.gauge("hepd_records_held_dialogs", "Finished dialogs waiting out records.hold before their record is written.");
+    out.add(static_cast<double>(f.held));
+    out.gauge("hepd_records_waiting_streams", "Finished streams and reports waiting for their dialog to finish.");
+    out.add(static_cast<double>(f.waiting));
 }
 
 }  // namespace hepd::metrics

@@ -9,9 +9,11 @@
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace hepd::shard {
@@ -57,6 +59,23 @@ struct SnapshotFigures {
     double last_success_unix_seconds = 0;  // 0: no snapshot written yet
 };
 
+// What the call-record writer reports (daemon/records); read through a callback at scrape time,
+// so it must be safe to call from another thread. All zero while records are off.
+struct RecordFigures {
+    std::uint64_t written = 0;
+    std::uint64_t bytes = 0;
+    std::uint64_t rotations = 0;
+    std::uint64_t write_errors = 0;
+    // By reason, in the order of kRecordDropReasons.
+    std::vector<std::uint64_t> dropped;
+    std::uint64_t unbound_streams = 0;
+    std::int64_t held = 0;
+    std::int64_t waiting = 0;
+};
+// records::DropReason names, in its order.
+inline constexpr std::array<std::string_view, 5> kRecordDropReasons{"queue_full", "media_cap", "media_expired",
+                                                                    "write_error", "shutdown"};
+
 // "other" then every name of the map, by agent index: CollectorOptions::agent_names.
 std::vector<std::string> agent_names(const intake::AgentMap& agents);
 
@@ -86,6 +105,7 @@ public:
     void set_snapshot(std::function<SnapshotFigures()> read);
     // One per `relay:` destination, in configuration order (the `destination` label is its name).
     void add_relay(const relay::Relay& relay);
+    void set_records(std::function<RecordFigures()> read);
 
     std::vector<prometheus::MetricFamily> Collect() const override;
 
@@ -102,6 +122,7 @@ private:
                                   const intake::IntakeStats& in);
     void collect_snapshot(Writer& out) const;
     void collect_relay(Writer& out) const;
+    void collect_records(Writer& out) const;
     std::size_t agent_label(std::size_t agent) const noexcept {
         return agent < options_.agent_names.size() ? agent : 0;
     }
@@ -114,6 +135,7 @@ private:
     std::function<std::uint64_t()> kernel_drops_;
     std::function<SnapshotFigures()> snapshot_;
     std::vector<const relay::Relay*> relays_;
+    std::function<RecordFigures()> records_;
 };
 
 }  // namespace hepd::metrics

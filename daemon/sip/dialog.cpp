@@ -2,6 +2,8 @@
 
 #include "core/hash.hpp"
 
+#include <algorithm>
+
 namespace hepd::sip {
 
 std::string_view to_string(DialogState state) noexcept {
@@ -102,6 +104,58 @@ Hop hop_of(const PacketMeta& meta) noexcept {
     auto id = static_cast<std::uint32_t>(h ^ (h >> 32));
     if (id == 0) id = 1;
     return Hop{id, forward};
+}
+
+PartyName party_name(std::string_view user, std::string_view host) noexcept {
+    PartyName p;
+    user = user.substr(0, kPartyUserCap);
+    host = host.substr(0, kPartyNameCap - user.size());
+    std::copy(user.begin(), user.end(), p.text.begin());
+    std::copy(host.begin(), host.end(), p.text.begin() + static_cast<std::ptrdiff_t>(user.size()));
+    p.user_size = static_cast<std::uint8_t>(user.size());
+    p.host_size = static_cast<std::uint8_t>(host.size());
+    return p;
+}
+
+PartyName party_name(std::string_view uri) noexcept {
+    auto starts_with_ci = [&](std::string_view prefix) {
+        if (uri.size() < prefix.size()) return false;
+        for (std::size_t i = 0; i < prefix.size(); ++i)
+            if ((uri[i] | 0x20) != prefix[i]) return false;
+        return true;
+    };
+    bool tel = false;
+    if (starts_with_ci("sips:")) {
+        uri.remove_prefix(5);
+    } else if (starts_with_ci("sip:")) {
+        uri.remove_prefix(4);
+    } else if (starts_with_ci("tel:")) {
+        uri.remove_prefix(4);
+        tel = true;
+    } else {
+        return {};  // another scheme (or none): nothing this record can name reliably
+    }
+    // URI parameters and headers end the part that names the party.
+    const std::size_t end = uri.find_first_of(tel ? ";?" : "?");
+    uri = uri.substr(0, end);
+    if (tel) return party_name(uri, {});
+    std::string_view user;
+    std::string_view hostport = uri;
+    // The user part may itself carry ';' (user parameters), so '@' is looked for first.
+    if (const std::size_t at = uri.rfind('@'); at != std::string_view::npos) {
+        user = uri.substr(0, at);
+        hostport = uri.substr(at + 1);
+        user = user.substr(0, user.find(':'));  // a password is never recorded
+    }
+    hostport = hostport.substr(0, hostport.find(';'));
+    std::string_view host = hostport;
+    if (!host.empty() && host.front() == '[') {
+        const std::size_t close = host.find(']');
+        host = close == std::string_view::npos ? host.substr(1) : host.substr(1, close - 1);
+    } else {
+        host = host.substr(0, host.find(':'));
+    }
+    return party_name(user, host);
 }
 
 std::uint32_t tag_id(std::string_view tag) noexcept {

@@ -128,6 +128,8 @@ inline constexpr std::size_t kMaxTagSize = 128;
 inline constexpr std::size_t kMaxHops = 4;        // distinct hops stored (counted exactly up to this)
 inline constexpr std::size_t kMaxForkTags = 4;    // distinct To-tags stored (forks counted exactly up to this)
 inline constexpr std::size_t kUserAgentCap = 32;  // bytes of the caller's User-Agent kept
+inline constexpr std::size_t kPartyNameCap = 46;  // bytes of a party's URI user + host kept
+inline constexpr std::size_t kPartyUserCap = 24;  // of which at most this much user part
 inline constexpr std::uint16_t kNoCause = 0xffff;
 inline constexpr std::uint32_t kNoCSeq = 0xffffffffU;  // RFC 3261: CSeq numbers are < 2^31
 
@@ -195,6 +197,23 @@ enum class Disposition : std::uint8_t {
 };
 std::string_view to_string(Disposition disposition) noexcept;
 
+// Who a call was from or to, as the INVITE's URIs named them (call records): the user part and
+// the host of a SIP URI (a tel: URI gives its number as the user and no host). Both are cut to
+// fit: the user part to kPartyUserCap, the host to what is left of kPartyNameCap.
+struct PartyName {
+    std::array<char, kPartyNameCap> text{};  // user, then host
+    std::uint8_t user_size = 0;
+    std::uint8_t host_size = 0;
+
+    std::string_view user() const noexcept { return {text.data(), user_size}; }
+    std::string_view host() const noexcept { return {text.data() + user_size, host_size}; }
+    friend bool operator==(const PartyName&, const PartyName&) = default;
+};
+// The user part and host of a sip:, sips: or tel: URI as written in From, To or the request
+// line ("sip:+4930123@example.com:5060;user=phone"); empty parts when the URI has none.
+PartyName party_name(std::string_view uri) noexcept;
+PartyName party_name(std::string_view user, std::string_view host) noexcept;
+
 struct Dialog {
     Timestamp invite_time;   // first INVITE, earliest over hops
     Timestamp trying_time;   // first 100 (0: not seen)
@@ -238,6 +257,8 @@ struct Dialog {
     bool q850_counted = false;  // the cause went into the statistics
     std::uint8_t user_agent_size = 0;
     std::array<char, kUserAgentCap> user_agent{};  // caller's User-Agent, cut at kUserAgentCap
+    PartyName from_party;                          // From URI of the first INVITE
+    PartyName to_party;                            // To URI of the first INVITE (its request URI when To names no user)
 
     std::string_view user_agent_view() const noexcept { return {user_agent.data(), user_agent_size}; }
     bool finished() const noexcept { return is_finished(state); }

@@ -193,6 +193,9 @@ Disposition DialogTable::create(const Message& m, const PacketMeta& meta, Hop ho
     const std::size_t ua = std::min(m.user_agent.size(), kUserAgentCap);
     std::copy_n(m.user_agent.data(), ua, d.user_agent.data());
     d.user_agent_size = static_cast<std::uint8_t>(ua);
+    d.from_party = party_name(m.from.uri);
+    d.to_party = party_name(m.to.uri);
+    if (d.to_party.user_size == 0) d.to_party = party_name(m.request_uri);
 
     std::uint32_t at = Table::kNone;
     insert_entry(dialog_hash(call_hash, m.from.tag), DialogKey(m.call_id, m.from.tag), d, &at);

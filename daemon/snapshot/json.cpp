@@ -71,6 +71,10 @@ Json dialog_json(const DialogRecord& r) {
     j["caller"] = endpoint_json(d.caller);
     j["callee"] = endpoint_json(d.callee);
     j["user_agent"] = std::string(d.user_agent_view());
+    j["from_user"] = std::string(d.from_party.user());
+    j["from_host"] = std::string(d.from_party.host());
+    j["to_user"] = std::string(d.to_party.user());
+    j["to_host"] = std::string(d.to_party.host());
     j["agent"] = d.agent;
     j["invite_time"] = time_json(d.invite_time);
     j["trying_time"] = time_json(d.trying_time);

@@ -246,6 +246,10 @@ void to_proto(const DialogRecord& in, Dialog& out) {
     out.set_q850_counted(d.q850_counted);
     const std::size_t ua = std::min<std::size_t>(d.user_agent_size, d.user_agent.size());
     out.set_user_agent(d.user_agent.data(), ua);
+    out.set_from_user(std::string(d.from_party.user()));
+    out.set_from_host(std::string(d.from_party.host()));
+    out.set_to_user(std::string(d.to_party.user()));
+    out.set_to_host(std::string(d.to_party.host()));
 }
 
 bool from_proto(const Dialog& in, DialogRecord& out, std::string& why) {
@@ -295,6 +299,9 @@ bool from_proto(const Dialog& in, DialogRecord& out, std::string& why) {
     d.user_agent.fill('\0');
     std::copy(in.user_agent().begin(), in.user_agent().end(), d.user_agent.begin());
     d.user_agent_size = static_cast<std::uint8_t>(in.user_agent().size());
+    // Longer text than a live record holds is cut the same way (a party name is informational).
+    d.from_party = sip::party_name(in.from_user(), in.from_host());
+    d.to_party = sip::party_name(in.to_user(), in.to_host());
     return true;
 }
 

@@ -121,6 +121,7 @@ Config custom_config() {
     c.relay = {relay_destination("homer", "homer.example.net", 9060, RelayDestinationConfig::Transport::tcp, 8u << 20),
                relay_destination("collector.example.net", "collector.example.net", 9061,
                                  RelayDestinationConfig::Transport::udp, 4u << 20)};
+    c.records = {true, "/var/log/hepd/calls.jsonl", 1ULL << 30, seconds(0), 100, seconds(0), seconds(10), 1024, 5000};
     return c;
 }
 
@@ -170,6 +171,16 @@ pcap: {hep_ports: [9061, 9062], sip_ports: [5060, 5080], max_tcp_streams: 500}
 relay:
   - {name: homer, address: "homer.example.net:9060", transport: tcp, queue_bytes: 8MiB}
   - address: "collector.example.net:9061"
+records:
+  enabled: true
+  path: /var/log/hepd/calls.jsonl
+  max_file_bytes: 1GiB
+  max_file_age: 0
+  keep_files: 100
+  flush_interval: 0ms
+  hold: 10000ms
+  queue_size: 1024
+  max_waiting_media: 5000
 )";
 
 constexpr std::string_view kDefaultsYaml = R"(log_level: info
@@ -224,6 +235,16 @@ pcap:
   sip_ports: [5060]
   max_tcp_streams: 10000
 relay: []
+records:
+  enabled: false
+  path: "records/calls.jsonl"
+  max_file_bytes: 100MiB
+  max_file_age: 1h
+  keep_files: 24
+  flush_interval: 1s
+  hold: 5s
+  queue_size: 16384
+  max_waiting_media: 200000
 )";
 
 // Dotted key paths of every mapping key in a document; list entries appear as "key[]".
@@ -527,6 +548,16 @@ relay:
     address: "collector.example.net:9061"
     transport: udp
     queue_bytes: 4MiB
+records:
+  enabled: true
+  path: "/var/log/hepd/calls.jsonl"
+  max_file_bytes: 1GiB
+  max_file_age: 0s
+  keep_files: 100
+  flush_interval: 0s
+  hold: 10s
+  queue_size: 1024
+  max_waiting_media: 5000
 )";
         CHECK(to_yaml(custom) == expected);
     }
@@ -589,6 +620,15 @@ TEST_CASE("key_paths lists every settable key in schema order", "[config][round_
         "pcap.sip_ports",
         "pcap.max_tcp_streams",
         "relay",
+        "records.enabled",
+        "records.path",
+        "records.max_file_bytes",
+        "records.max_file_age",
+        "records.keep_files",
+        "records.flush_interval",
+        "records.hold",
+        "records.queue_size",
+        "records.max_waiting_media",
     };
     CHECK(key_paths() == expected);
 }
@@ -637,6 +677,15 @@ TEST_CASE("every scalar and list key can be overridden", "[config][override]") {
         {"pcap.hep_ports", "9061,9062"},
         {"pcap.sip_ports", "5060,5080"},
         {"pcap.max_tcp_streams", "500"},
+        {"records.enabled", "true"},
+        {"records.path", "/var/log/hepd/calls.jsonl"},
+        {"records.max_file_bytes", "1GiB"},
+        {"records.max_file_age", "0"},
+        {"records.keep_files", "100"},
+        {"records.flush_interval", "0"},
+        {"records.hold", "10s"},
+        {"records.queue_size", "1024"},
+        {"records.max_waiting_media", "5000"},
     };
     // The table covers every key but the two that only a file can hold.
     std::set<std::string> covered;
@@ -774,7 +823,7 @@ TEST_CASE("unknown keys are errors at every depth", "[config][errors]") {
     auto e = load_error("log_level: info\nverbose: true\n");
     CHECK(std::string(e.what()) ==
           "test.yaml:2:1: verbose: unknown key (expected one of: log_level, hep, agents, metrics, state, shards, "
-          "tables, timers, pcap, relay)");
+          "tables, timers, pcap, relay, records)");
 
     e = load_error("hep:\n  tcp:\n    max_conections: 5\n");
     CHECK(std::string(e.what()) ==

@@ -55,6 +55,8 @@ inline DialogRecord sample_dialog(const std::string& call_id = "a84b4c76e66710@p
     const std::string ua = "Asterisk PBX 18.20.0-1~deb12u1 x";  // 32 octets: exactly the cap
     std::copy(ua.begin(), ua.end(), d.user_agent.begin());
     d.user_agent_size = static_cast<std::uint8_t>(ua.size());
+    d.from_party = sip::party_name("sip:+4930123456@carrier.example");
+    d.to_party = sip::party_name("sip:1002@[2001:db8::5]:5080");
     return r;
 }
 

@@ -1,0 +1,60 @@
+#include "records/offline_records.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace hepd::records {
+
+void ShardEvents::on_stream_finished(const rtp::FinishedStream& finished) {
+    streams.push_back(stream_figures(finished));
+    if (next_streams_ != nullptr) next_streams_->on_stream_finished(finished);
+}
+
+void ShardEvents::on_reported_stream_finished(const rtp::ReportedKey& key, const rtp::ReportedStream& stream,
+                                              rtp::FinishReason reason) {
+    reported.push_back(reported_figures(key, stream, reason));
+    if (next_streams_ != nullptr) next_streams_->on_reported_stream_finished(key, stream, reason);
+}
+
+void ShardEvents::on_dialog_removed(std::string_view call_id, std::string_view from_tag, const sip::Dialog& dialog,
+                                    bool evicted) {
+    if (dialog.finished() || evicted)
+        dialogs.push_back(dialog_figures(call_id, from_tag, dialog, evicted && !dialog.finished()));
+    if (next_dialogs_ != nullptr) next_dialogs_->on_dialog_removed(call_id, from_tag, dialog, evicted);
+}
+
+void ShardEvents::collect_remaining(const sip::DialogTable& table) {
+    table.for_each([&](std::string_view call_id, std::string_view from_tag, const sip::Dialog& d) {
+        if (d.finished()) dialogs.push_back(dialog_figures(call_id, from_tag, d, false));
+    });
+}
+
+std::vector<CallRecord> join_offline(std::vector<ShardEvents*>& shards, OfflineResult& result) {
+    JoinerOptions o;
+    o.hold_us = 0;
+    o.media_wait_us = std::numeric_limits<std::int64_t>::max() / 2;
+    o.max_waiting_media = std::numeric_limits<std::size_t>::max();
+    o.max_held = std::numeric_limits<std::size_t>::max();
+    RecordJoiner joiner(o);
+    // Media first, so that every dialog finds all of its own when it arrives; a Call-ID's
+    // dialogs all live on one shard, in the order they left its table.
+    for (ShardEvents* s : shards) {
+        for (auto& f : s->streams) joiner.add_stream(std::move(f), 0);
+        for (auto& f : s->reported) joiner.add_reported(std::move(f), 0);
+        s->streams.clear();
+        s->reported.clear();
+    }
+    for (ShardEvents* s : shards) {
+        for (auto& f : s->dialogs) joiner.add_dialog(std::move(f), 0);
+        s->dialogs.clear();
+    }
+    std::vector<CallRecord> records;
+    joiner.take_all(records);
+    std::sort(records.begin(), records.end(), record_before);
+    result.records = records.size();
+    result.joins = joiner.counts();
+    result.unjoined_media = joiner.waiting();
+    return records;
+}
+
+}  // namespace hepd::records

@@ -1,0 +1,144 @@
+#include "records/record_file.hpp"
+
+#include "core/log.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <utility>
+#include <vector>
+
+namespace hepd::records {
+
+namespace fs = std::filesystem;
+
+RecordFile::RecordFile(RecordFileOptions options) : options_(std::move(options)) {
+    std::error_code ec;
+    const fs::path parent = fs::path(options_.path).parent_path();
+    if (!parent.empty()) fs::create_directories(parent, ec);
+    if (ec) spdlog::error("call records: cannot create {}: {}", parent.string(), ec.message());
+}
+
+RecordFile::~RecordFile() {
+    flush();
+    close();
+}
+
+bool RecordFile::open(Timestamp now) {
+    if (fd_ >= 0) return true;
+    fd_ = ::open(options_.path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+    if (fd_ < 0) {
+        ++stats_.write_errors;
+        spdlog::error("call records: cannot open {}: {}", options_.path, error_text(errno));
+        return false;
+    }
+    struct stat st {};
+    size_ = ::fstat(fd_, &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+    opened_ = now;  // an existing file's age counts from this start: its lines may be from before
+    return true;
+}
+
+void RecordFile::close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+}
+
+void RecordFile::append(std::string_view line, Timestamp now) {
+    if (fd_ >= 0 && size_ > 0) {
+        const bool too_big = size_ + line.size() > options_.max_bytes;
+        const bool too_old = options_.max_age_us > 0 && now.us - opened_.us >= options_.max_age_us;
+        if (too_big || too_old) rotate(now);
+    }
+    if (fd_ < 0 && !open(now)) {
+        ++stats_.lost_lines;
+        return;
+    }
+    buffer_.append(line);
+    ++buffered_lines_;
+    size_ += line.size();
+    if (buffer_.size() >= options_.buffer_bytes) flush();
+}
+
+void RecordFile::flush() {
+    if (buffer_.empty()) return;
+    std::size_t done = 0;
+    while (done < buffer_.size() && fd_ >= 0) {
+        const ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            const int err = errno;
+            ++stats_.write_errors;
+            stats_.lost_lines += buffered_lines_;  // a line cut short counts as lost too
+            spdlog::error("call records: write to {} failed: {} ({} lines lost)", options_.path, error_text(err),
+                          buffered_lines_);
+            size_ -= buffer_.size() - done;
+            buffer_.clear();
+            buffered_lines_ = 0;
+            return;
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    stats_.lines += buffered_lines_;
+    stats_.bytes += done;
+    buffer_.clear();
+    buffered_lines_ = 0;
+}
+
+void RecordFile::rotate(Timestamp now) {
+    flush();
+    close();
+    // 2024-01-02T03:04:05.000006Z -> 20240102T030405Z
+    std::string stamp = format_iso8601(now).substr(0, 19) + "Z";
+    std::erase_if(stamp, [](char c) { return c == '-' || c == ':'; });
+    const std::string base = options_.path + "." + stamp;
+    std::string aside = base;
+    std::error_code ec;
+    for (int n = 2; fs::exists(aside, ec) && n < 1000; ++n) aside = base + "-" + std::to_string(n);
+    fs::rename(options_.path, aside, ec);
+    if (ec) {
+        // The file goes on growing rather than losing lines; tried again at the next line.
+        ++stats_.write_errors;
+        spdlog::error("call records: cannot rotate {}: {}", options_.path, ec.message());
+        return;
+    }
+    ++stats_.rotations;
+    prune();
+}
+
+// Rotated files sort by their names: the stamp, then -2, -3... for more in the same second.
+void RecordFile::prune() {
+    const fs::path current(options_.path);
+    const std::string prefix = current.filename().string() + ".";
+    fs::path dir = current.parent_path();
+    if (dir.empty()) dir = ".";
+    std::vector<fs::path> rotated;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (name.size() > prefix.size() && name.starts_with(prefix)) rotated.push_back(entry.path());
+    }
+    if (ec || rotated.size() <= options_.keep) return;
+    std::sort(rotated.begin(), rotated.end(), [](const fs::path& a, const fs::path& b) {
+        // "-2" sorts after the plain stamp it follows: compare stamps first, then suffix length.
+        const std::string x = a.filename().string();
+        const std::string y = b.filename().string();
+        return x.size() != y.size() &&
+                       x.compare(0, std::min(x.size(), y.size()), y, 0, std::min(x.size(), y.size())) == 0
+                   ? x.size() < y.size()
+                   : x < y;
+    });
+    for (std::size_t i = 0; i + options_.keep < rotated.size(); ++i) {
+        if (!fs::remove(rotated[i], ec) && ec) {
+            ++stats_.write_errors;
+            spdlog::warn("call records: cannot remove {}: {}", rotated[i].string(), ec.message());
+        }
+    }
+}
+
+}  // namespace hepd::records

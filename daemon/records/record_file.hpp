@@ -1,0 +1,60 @@
+#pragma once
+// The call-record file: lines appended to one file, rotated by size and by age. Rotation renames
+// the file to PATH.YYYYMMDDTHHMMSSZ (the moment of rotation; -2, -3... for more in one second),
+// starts a new one and deletes the oldest rotated files beyond `keep`. A failed write (disk
+// full) loses the lines of that write, counted; the next write tries again. Used by one thread.
+#include "core/time.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace hepd::records {
+
+struct RecordFileOptions {
+    std::string path;
+    std::uint64_t max_bytes = 100u << 20;
+    std::int64_t max_age_us = 3600LL * 1'000'000;  // 0 = by size only
+    std::uint32_t keep = 24;
+    std::size_t buffer_bytes = 64u << 10;  // lines are written when this much is buffered, or on flush()
+};
+
+struct RecordFileStats {
+    std::uint64_t lines = 0;  // written to the file
+    std::uint64_t bytes = 0;
+    std::uint64_t rotations = 0;
+    std::uint64_t write_errors = 0;  // failed open, write, rename
+    std::uint64_t lost_lines = 0;    // lines of failed writes
+};
+
+class RecordFile {
+public:
+    // Creates the parent directory; the file is opened (appended to) on the first line.
+    explicit RecordFile(RecordFileOptions options);
+    ~RecordFile();
+    RecordFile(const RecordFile&) = delete;
+    RecordFile& operator=(const RecordFile&) = delete;
+
+    // `line` ends with '\n'. `now` is wall time: it dates rotations and measures the file's age.
+    void append(std::string_view line, Timestamp now);
+    void flush();
+
+    const RecordFileStats& stats() const noexcept { return stats_; }
+    const std::string& path() const noexcept { return options_.path; }
+
+private:
+    bool open(Timestamp now);
+    void rotate(Timestamp now);
+    void prune();
+    void close();
+
+    RecordFileOptions options_;
+    RecordFileStats stats_;
+    int fd_ = -1;
+    std::uint64_t size_ = 0;  // of the open file, buffered lines included
+    Timestamp opened_;
+    std::string buffer_;
+    std::uint64_t buffered_lines_ = 0;
+};
+
+}  // namespace hepd::records

@@ -1,0 +1,167 @@
+#include "records/record_writer.hpp"
+
+#include <chrono>
+#include <utility>
+
+namespace hepd::records {
+
+std::string_view to_string(DropReason reason) noexcept {
+    switch (reason) {
+    case DropReason::queue_full: return "queue_full";
+    case DropReason::media_cap: return "media_cap";
+    case DropReason::media_expired: return "media_expired";
+    case DropReason::write_error: return "write_error";
+    case DropReason::shutdown: return "shutdown";
+    }
+    return "unknown";
+}
+
+void ShardRecorder::push(RecordEvent event) {
+    auto boxed = std::make_unique<RecordEvent>(std::move(event));
+    if (!queue_.try_push(boxed)) dropped_.add();
+}
+
+void ShardRecorder::on_stream_finished(const rtp::FinishedStream& finished) { push(stream_figures(finished)); }
+
+void ShardRecorder::on_reported_stream_finished(const rtp::ReportedKey& key, const rtp::ReportedStream& stream,
+                                                rtp::FinishReason reason) {
+    push(reported_figures(key, stream, reason));
+}
+
+void ShardRecorder::on_dialog_removed(std::string_view call_id, std::string_view from_tag, const sip::Dialog& dialog,
+                                      bool evicted) {
+    // Only a finished dialog has a record, or one the table's cap pushed out unfinished.
+    if (!dialog.finished() && !evicted) return;
+    push(dialog_figures(call_id, from_tag, dialog, evicted && !dialog.finished()));
+}
+
+RecordWriter::RecordWriter(RecordWriterOptions options, std::size_t shards, const Clock& steady, const Clock& wall)
+    : options_(std::move(options)), steady_(steady), wall_(wall), joiner_(options_.join), file_(options_.file) {
+    for (std::size_t i = 0; i < shards; ++i) shards_.push_back(std::make_unique<ShardRecorder>(options_.queue_size));
+}
+
+// Without stop(), what is held is lost: only the owner knows that the shards have stopped.
+RecordWriter::~RecordWriter() { stop_thread(); }
+
+void RecordWriter::start() {
+    last_flush_us_ = steady_.now().us;
+    thread_ = std::thread([this] { run(); });
+}
+
+bool RecordWriter::stop_thread() {
+    {
+        std::lock_guard lock(mutex_);
+        if (stopping_) return false;
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    return true;
+}
+
+void RecordWriter::stop() {
+    if (!stop_thread()) return;
+    const std::int64_t now = steady_.now().us;
+    drain(now);
+    due_.clear();
+    joiner_.take_all(due_);
+    write(due_);
+    stats_.dropped[static_cast<std::size_t>(DropReason::shutdown)].add(joiner_.drop_waiting());
+    // drop_waiting counts them as expired in the joiner: keep that out of media_expired.
+    published_joins_.media_expired = joiner_.counts().media_expired;
+    file_.flush();
+    publish();
+}
+
+std::uint64_t RecordWriter::queue_drops() const noexcept {
+    std::uint64_t n = 0;
+    for (const auto& s : shards_) n += s->dropped();
+    return n;
+}
+
+bool RecordWriter::drain(std::int64_t now_us) {
+    bool any = false;
+    std::unique_ptr<RecordEvent> event;
+    for (auto& s : shards_) {
+        while (s->pop(event)) {
+            any = true;
+            std::visit(
+                [&](auto& e) {
+                    using T = std::decay_t<decltype(e)>;
+                    if constexpr (std::is_same_v<T, DialogFigures>) {
+                        joiner_.add_dialog(std::move(e), now_us);
+                    } else if constexpr (std::is_same_v<T, StreamFigures>) {
+                        joiner_.add_stream(std::move(e), now_us);
+                    } else {
+                        joiner_.add_reported(std::move(e), now_us);
+                    }
+                },
+                *event);
+            event.reset();
+        }
+    }
+    return any;
+}
+
+void RecordWriter::write(std::vector<CallRecord>& records) {
+    const Timestamp wall = wall_.now();
+    for (const CallRecord& r : records) file_.append(record_line(r), wall);
+    records.clear();
+}
+
+bool RecordWriter::poll() {
+    const std::int64_t now = steady_.now().us;
+    const bool any = drain(now);
+    joiner_.take_due(now, due_);
+    write(due_);
+    if (options_.flush_interval_us == 0 || now - last_flush_us_ >= options_.flush_interval_us) {
+        file_.flush();
+        last_flush_us_ = now;
+    }
+    publish();
+    return any;
+}
+
+// Counters move by differences so that they stay monotonic whatever the sources do.
+void RecordWriter::publish() {
+    const auto& f = file_.stats();
+    if (f.lines > stats_.written.value()) stats_.written.add(f.lines - stats_.written.value());
+    if (f.bytes > stats_.bytes.value()) stats_.bytes.add(f.bytes - stats_.bytes.value());
+    if (f.rotations > stats_.rotations.value()) stats_.rotations.add(f.rotations - stats_.rotations.value());
+    if (f.write_errors > stats_.write_errors.value())
+        stats_.write_errors.add(f.write_errors - stats_.write_errors.value());
+    if (f.lost_lines > published_lost_) {
+        stats_.dropped[static_cast<std::size_t>(DropReason::write_error)].add(f.lost_lines - published_lost_);
+        published_lost_ = f.lost_lines;
+    }
+    const auto& j = joiner_.counts();
+    auto move = [](Counter& c, std::uint64_t now, std::uint64_t& before) {
+        if (now > before) c.add(now - before);
+        before = now;
+    };
+    move(stats_.dropped[static_cast<std::size_t>(DropReason::media_cap)], j.media_cap, published_joins_.media_cap);
+    move(stats_.dropped[static_cast<std::size_t>(DropReason::media_expired)], j.media_expired,
+         published_joins_.media_expired);
+    move(stats_.unbound_streams, j.unbound_streams, published_joins_.unbound_streams);
+    const std::uint64_t queue = queue_drops();
+    auto& full = stats_.dropped[static_cast<std::size_t>(DropReason::queue_full)];
+    if (queue > full.value()) full.add(queue - full.value());
+    stats_.held.add(static_cast<std::int64_t>(joiner_.held()) - stats_.held.value());
+    stats_.waiting.add(static_cast<std::int64_t>(joiner_.waiting()) - stats_.waiting.value());
+}
+
+void RecordWriter::run() {
+    // Wakes once a second when idle (holds are seconds long), ten times a second while busy.
+    bool busy = false;
+    while (true) {
+        {
+            std::unique_lock lock(mutex_);
+            wake_.wait_for(lock, busy ? std::chrono::milliseconds(100) : std::chrono::milliseconds(1000),
+                           [this] { return stopping_; });
+            if (stopping_) return;
+        }
+        busy = poll();
+    }
+}
+
+}  // namespace hepd::records

@@ -1,0 +1,131 @@
+#pragma once
+// Live call records: each shard hands compact events (a dialog that left its table, a stream or
+// RTCP-reported stream that finished) to its own bounded queue (shard/spsc_queue.hpp); one
+// writer thread joins them (record_joiner.hpp), builds the lines (call_record.hpp) and appends
+// them to the rotated file (record_file.hpp). A full queue drops the event and counts it: a shard
+// never waits for the writer, whatever the disk does.
+//
+// When a record is written: `hold` after its dialog reached the writer, which is when the dialog
+// left the shard's table (its linger over, or evicted), give or take one poll of the writer.
+#include "core/stats.hpp"
+#include "core/time.hpp"
+#include "records/call_record.hpp"
+#include "records/record_file.hpp"
+#include "records/record_joiner.hpp"
+#include "rtp/stream_table.hpp"
+#include "shard/spsc_queue.hpp"
+#include "sip/dialog_table.hpp"
+
+#include <array>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <variant>
+#include <vector>
+
+namespace hepd::records {
+
+// Why a dialog or stream did not reach the file (hepd_records_dropped_total{reason}).
+enum class DropReason : std::uint8_t {
+    queue_full,     // a shard's queue to the writer was full: the event was dropped
+    media_cap,      // a finished stream waited for its dialog beyond max_waiting_media
+    media_expired,  // a finished stream waited longer than the longest call for its dialog
+    write_error,    // the line was built but the write failed (disk full, ...)
+    shutdown,       // a stream still waiting for its dialog when the daemon stopped
+};
+inline constexpr std::size_t kDropReasonCount = 5;
+std::string_view to_string(DropReason reason) noexcept;
+
+struct RecordStats {
+    Counter written;  // lines written to the file
+    Counter bytes;
+    Counter rotations;
+    Counter write_errors;
+    std::array<Counter, kDropReasonCount> dropped{};
+    Counter unbound_streams;  // finished streams that no SDP bound to a call (not records)
+    Gauge held;               // dialogs waiting out their hold
+    Gauge waiting;            // finished streams and reports waiting for their dialog
+};
+
+struct RecordWriterOptions {
+    RecordFileOptions file;
+    JoinerOptions join;
+    std::size_t queue_size = 16384;
+    std::int64_t flush_interval_us = 1'000'000;  // 0: after every batch
+};
+
+using RecordEvent = std::variant<DialogFigures, StreamFigures, ReportedFigures>;
+
+// One shard's end of the queue: the tables' sinks. Called on the shard's thread only.
+class ShardRecorder final : public rtp::StreamSink, public sip::DialogSink {
+public:
+    explicit ShardRecorder(std::size_t queue_size) : queue_(queue_size) {}
+
+    void on_stream_finished(const rtp::FinishedStream& finished) override;
+    void on_reported_stream_finished(const rtp::ReportedKey& key, const rtp::ReportedStream& stream,
+                                     rtp::FinishReason reason) override;
+    void on_dialog_removed(std::string_view call_id, std::string_view from_tag, const sip::Dialog& dialog,
+                           bool evicted) override;
+
+    std::uint64_t dropped() const noexcept { return dropped_.value(); }
+    // Writer side.
+    bool pop(std::unique_ptr<RecordEvent>& out) noexcept { return queue_.try_pop(out); }
+
+private:
+    void push(RecordEvent event);
+
+    shard::SpscQueue<std::unique_ptr<RecordEvent>> queue_;
+    Counter dropped_;
+};
+
+class RecordWriter {
+public:
+    // `steady` times the holds; `wall` dates rotations and measures file age.
+    RecordWriter(RecordWriterOptions options, std::size_t shards, const Clock& steady, const Clock& wall);
+    ~RecordWriter();
+    RecordWriter(const RecordWriter&) = delete;
+    RecordWriter& operator=(const RecordWriter&) = delete;
+
+    ShardRecorder& shard(std::size_t i) noexcept { return *shards_[i]; }
+    std::size_t shard_count() const noexcept { return shards_.size(); }
+
+    void start();
+    // After the shards have stopped: drains the queues, writes every held record, flushes.
+    void stop();
+    // One pass of the writer's loop (the thread runs it; tests may, without the thread); true
+    // when it found events.
+    bool poll();
+
+    // Readable from any thread (the metrics scrape); dropped[queue_full] is summed from the shards.
+    const RecordStats& stats() const noexcept { return stats_; }
+    std::uint64_t queue_drops() const noexcept;
+
+private:
+    void run();
+    bool stop_thread();  // false when already stopped
+    bool drain(std::int64_t now_us);
+    void write(std::vector<CallRecord>& records);
+    void publish();
+
+    RecordWriterOptions options_;
+    const Clock& steady_;
+    const Clock& wall_;
+    std::vector<std::unique_ptr<ShardRecorder>> shards_;
+    RecordJoiner joiner_;
+    RecordFile file_;
+    RecordStats stats_;
+    std::uint64_t published_lost_ = 0;
+    JoinerCounts published_joins_;
+    std::int64_t last_flush_us_ = 0;
+    std::vector<CallRecord> due_;
+
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    bool stopping_ = false;
+    std::thread thread_;
+};
+
+}  // namespace hepd::records
