@@ -151,6 +151,15 @@ struct PcapConfig {
     friend bool operator==(const PcapConfig&, const PcapConfig&) = default;
 };
 
+// Copies of one packet mirrored by several capture agents, counted once (per shard, on packet
+// time; see shard/duplicate_filter.hpp).
+struct DuplicatesConfig {
+    Duration window = std::chrono::milliseconds(50);  // 0 = keep every copy
+    std::uint32_t capacity = 16'384;                   // entries per shard
+    bool same_source = false;  // a repeat from the first copy's own agent is a copy too
+    friend bool operator==(const DuplicatesConfig&, const DuplicatesConfig&) = default;
+};
+
 struct Config {
     LogLevel log_level = LogLevel::info;
     HepConfig hep;
@@ -161,6 +170,7 @@ struct Config {
     TablesConfig tables;
     TimersConfig timers;
     PcapConfig pcap;
+    DuplicatesConfig duplicates;
     friend bool operator==(const Config&, const Config&) = default;
 };
 

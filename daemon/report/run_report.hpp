@@ -5,6 +5,7 @@
 #include "pcap/capture_source.hpp"
 #include "report/collector.hpp"
 #include "rtp/stream_stats.hpp"
+#include "shard/duplicate_filter.hpp"
 #include "sip/dialog_stats.hpp"
 
 #include <nlohmann/json.hpp>
@@ -31,6 +32,7 @@ struct RunInputs {
     const pcap::CaptureStats* capture = nullptr;
     const sip::DialogStats* dialogs = nullptr;  // merged over shards
     const rtp::StreamStats* streams = nullptr;  // merged over shards
+    const shard::DuplicateStats* duplicates = nullptr;  // merged over shards; null: none dropped
     std::vector<const ShardCollector*> collectors;
     std::size_t keep = 20;  // rows in the worst/failed lists
 };

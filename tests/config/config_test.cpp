@@ -107,6 +107,7 @@ Config custom_config() {
     c.tables = {1000, 2000, 3000, 4000};
     c.timers = {milliseconds(1500), hours(2), seconds(45), seconds(0), minutes(1)};
     c.pcap = {{9061, 9062}, {5060, 5080}, 500};
+    c.duplicates = {milliseconds(20), 4096, true};
     return c;
 }
 
@@ -153,6 +154,7 @@ timers:
   dialog_linger: 0s
   transaction_timeout: 60s
 pcap: {hep_ports: [9061, 9062], sip_ports: [5060, 5080], max_tcp_streams: 500}
+duplicates: {window: 20ms, capacity: 4096, same_source: TRUE}
 )";
 
 constexpr std::string_view kDefaultsYaml = R"(log_level: info
@@ -206,6 +208,10 @@ pcap:
   hep_ports: [9060]
   sip_ports: [5060]
   max_tcp_streams: 10000
+duplicates:
+  window: 50ms
+  capacity: 16384
+  same_source: false
 )";
 
 // Dotted key paths of every mapping key in a document; list entries appear as "key[]".
@@ -281,6 +287,9 @@ TEST_CASE("defaults match the documented schema", "[config][defaults]") {
     CHECK(c.pcap.hep_ports == std::vector<std::uint16_t>{9060});
     CHECK(c.pcap.sip_ports == std::vector<std::uint16_t>{5060});
     CHECK(c.pcap.max_tcp_streams == 10'000);
+    CHECK(c.duplicates.window.count() == 50'000);
+    CHECK(c.duplicates.capacity == 16'384);
+    CHECK_FALSE(c.duplicates.same_source);
     CHECK(kExitConfig == 78);
     CHECK(c == Config{});
 }
@@ -428,6 +437,9 @@ TEST_CASE("every key round-trips", "[config][round_trip]") {
     CHECK(custom.pcap.hep_ports != d.pcap.hep_ports);
     CHECK(custom.pcap.sip_ports != d.pcap.sip_ports);
     CHECK(custom.pcap.max_tcp_streams != d.pcap.max_tcp_streams);
+    CHECK(custom.duplicates.window != d.duplicates.window);
+    CHECK(custom.duplicates.capacity != d.duplicates.capacity);
+    CHECK(custom.duplicates.same_source != d.duplicates.same_source);
 
     SECTION("the hand-written file loads into every field") { CHECK(load(kCustomYaml) == custom); }
     SECTION("printing and loading again gives the same configuration") {
@@ -498,6 +510,10 @@ pcap:
   hep_ports: [9061, 9062]
   sip_ports: [5060, 5080]
   max_tcp_streams: 500
+duplicates:
+  window: 20ms
+  capacity: 4096
+  same_source: true
 )";
         CHECK(to_yaml(custom) == expected);
     }
@@ -559,6 +575,9 @@ TEST_CASE("key_paths lists every settable key in schema order", "[config][round_
         "pcap.hep_ports",
         "pcap.sip_ports",
         "pcap.max_tcp_streams",
+        "duplicates.window",
+        "duplicates.capacity",
+        "duplicates.same_source",
     };
     CHECK(key_paths() == expected);
 }
@@ -607,6 +626,9 @@ TEST_CASE("every scalar and list key can be overridden", "[config][override]") {
         {"pcap.hep_ports", "9061,9062"},
         {"pcap.sip_ports", "5060,5080"},
         {"pcap.max_tcp_streams", "500"},
+        {"duplicates.window", "20ms"},
+        {"duplicates.capacity", "4096"},
+        {"duplicates.same_source", "true"},
     };
     // The table covers every key but the two that only a file can hold.
     std::set<std::string> covered;
@@ -743,7 +765,7 @@ TEST_CASE("unknown keys are errors at every depth", "[config][errors]") {
     auto e = load_error("log_level: info\nverbose: true\n");
     CHECK(std::string(e.what()) ==
           "test.yaml:2:1: verbose: unknown key (expected one of: log_level, hep, agents, metrics, state, shards, "
-          "tables, timers, pcap)");
+          "tables, timers, pcap, duplicates)");
 
     e = load_error("hep:\n  tcp:\n    max_conections: 5\n");
     CHECK(std::string(e.what()) ==
@@ -1090,6 +1112,16 @@ TEST_CASE("payload types", "[config][errors]") {
           "test.yaml:4:14: hep.payload_types[1].code: payload type 5 is listed twice (first at line 3)");
     CHECK(load_error("hep:\n  payload_types:\n    - {code: 0x, name: x, class: sip}\n").key_path() ==
           "hep.payload_types[0].code");
+}
+
+TEST_CASE("duplicates window: 0 or 1ms to 250ms, below SIP's T1", "[config][errors]") {
+    CHECK(load("duplicates: {window: 0}").duplicates.window.count() == 0);
+    CHECK(load("duplicates: {window: 250ms}").duplicates.window == std::chrono::milliseconds(250));
+    CHECK(load_error("duplicates: {window: 500ms}").key_path() == "duplicates.window");
+    CHECK(load_error("duplicates: {window: 500us}").key_path() == "duplicates.window");
+    CHECK(load_error("duplicates: {capacity: 3}").key_path() == "duplicates.capacity");
+    CHECK(load("duplicates: {capacity: 16777216}").duplicates.capacity == 16'777'216);
+    CHECK(load_error("duplicates: {capacity: 16777217}").key_path() == "duplicates.capacity");
 }
 
 TEST_CASE("pcap ports", "[config][errors]") {
