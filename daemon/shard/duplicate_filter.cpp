@@ -68,26 +68,49 @@ bool DuplicateFilter::is_duplicate(const Datagram& d) noexcept {
 
 bool DuplicateFilter::is_duplicate(const DuplicateKey& key, std::uint64_t source, Timestamp time) noexcept {
     if (!enabled()) return false;
-    const std::size_t b = static_cast<std::size_t>(key.hash) & bucket_mask_;
-    Bucket& bucket = buckets_[b];
-    Entry* ways = &entries_[b * kWays];
-    std::size_t victim = 0;
-    for (std::size_t w = 0; w < kWays; ++w) {
-        const bool live = within_window(bucket.time[w], time.us);
-        if (live && bucket.hash[w] == key.hash && ways[w].key == key) {
-            // The first copy's entry stays: later copies are measured from it.
-            if (!same_source_ && ways[w].source == source) return false;
-            stats_.duplicates[static_cast<std::size_t>(key.kind)].add();
-            return true;
+    // Two candidate buckets (one per payload hash): a new entry goes to the one with fewer live
+    // entries, which keeps evictions of live entries rare until the table is nearly full (with
+    // one bucket of 4 ways they start at a tenth of it).
+    const std::array<std::size_t, 2> candidates{static_cast<std::size_t>(key.hash) & bucket_mask_,
+                                                static_cast<std::size_t>(key.check) & bucket_mask_};
+    const std::size_t tries = candidates[0] == candidates[1] ? 1 : 2;
+    std::size_t victim_bucket = candidates[0];
+    std::size_t victim_way = 0;
+    std::size_t victim_load = kWays + 1;  // live entries in the victim's bucket
+    for (std::size_t c = 0; c < tries; ++c) {
+        const std::size_t b = candidates[c];
+        const Bucket& bucket = buckets_[b];
+        const Entry* ways = &entries_[b * kWays];
+        std::size_t load = 0;
+        std::size_t free_way = kWays;
+        std::size_t oldest_way = 0;
+        for (std::size_t w = 0; w < kWays; ++w) {
+            if (!within_window(bucket.time[w], time.us)) {
+                if (free_way == kWays) free_way = w;
+                continue;
+            }
+            if (bucket.hash[w] == key.hash && ways[w].key == key) {
+                // The first copy's entry stays: later copies are measured from it.
+                if (!same_source_ && ways[w].source == source) return false;
+                stats_.duplicates[static_cast<std::size_t>(key.kind)].add();
+                return true;
+            }
+            ++load;
+            if (bucket.time[w] < bucket.time[oldest_way]) oldest_way = w;
         }
-        // Prefer a way outside the window (free), else the oldest.
-        const bool victim_live = within_window(bucket.time[victim], time.us);
-        if ((victim_live && !live) || (victim_live == live && bucket.time[w] < bucket.time[victim])) victim = w;
+        const std::size_t way = free_way != kWays ? free_way : oldest_way;
+        const bool older = load == victim_load && bucket.time[way] < buckets_[victim_bucket].time[victim_way];
+        if (load < victim_load || older) {
+            victim_bucket = b;
+            victim_way = way;
+            victim_load = load;
+        }
     }
-    if (within_window(bucket.time[victim], time.us)) stats_.evictions.add();
-    bucket.hash[victim] = key.hash;
-    bucket.time[victim] = time.us;
-    ways[victim] = Entry{key, source};
+    Bucket& bucket = buckets_[victim_bucket];
+    if (victim_load == kWays) stats_.evictions.add();  // every way of both buckets inside the window
+    bucket.hash[victim_way] = key.hash;
+    bucket.time[victim_way] = time.us;
+    entries_[victim_bucket * kWays + victim_way] = Entry{key, source};
     return false;
 }
 

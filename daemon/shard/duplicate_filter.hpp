@@ -21,10 +21,11 @@
 // a duplicate with a 50 ms window) and in both directions of time, since copies from different
 // senders reach a shard in either order. Senders' clocks must agree within the window (NTP).
 //
-// Bounded memory, nothing allocated per packet: a set-associative table of `capacity` entries
-// (4 ways per bucket, the bucket picked by the payload hash), emptied lazily: an entry older than
-// the window is free. When every way of a bucket is still inside the window, the oldest is
-// overwritten and counted (stats().evictions): copies of it may then pass.
+// Bounded memory, nothing allocated per packet: a table of `capacity` entries in buckets of 4
+// ways, each key with two candidate buckets (one per payload hash; a new entry goes to the one
+// with fewer live entries), emptied lazily: an entry older than the window is free. When all 8
+// ways are still inside the window, the oldest of the fuller bucket is overwritten and counted
+// (stats().evictions): copies of it may then pass.
 //
 // Keys compare in full except for the payload, which compares by two independent 64-bit hashes
 // and its length: different payloads pass unless both hashes collide (2^-128).

@@ -181,3 +181,16 @@ TEST_CASE("capacity: entries outside the window are free; live ones are evicted 
         CHECK(DuplicateFilter({kWindow, 16'384, false}).capacity() == 16'384);
     }
 }
+
+TEST_CASE("a table half full of live entries evicts none of them", "[shard][duplicates]") {
+    // Two candidate buckets per key: the documented sizing (twice the packets of one window)
+    // loses nothing. With one bucket per key, evictions would start at a tenth of the capacity.
+    for (int run = 0; run < 20; ++run) {
+        DuplicateFilter f({kWindow, 1024, false});
+        for (std::size_t i = 0; i < 512; ++i) {
+            const std::string p = "packet " + std::to_string(run) + "/" + std::to_string(i);
+            REQUIRE_FALSE(f.is_duplicate(datagram(p, static_cast<std::int64_t>(i), 1, PayloadClass::rtp)));
+        }
+        CHECK(f.stats().evictions.value() == 0);
+    }
+}
