@@ -17,6 +17,7 @@
 namespace hepd::shard {
 class Pipeline;
 class ShardWorker;
+struct DuplicateStats;
 }  // namespace hepd::shard
 
 namespace hepd::intake {
@@ -93,7 +94,8 @@ private:
     static void collect_rfc6076(Writer& out, const sip::DialogStats& d);
     static void collect_rtp(Writer& out, const rtp::StreamStats& s);
     static void collect_evictions(Writer& out, const sip::DialogStats& d, const rtp::StreamStats& s,
-                                  const intake::IntakeStats& in);
+                                  const intake::IntakeStats& in, const shard::DuplicateStats& dup);
+    static void collect_duplicates(Writer& out, const shard::DuplicateStats& dup);
     void collect_snapshot(Writer& out) const;
     std::size_t agent_label(std::size_t agent) const noexcept {
         return agent < options_.agent_names.size() ? agent : 0;
