@@ -22,13 +22,15 @@
 // senders reach a shard in either order. Senders' clocks must agree within the window (NTP).
 //
 // Bounded memory, nothing allocated per packet: a table of `capacity` entries in buckets of 4
-// ways, each key with two candidate buckets (one per payload hash; a new entry goes to the one
-// with fewer live entries), emptied lazily: an entry older than the window is free. When all 8
-// ways are still inside the window, the oldest of the fuller bucket is overwritten and counted
+// ways, each key with two candidate buckets (a new entry goes to the one with fewer live
+// entries), emptied lazily: an entry older than the window is free. When all 8 ways are still
+// inside the window, the oldest of the fuller bucket is overwritten and counted
 // (stats().evictions): copies of it may then pass.
 //
-// Keys compare in full except for the payload, which compares by two independent 64-bit hashes
-// and its length: different payloads pass unless both hashes collide (2^-128).
+// A key is a 128-bit fingerprint of the payload, both addresses and ports, the transport and the
+// kind: different packets pass unless all 128 bits collide. Keeping the key itself (64 bytes) in a
+// separate array cost a cache miss per packet (measured: bench/README.md); the fingerprint lives
+// in the bucket's own two cache lines, 32 bytes an entry.
 #include "core/address.hpp"
 #include "core/payload_class.hpp"
 #include "core/stats.hpp"
@@ -49,13 +51,9 @@ struct DuplicateFilterConfig {
 };
 
 struct DuplicateKey {
-    std::uint64_t hash = 0;   // of the payload; picks the bucket
-    std::uint64_t check = 0;  // a second, independent hash of the payload
-    Endpoint src;
-    Endpoint dst;
-    std::uint32_t length = 0;
-    Transport transport = Transport::udp;
-    PayloadClass kind = PayloadClass::other;
+    std::uint64_t hash = 0;   // picks the first bucket
+    std::uint64_t check = 0;  // picks the second; with `hash`, the fingerprint
+    PayloadClass kind = PayloadClass::other;  // also in the fingerprint; counts the duplicate
     friend bool operator==(const DuplicateKey&, const DuplicateKey&) = default;
 };
 
@@ -81,7 +79,7 @@ public:
     explicit DuplicateFilter(const DuplicateFilterConfig& config = {});
 
     bool enabled() const noexcept { return window_us_ > 0; }
-    std::size_t capacity() const noexcept { return entries_.size(); }
+    std::size_t capacity() const noexcept { return buckets_.size() * kWays; }
 
     // True (and counted) when `d` copies a datagram taken within the window; otherwise
     // remembers it and returns false. Always false when disabled.
@@ -94,10 +92,13 @@ public:
 private:
     static constexpr std::size_t kWays = 4;
     static constexpr std::int64_t kEmpty = INT64_MIN;
-    // What a lookup reads first: one cache line per bucket; the full entries only on a match.
+    // First line: what every lookup reads; second line: read on a fingerprint match, written on
+    // insert. 32 bytes an entry.
     struct alignas(64) Bucket {
         std::array<std::uint64_t, kWays> hash{};
         std::array<std::int64_t, kWays> time{kEmpty, kEmpty, kEmpty, kEmpty};
+        std::array<std::uint64_t, kWays> check{};
+        std::array<std::uint64_t, kWays> source{};  // of the first copy
     };
 
     bool within_window(std::int64_t a, std::int64_t b) const noexcept {
@@ -107,15 +108,9 @@ private:
         return a != kEmpty && distance <= static_cast<std::uint64_t>(window_us_);
     }
 
-    struct Entry {
-        DuplicateKey key;
-        std::uint64_t source = 0;  // of the first copy
-    };
-
     std::int64_t window_us_;
     bool same_source_;
     std::vector<Bucket> buckets_;
-    std::vector<Entry> entries_;  // kWays per bucket
     std::size_t bucket_mask_ = 0;
     DuplicateStats stats_;
 };

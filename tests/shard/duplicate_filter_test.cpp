@@ -26,13 +26,11 @@ Datagram datagram(const std::string& payload, std::int64_t us, std::uint32_t cap
     return d;
 }
 
-DuplicateKey key(std::uint64_t hash, std::uint16_t src_port = 5060) {
+// Both halves of the fingerprint given: in a table of one bucket every key collides there.
+DuplicateKey key(std::uint64_t hash, std::uint64_t check = 7) {
     DuplicateKey k;
     k.hash = hash;
-    k.check = 7;
-    k.src = Endpoint{IpAddress::v4(0x0a000001U), src_port};
-    k.dst = Endpoint{IpAddress::v4(0x0a000002U), 5060};
-    k.length = 100;
+    k.check = check;
     k.kind = PayloadClass::rtp;
     return k;
 }
@@ -94,7 +92,7 @@ TEST_CASE("a window of 0 keeps every copy", "[shard][duplicates]") {
     CHECK_FALSE(f.is_duplicate(datagram(invite, 0, 202)));
 }
 
-TEST_CASE("the key: payload, addresses, transport and kind; not time, agent or correlation id",
+TEST_CASE("the fingerprint: payload, addresses, transport and kind; not time, agent or correlation id",
           "[shard][duplicates]") {
     const std::string payload = "SIP/2.0 200 OK\r\nCall-ID: 1@a\r\n\r\n";
     const std::string same_bytes_elsewhere = payload;  // equal bytes in another buffer
@@ -117,35 +115,46 @@ TEST_CASE("the key: payload, addresses, transport and kind; not time, agent or c
     other = b;
     other.kind = PayloadClass::log;
     CHECK_FALSE(duplicate_key(a) == duplicate_key(other));
-    const std::string one_byte_off = "SIP/2.0 200 OK\r\nCall-ID: 1@b\r\n\r\n";
     other = b;
-    other.payload = as_bytes(one_byte_off);
-    const auto ka = duplicate_key(a);
-    const auto ko = duplicate_key(other);
-    CHECK(ka.hash != ko.hash);
-    CHECK(ka.check != ko.check);
-    CHECK(ka.length == ko.length);
+    other.src.address = IpAddress::v6(std::array<std::uint8_t, 16>{0x0a, 0, 0, 1});  // the same bytes, v6
+    CHECK_FALSE(duplicate_key(a) == duplicate_key(other));
+    // Both halves change with any byte, at every position and length (stripes, tail words).
+    for (std::size_t size : {1, 7, 8, 9, 31, 32, 33, 172, 1000}) {
+        const std::string base(size, 'x');
+        Datagram d = datagram(base, 0, 1);
+        const auto kb = duplicate_key(d);
+        for (std::size_t at = 0; at < size; ++at) {
+            std::string changed = base;
+            changed[at] = 'y';
+            d.payload = as_bytes(changed);
+            const auto kc = duplicate_key(d);
+            INFO("size " << size << " byte " << at);
+            REQUIRE(kc.hash != kb.hash);
+            REQUIRE(kc.check != kb.check);
+        }
+        // A zero byte more is another packet, not padding.
+        const std::string longer = base + std::string(1, '\0');
+        d.payload = as_bytes(longer);
+        CHECK_FALSE(duplicate_key(d) == kb);
+    }
 }
 
 TEST_CASE("keys whose hash collides but which differ elsewhere are never dropped", "[shard][duplicates]") {
-    // One bucket (capacity 4): every key lands in it. The same hash, a different payload check,
-    // length, port or kind: five different packets.
+    // One bucket (capacity 4): every key lands in it. The same first half with different second
+    // halves, and the reverse: five different packets.
     DuplicateFilter f({kWindow, 4, false});
     REQUIRE(f.capacity() == 4);
-    DuplicateKey base = key(42);
-    DuplicateKey other_check = base;
-    other_check.check = 8;
-    DuplicateKey other_length = base;
-    other_length.length = 101;
-    DuplicateKey other_port = key(42, 5062);
+    const DuplicateKey base = key(42, 7);
+    const DuplicateKey other_check = key(42, 8);
+    const DuplicateKey other_hash = key(43, 7);
+    const DuplicateKey swapped = key(7, 42);
     CHECK_FALSE(f.is_duplicate(base, kAgentA, at(0)));
     CHECK_FALSE(f.is_duplicate(other_check, kAgentB, at(1)));
-    CHECK_FALSE(f.is_duplicate(other_length, kAgentB, at(2)));
-    CHECK_FALSE(f.is_duplicate(other_port, kAgentB, at(3)));
-    // Different hashes in the same bucket are told apart as well.
-    CHECK_FALSE(f.is_duplicate(key(42 + 4096), kAgentB, at(4)));
+    CHECK_FALSE(f.is_duplicate(other_hash, kAgentB, at(2)));
+    CHECK_FALSE(f.is_duplicate(swapped, kAgentB, at(3)));
+    CHECK_FALSE(f.is_duplicate(key(42 + 4096, 7 + 4096), kAgentB, at(4)));
     CHECK(f.stats().evictions.value() == 1);  // five live keys, four ways
-    for (const auto& k : {other_check, other_length, other_port}) CHECK(f.is_duplicate(k, kAgentA, at(5)));
+    for (const auto& k : {other_check, other_hash, swapped}) CHECK(f.is_duplicate(k, kAgentA, at(5)));
     CHECK(dropped(f, PayloadClass::rtp) == 3);
 
     // Real payloads that differ: no drop (the two hashes are independent).
@@ -159,7 +168,8 @@ TEST_CASE("keys whose hash collides but which differ elsewhere are never dropped
 TEST_CASE("capacity: entries outside the window are free; live ones are evicted oldest first and counted",
           "[shard][duplicates]") {
     DuplicateFilter f({kWindow, 4, false});  // one bucket of four ways
-    for (std::uint64_t h = 0; h < 4; ++h) CHECK_FALSE(f.is_duplicate(key(h * 1024), kAgentA, at(100 * h)));
+    for (std::uint64_t h = 0; h < 4; ++h)
+        CHECK_FALSE(f.is_duplicate(key(h * 1024), kAgentA, at(100 * static_cast<std::int64_t>(h))));
     CHECK(f.stats().evictions.value() == 0);
     // A fifth live key pushes out the oldest (hash 0, time 0): its copy passes, counted.
     CHECK_FALSE(f.is_duplicate(key(4 * 1024), kAgentA, at(400)));
