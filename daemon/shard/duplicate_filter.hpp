@@ -31,6 +31,8 @@
 // kind: different packets pass unless all 128 bits collide. Keeping the key itself (64 bytes) in a
 // separate array cost a cache miss per packet (measured: bench/README.md); the fingerprint lives
 // in the bucket's own two cache lines, 32 bytes an entry.
+//
+// Not in the snapshot: a restart starts with an empty window (a copy straddling it counts twice).
 #include "core/address.hpp"
 #include "core/payload_class.hpp"
 #include "core/stats.hpp"
