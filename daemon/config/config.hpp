@@ -155,8 +155,8 @@ struct PcapConfig {
 // time; see shard/duplicate_filter.hpp).
 struct DuplicatesConfig {
     Duration window = std::chrono::milliseconds(50);  // 0 = keep every copy
-    std::uint32_t capacity = 16'384;                   // entries per shard
-    bool same_source = false;  // a repeat from the first copy's own agent is a copy too
+    std::uint32_t capacity = 16'384;                  // entries per shard
+    bool same_source = false;                         // a repeat from the first copy's own agent is a copy too
     friend bool operator==(const DuplicatesConfig&, const DuplicatesConfig&) = default;
 };
 

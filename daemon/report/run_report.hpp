@@ -32,9 +32,11 @@ struct RunInputs {
     const pcap::CaptureStats* capture = nullptr;
     const sip::DialogStats* dialogs = nullptr;  // merged over shards
     const rtp::StreamStats* streams = nullptr;  // merged over shards
-    const shard::DuplicateStats* duplicates = nullptr;  // merged over shards; null: none dropped
     std::vector<const ShardCollector*> collectors;
     std::size_t keep = 20;  // rows in the worst/failed lists
+
+    // Merged over shards; null: none dropped.
+    const shard::DuplicateStats* duplicates = nullptr;
 };
 
 nlohmann::json build_report(const RunInfo& info, const RunInputs& inputs);

@@ -25,7 +25,9 @@ std::uint64_t load_tail(const std::uint8_t* p, std::size_t n) noexcept {
     return w;
 }
 
-std::uint64_t address_word(const IpAddress& a, std::size_t half) noexcept { return load_le64(a.bytes().data() + 8 * half); }
+std::uint64_t address_word(const IpAddress& a, std::size_t half) noexcept {
+    return load_le64(a.bytes().data() + 8 * half);
+}
 
 }  // namespace
 

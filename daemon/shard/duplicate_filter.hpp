@@ -53,8 +53,8 @@ struct DuplicateFilterConfig {
 };
 
 struct DuplicateKey {
-    std::uint64_t hash = 0;   // picks the first bucket
-    std::uint64_t check = 0;  // picks the second; with `hash`, the fingerprint
+    std::uint64_t hash = 0;                   // picks the first bucket
+    std::uint64_t check = 0;                  // picks the second; with `hash`, the fingerprint
     PayloadClass kind = PayloadClass::other;  // also in the fingerprint; counts the duplicate
     friend bool operator==(const DuplicateKey&, const DuplicateKey&) = default;
 };

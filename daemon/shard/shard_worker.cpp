@@ -4,7 +4,9 @@ namespace hepd::shard {
 
 ShardWorker::ShardWorker(const ShardConfig& config, rtp::StreamSink* finished_streams)
     : duplicates_(config.duplicates),
-      dialogs_(config.dialogs, this), streams_(config.streams), flush_at_end_(config.flush_at_end) {
+      dialogs_(config.dialogs, this),
+      streams_(config.streams),
+      flush_at_end_(config.flush_at_end) {
     streams_.set_sink(finished_streams);
 }
 

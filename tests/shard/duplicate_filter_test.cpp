@@ -48,8 +48,8 @@ TEST_CASE("a copy from another agent within the window is a duplicate, at both e
     DuplicateFilter f({kWindow, 64, false});
     REQUIRE(f.enabled());
     CHECK_FALSE(f.is_duplicate(datagram(invite, 0, 101)));
-    CHECK(f.is_duplicate(datagram(invite, kWindow, 202)));       // the edge itself is inside
-    CHECK(f.is_duplicate(datagram(invite, -kWindow, 303)));      // a copy stamped earlier too
+    CHECK(f.is_duplicate(datagram(invite, kWindow, 202)));            // the edge itself is inside
+    CHECK(f.is_duplicate(datagram(invite, -kWindow, 303)));           // a copy stamped earlier too
     CHECK_FALSE(f.is_duplicate(datagram(invite, kWindow + 1, 404)));  // measured from the first copy
     CHECK(dropped(f, PayloadClass::sip) == 2);
 
