@@ -115,6 +115,7 @@ void reload(const std::string& path, config::Config& current, ingest::IngestCont
         next.hep.max_decompressed_bytes != current.hep.max_decompressed_bytes ||
         next.hep.clock_offset_limit != current.hep.clock_offset_limit)
         fixed.emplace_back("payload types, decompression cap and clock offset limit");
+    if (!(next.duplicates == current.duplicates)) fixed.emplace_back("duplicates");
     spdlog::info("SIGHUP: reloaded rate limits, auth key, allow list, agent names and log level from {}", path);
     if (!fixed.empty()) {
         std::string list;

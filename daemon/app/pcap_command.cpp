@@ -146,18 +146,21 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
     // The shard threads have ended: their tables and statistics are this thread's to read now.
     sip::DialogStats dialog_stats;
     rtp::StreamStats stream_stats;
+    shard::DuplicateStats duplicate_stats;
     report::RunInputs inputs;
     for (std::uint32_t i = 0; i < shards; ++i) {
         collectors[i]->collect_remaining(workers[i]->dialogs());
         if (!record_events.empty()) record_events[i]->collect_remaining(workers[i]->dialogs());
         dialog_stats.merge(workers[i]->dialogs().stats());
         stream_stats.merge(workers[i]->streams().stats());
+        duplicate_stats.merge(workers[i]->duplicate_stats());
         inputs.collectors.push_back(collectors[i].get());
     }
     const auto capture = source.stats();
     inputs.capture = &capture;
     inputs.dialogs = &dialog_stats;
     inputs.streams = &stream_stats;
+    inputs.duplicates = &duplicate_stats;
     info.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     info.cpu_seconds = cpu_seconds() - cpu0;
     info.peak_rss_bytes = peak_rss_bytes();

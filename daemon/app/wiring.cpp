@@ -33,6 +33,9 @@ shard::ShardConfig shard_config(const config::Config& cfg) {
     s.streams.max_pending_media = cfg.tables.max_pending_media;
     s.streams.stream_idle_timeout_us = cfg.timers.stream_idle_timeout.count();
     s.streams.pending_media_timeout_us = cfg.timers.max_call_duration.count();
+    s.duplicates.window_us = cfg.duplicates.window.count();
+    s.duplicates.capacity = cfg.duplicates.capacity;
+    s.duplicates.same_source = cfg.duplicates.same_source;
     return s;
 }
 

@@ -1004,6 +1004,15 @@ const std::vector<Field>& schema() {
                 uint_field("queue_size", HEPD_CONFIG_AT(records.queue_size), 16, 1u << 24),
                 uint_field("max_waiting_media", HEPD_CONFIG_AT(records.max_waiting_media), 1, kMaxEntries),
             }),
+        // Below T1 (500ms) with room to spare: a window as long as T1 would swallow genuine
+        // retransmissions.
+        section(
+            "duplicates",
+            {
+                duration_field("window", HEPD_CONFIG_AT(duplicates.window), {milliseconds(1), milliseconds(250), true}),
+                uint_field("capacity", HEPD_CONFIG_AT(duplicates.capacity), 4, 1u << 24),
+                bool_field("same_source", HEPD_CONFIG_AT(duplicates.same_source)),
+            }),
     };
     return fields;
 }

@@ -165,6 +165,7 @@ struct RelayDestinationConfig {
 std::string_view to_string(RelayDestinationConfig::Transport t) noexcept;
 // "host:port", IPv6 literals in brackets.
 std::string relay_address(const RelayDestinationConfig& d);
+
 // Call records (daemon/records/RECORDS.md): one JSON line per finished dialog, written by one
 // thread off the shards into a rotated file under state.dir.
 struct RecordsConfig {
@@ -181,6 +182,15 @@ struct RecordsConfig {
     friend bool operator==(const RecordsConfig&, const RecordsConfig&) = default;
 };
 
+// Copies of one packet mirrored by several capture agents, counted once (per shard, on packet
+// time; see shard/duplicate_filter.hpp).
+struct DuplicatesConfig {
+    Duration window = std::chrono::milliseconds(50);  // 0 = keep every copy
+    std::uint32_t capacity = 16'384;                  // entries per shard
+    bool same_source = false;                         // a repeat from the first copy's own agent is a copy too
+    friend bool operator==(const DuplicatesConfig&, const DuplicatesConfig&) = default;
+};
+
 struct Config {
     LogLevel log_level = LogLevel::info;
     HepConfig hep;
@@ -193,6 +203,7 @@ struct Config {
     PcapConfig pcap;
     std::vector<RelayDestinationConfig> relay;
     RecordsConfig records;
+    DuplicatesConfig duplicates;
     friend bool operator==(const Config&, const Config&) = default;
 };
 

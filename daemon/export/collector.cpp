@@ -124,14 +124,17 @@ std::vector<MetricFamily> Collector::Collect() const {
     // Some 30 kB of SIP counters: summed on the heap, once per scrape.
     auto dialogs = std::make_unique<sip::DialogStats>();
     rtp::StreamStats streams;
+    shard::DuplicateStats duplicates;
     for (const auto* w : shards_) {
         dialogs->merge(w->dialogs().stats());
         streams.merge(w->streams().stats());
+        duplicates.merge(w->duplicate_stats());
     }
+    collect_duplicates(out, duplicates);
     collect_sip(out, *dialogs);
     collect_rfc6076(out, *dialogs);
     collect_rtp(out, streams);
-    collect_evictions(out, *dialogs, streams, intake);
+    collect_evictions(out, *dialogs, streams, intake, duplicates);
     collect_snapshot(out);
     collect_relay(out);
     collect_records(out);
@@ -421,8 +424,15 @@ void Collector::collect_rtp(Writer& out, const rtp::StreamStats& s) {
     out.by_enum<rtp::RtcpJsonError>("reason", s.rtcp_json_errors);
 }
 
+void Collector::collect_duplicates(Writer& out, const shard::DuplicateStats& dup) {
+    out.counter("hepd_duplicates_total",
+                "Copies of a packet another capture agent sent within duplicates.window, dropped before the "
+                "tables, by payload kind.");
+    out.by_enum<PayloadClass>("kind", dup.duplicates);
+}
+
 void Collector::collect_evictions(Writer& out, const sip::DialogStats& d, const rtp::StreamStats& s,
-                                  const intake::IntakeStats& in) {
+                                  const intake::IntakeStats& in, const shard::DuplicateStats& dup) {
     out.counter("hepd_table_evictions_total", "Records evicted from a full table (at its cap), by table and reason.");
     out.add(as_double(value_of(d.dialog_evictions)), {{"table", "dialogs"}, {"reason", "cap"}});
     out.add(as_double(value_of(d.transaction_evictions)), {{"table", "transactions"}, {"reason", "cap"}});
@@ -430,6 +440,7 @@ void Collector::collect_evictions(Writer& out, const sip::DialogStats& d, const 
         out.add(as_double(value_of(s.evictions[t])),
                 {{"table", to_string(static_cast<rtp::StreamTableKind>(t))}, {"reason", "cap"}});
     out.add(as_double(value_of(in.clocks.evictions)), {{"table", "hep_senders"}, {"reason", "cap"}});
+    out.add(as_double(value_of(dup.evictions)), {{"table", "duplicates"}, {"reason", "cap"}});
 }
 
 void Collector::collect_snapshot(Writer& out) const {

@@ -19,6 +19,7 @@
 namespace hepd::shard {
 class Pipeline;
 class ShardWorker;
+struct DuplicateStats;
 }  // namespace hepd::shard
 
 namespace hepd::intake {
@@ -119,7 +120,8 @@ private:
     static void collect_rfc6076(Writer& out, const sip::DialogStats& d);
     static void collect_rtp(Writer& out, const rtp::StreamStats& s);
     static void collect_evictions(Writer& out, const sip::DialogStats& d, const rtp::StreamStats& s,
-                                  const intake::IntakeStats& in);
+                                  const intake::IntakeStats& in, const shard::DuplicateStats& dup);
+    static void collect_duplicates(Writer& out, const shard::DuplicateStats& dup);
     void collect_snapshot(Writer& out) const;
     void collect_relay(Writer& out) const;
     void collect_records(Writer& out) const;

@@ -165,6 +165,13 @@ json build_report(const RunInfo& info, const RunInputs& in) {
          })}};
     r["capture"] = c;
 
+    const shard::DuplicateStats no_duplicates;
+    const auto& dups = in.duplicates != nullptr ? *in.duplicates : no_duplicates;
+    r["duplicates"] = {
+        {"by_kind",
+         nonzero(dups.duplicates, [](std::size_t i) { return hepd::to_string(static_cast<PayloadClass>(i)); })},
+        {"evictions", dups.evictions.value()}};
+
     json sip;
     json requests = json::object();
     json responses = json::object();
@@ -375,6 +382,9 @@ std::string render_text(const json& r) {
       << ", dropped " << kv_line(c["fragments"]["dropped"]) << "); TCP segments " << c["tcp"]["segments"]
       << ", messages " << c["tcp"]["messages"] << " (over WebSocket " << c["tcp"]["websocket"]["messages"]
       << ", errors " << kv_line(c["tcp"]["websocket"]["errors"]) << ")\n";
+    const auto& dup = r["duplicates"];
+    o << "  duplicates (copies from another agent, dropped): " << kv_line(dup["by_kind"]) << ", evicted early "
+      << dup["evictions"] << "\n";
     const auto& s = r["sip"];
     o << "\nSIP\n  requests: " << kv_line(s["requests"]) << "\n  responses: " << kv_line(s["responses"])
       << "\n  retransmissions: " << kv_line(s["retransmissions"]) << "\n  parse errors: " << kv_line(s["parse_errors"])

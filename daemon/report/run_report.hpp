@@ -5,6 +5,7 @@
 #include "pcap/capture_source.hpp"
 #include "report/collector.hpp"
 #include "rtp/stream_stats.hpp"
+#include "shard/duplicate_filter.hpp"
 #include "sip/dialog_stats.hpp"
 
 #include <nlohmann/json.hpp>
@@ -33,6 +34,9 @@ struct RunInputs {
     const rtp::StreamStats* streams = nullptr;  // merged over shards
     std::vector<const ShardCollector*> collectors;
     std::size_t keep = 20;  // rows in the worst/failed lists
+
+    // Merged over shards; null: none dropped.
+    const shard::DuplicateStats* duplicates = nullptr;
 };
 
 nlohmann::json build_report(const RunInfo& info, const RunInputs& inputs);

@@ -3,11 +3,16 @@
 namespace hepd::shard {
 
 ShardWorker::ShardWorker(const ShardConfig& config, rtp::StreamSink* finished_streams)
-    : dialogs_(config.dialogs, this), streams_(config.streams), flush_at_end_(config.flush_at_end) {
+    : duplicates_(config.duplicates),
+      dialogs_(config.dialogs, this),
+      streams_(config.streams),
+      flush_at_end_(config.flush_at_end) {
     streams_.set_sink(finished_streams);
 }
 
 void ShardWorker::process(const Datagram& d, BindingSink& out) {
+    // Before the tables: a copy from a second agent is no retransmission, hop or RTP duplicate.
+    if (duplicates_.is_duplicate(d)) return;
     stats_.datagrams[static_cast<std::size_t>(d.kind)].add();
     const PacketMeta meta{d.time, d.src, d.dst, d.agent};
     switch (d.kind) {

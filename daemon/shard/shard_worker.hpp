@@ -5,6 +5,7 @@
 #include "core/stats.hpp"
 #include "rtp/stream_table.hpp"
 #include "shard/datagram.hpp"
+#include "shard/duplicate_filter.hpp"
 #include "shard/pipeline.hpp"
 #include "sip/dialog_table.hpp"
 
@@ -15,13 +16,15 @@ namespace hepd::shard {
 struct ShardConfig {
     sip::DialogConfig dialogs;
     rtp::StreamTableConfig streams;
+    DuplicateFilterConfig duplicates;
     // Offline runs finish every stream at the end so the report includes it; the daemon keeps
     // them open at shutdown, to be written to the snapshot and continued after the restart.
     bool flush_at_end = true;
 };
 
 struct ShardStats {
-    std::array<Counter, kPayloadClassCount> datagrams{};  // by PayloadClass
+    // by PayloadClass; copies dropped by the duplicate filter are counted there instead
+    std::array<Counter, kPayloadClassCount> datagrams{};
     Counter bindings_sent;
     Counter bindings_received;
 };
@@ -40,10 +43,12 @@ public:
     sip::DialogTable& dialogs() noexcept { return dialogs_; }
     rtp::StreamTable& streams() noexcept { return streams_; }
     const ShardStats& stats() const noexcept { return stats_; }
+    const DuplicateStats& duplicate_stats() const noexcept { return duplicates_.stats(); }
 
 private:
     void on_media_binding(const MediaBinding& binding) noexcept override;
 
+    DuplicateFilter duplicates_;
     sip::DialogTable dialogs_;
     rtp::StreamTable streams_;
     ShardStats stats_;

@@ -122,6 +122,7 @@ Config custom_config() {
                relay_destination("collector.example.net", "collector.example.net", 9061,
                                  RelayDestinationConfig::Transport::udp, 4u << 20)};
     c.records = {true, "/var/log/hepd/calls.jsonl", 1ULL << 30, seconds(0), 100, seconds(0), seconds(10), 1024, 5000};
+    c.duplicates = {milliseconds(20), 4096, true};
     return c;
 }
 
@@ -181,6 +182,7 @@ records:
   hold: 10000ms
   queue_size: 1024
   max_waiting_media: 5000
+duplicates: {window: 20ms, capacity: 4096, same_source: TRUE}
 )";
 
 constexpr std::string_view kDefaultsYaml = R"(log_level: info
@@ -245,6 +247,10 @@ records:
   hold: 5s
   queue_size: 16384
   max_waiting_media: 200000
+duplicates:
+  window: 50ms
+  capacity: 16384
+  same_source: false
 )";
 
 // Dotted key paths of every mapping key in a document; list entries appear as "key[]".
@@ -320,6 +326,9 @@ TEST_CASE("defaults match the documented schema", "[config][defaults]") {
     CHECK(c.pcap.hep_ports == std::vector<std::uint16_t>{9060});
     CHECK(c.pcap.sip_ports == std::vector<std::uint16_t>{5060});
     CHECK(c.pcap.max_tcp_streams == 10'000);
+    CHECK(c.duplicates.window.count() == 50'000);
+    CHECK(c.duplicates.capacity == 16'384);
+    CHECK_FALSE(c.duplicates.same_source);
     CHECK(kExitConfig == 78);
     CHECK(c == Config{});
 }
@@ -469,6 +478,9 @@ TEST_CASE("every key round-trips", "[config][round_trip]") {
     CHECK(custom.pcap.sip_ports != d.pcap.sip_ports);
     CHECK(custom.pcap.max_tcp_streams != d.pcap.max_tcp_streams);
     CHECK(custom.relay != d.relay);
+    CHECK(custom.duplicates.window != d.duplicates.window);
+    CHECK(custom.duplicates.capacity != d.duplicates.capacity);
+    CHECK(custom.duplicates.same_source != d.duplicates.same_source);
 
     SECTION("the hand-written file loads into every field") { CHECK(load(kCustomYaml) == custom); }
     SECTION("printing and loading again gives the same configuration") {
@@ -558,6 +570,10 @@ records:
   hold: 10s
   queue_size: 1024
   max_waiting_media: 5000
+duplicates:
+  window: 20ms
+  capacity: 4096
+  same_source: true
 )";
         CHECK(to_yaml(custom) == expected);
     }
@@ -629,6 +645,9 @@ TEST_CASE("key_paths lists every settable key in schema order", "[config][round_
         "records.hold",
         "records.queue_size",
         "records.max_waiting_media",
+        "duplicates.window",
+        "duplicates.capacity",
+        "duplicates.same_source",
     };
     CHECK(key_paths() == expected);
 }
@@ -686,6 +705,9 @@ TEST_CASE("every scalar and list key can be overridden", "[config][override]") {
         {"records.hold", "10s"},
         {"records.queue_size", "1024"},
         {"records.max_waiting_media", "5000"},
+        {"duplicates.window", "20ms"},
+        {"duplicates.capacity", "4096"},
+        {"duplicates.same_source", "true"},
     };
     // The table covers every key but the two that only a file can hold.
     std::set<std::string> covered;
@@ -823,7 +845,7 @@ TEST_CASE("unknown keys are errors at every depth", "[config][errors]") {
     auto e = load_error("log_level: info\nverbose: true\n");
     CHECK(std::string(e.what()) ==
           "test.yaml:2:1: verbose: unknown key (expected one of: log_level, hep, agents, metrics, state, shards, "
-          "tables, timers, pcap, relay, records)");
+          "tables, timers, pcap, relay, records, duplicates)");
 
     e = load_error("hep:\n  tcp:\n    max_conections: 5\n");
     CHECK(std::string(e.what()) ==
@@ -1251,6 +1273,16 @@ TEST_CASE("payload types", "[config][errors]") {
           "test.yaml:4:14: hep.payload_types[1].code: payload type 5 is listed twice (first at line 3)");
     CHECK(load_error("hep:\n  payload_types:\n    - {code: 0x, name: x, class: sip}\n").key_path() ==
           "hep.payload_types[0].code");
+}
+
+TEST_CASE("duplicates window: 0 or 1ms to 250ms, below SIP's T1", "[config][errors]") {
+    CHECK(load("duplicates: {window: 0}").duplicates.window.count() == 0);
+    CHECK(load("duplicates: {window: 250ms}").duplicates.window == std::chrono::milliseconds(250));
+    CHECK(load_error("duplicates: {window: 500ms}").key_path() == "duplicates.window");
+    CHECK(load_error("duplicates: {window: 500us}").key_path() == "duplicates.window");
+    CHECK(load_error("duplicates: {capacity: 3}").key_path() == "duplicates.capacity");
+    CHECK(load("duplicates: {capacity: 16777216}").duplicates.capacity == 16'777'216);
+    CHECK(load_error("duplicates: {capacity: 16777217}").key_path() == "duplicates.capacity");
 }
 
 TEST_CASE("pcap ports", "[config][errors]") {

@@ -166,8 +166,11 @@ TEST_CASE("a collector with no sources still shows every fixed series at zero", 
     CHECK(x.find("hepd_hep_packets_total").size() == kPayloadClassCount);  // agent "other" only
     CHECK(x.at("hepd_hep_packets_total", {{"payload_type", "qos"}, {"agent", "other"}}) == 0);
     CHECK(x.find("hepd_rtcp_reports_total").size() == 3);
-    CHECK(x.find("hepd_table_evictions_total").size() == 6);
+    CHECK(x.find("hepd_table_evictions_total").size() == 7);
     CHECK(x.at("hepd_table_evictions_total", {{"table", "hep_senders"}, {"reason", "cap"}}) == 0);
+    CHECK(x.at("hepd_table_evictions_total", {{"table", "duplicates"}, {"reason", "cap"}}) == 0);
+    CHECK(x.find("hepd_duplicates_total").size() == kPayloadClassCount);
+    CHECK(x.at("hepd_duplicates_total", {{"kind", "rtcp_json"}}) == 0);
     CHECK(x.find("hepd_hep_clock_offset_exceeded_total").size() == 1);  // agent "other" only
     CHECK(x.at("hepd_hep_clock_offset_exceeded_total", {{"agent", "other"}}) == 0);
     CHECK(x.at("hepd_hep_clock_steps_total", {{"agent", "other"}}) == 0);
@@ -225,6 +228,27 @@ TEST_CASE("the agent label: names by index, unnamed indices count as other", "[e
     CHECK(y.at("hepd_sip_parse_errors_total", {{"reason", "bad_start_line"}}) == 1);
     CHECK(y.sum("hepd_sip_parse_errors_total") == 1);
     test::check_label_hygiene(y, 1);
+}
+
+TEST_CASE("a second agent's copy: hepd_duplicates_total, not a request, datagram or retransmission",
+          "[export][duplicates]") {
+    shard::ShardWorker worker{shard::ShardConfig{}};
+    const std::string options = options_request(1);
+    send_sip(worker, options, 1, 1'000'000);
+    send_sip(worker, options, 2, 1'000'300);  // the other end's agent, 300 us later
+    send_sip(worker, options, 1, 1'000'400);  // the first agent again: what a duplicating network does
+    metrics::CollectorOptions o;
+    o.agent_names = {"other", "edge", "core"};
+    metrics::Collector collector(o);
+    collector.add_shard(worker);
+    const Exposition x = to_exposition(collector.Collect());
+    CHECK(x.at("hepd_duplicates_total", {{"kind", "sip"}}) == 1);
+    CHECK(x.sum("hepd_duplicates_total") == 1);
+    CHECK(x.at("hepd_shard_datagrams_total", {{"shard", "0"}, {"kind", "sip"}}) == 2);
+    CHECK(x.at("hepd_sip_requests_total", {{"method", "OPTIONS"}, {"agent", "edge"}}) == 2);
+    CHECK(!x.value("hepd_sip_requests_total", {{"method", "OPTIONS"}, {"agent", "core"}}));
+    CHECK(x.at("hepd_sip_retransmissions_total", {{"method", "OPTIONS"}}) == 1);  // the edge's repeat only
+    CHECK(x.at("hepd_sip_transactions_started_total", {{"method", "OPTIONS"}}) == 1);
 }
 
 TEST_CASE("shards merge by summing: every series of two shards is the sum of each", "[export][collector][merge]") {

@@ -154,3 +154,23 @@ TEST_CASE("text report: a run that stopped early says where", "[report]") {
                    "  file calls.pcap\n  STOPPED EARLY: calls.pcap: record at offset 4096 runs past the end "
                    "of the file\n\nRun\n"));
 }
+
+TEST_CASE("report: copies dropped by the duplicate filter, by kind", "[report]") {
+    Input input;
+    CHECK(input.report()["duplicates"] == nlohmann::json{{"by_kind", nlohmann::json::object()}, {"evictions", 0}});
+    shard::DuplicateStats dups;
+    dups.duplicates[static_cast<std::size_t>(PayloadClass::sip)].add(7);
+    dups.duplicates[static_cast<std::size_t>(PayloadClass::rtp)].add(500);
+    dups.evictions.add(2);
+    RunInputs in;
+    in.capture = &input.capture;
+    in.dialogs = &input.dialogs;
+    in.streams = &input.streams;
+    in.duplicates = &dups;
+    const auto json = build_report(input.info, in);
+    CHECK(json["duplicates"]["by_kind"] == nlohmann::json{{"sip", 7}, {"rtp", 500}});
+    CHECK(json["duplicates"]["evictions"] == 2);
+    const std::string text = render_text(json);
+    INFO(text);
+    CHECK(contains(text, "\n  duplicates (copies from another agent, dropped): rtp 500, sip 7, evicted early 2\n"));
+}

@@ -9,6 +9,7 @@
 #include "shard/pipeline.hpp"
 #include "shard/shard_worker.hpp"
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -41,7 +42,15 @@ struct Outcome {
     // Receiver views from RTCP-JSON that today's table keeps apart from the measured streams.
     std::map<ReportedId, std::vector<rtp::ReportedStream>> reported;
     std::uint64_t queue_drops = 0;
+    shard::DuplicateStats duplicates;  // merged over shards (also in the report)
     nlohmann::json report;
+};
+
+// Two capture agents mirroring every packet: the first (capture id 1) sends it at its time, the
+// second (capture id 2) `delay_us` later; the shards' duplicate filter has `window_us`.
+struct Mirror {
+    std::int64_t delay_us = 300;
+    std::int64_t window_us = 50'000;
 };
 
 class Recorder final : public rtp::StreamSink, public sip::DialogSink {
@@ -86,8 +95,10 @@ inline shard::ShardConfig config_for(const gen::CorpusOptions& o) {
     return config;
 }
 
-inline Outcome run(const gen::CorpusOptions& options, std::size_t shards, gen::Truth* truth_out = nullptr) {
-    const shard::ShardConfig config = config_for(options);
+inline Outcome run(const gen::CorpusOptions& options, std::size_t shards, gen::Truth* truth_out = nullptr,
+                   const Mirror* mirror = nullptr) {
+    shard::ShardConfig config = config_for(options);
+    if (mirror != nullptr) config.duplicates.window_us = mirror->window_us;
     std::vector<std::unique_ptr<Recorder>> recorders;
     std::vector<shard::ShardWorker*> workers;
     std::vector<std::unique_ptr<shard::Worker>> owned;
@@ -106,8 +117,26 @@ inline Outcome run(const gen::CorpusOptions& options, std::size_t shards, gen::T
     shard::Pipeline pipeline(po, std::move(owned));
     pipeline.start();
     Timestamp last{};
+    // The second agent's copies, queued in time order with their own bytes.
+    struct Copy {
+        shard::Datagram datagram;
+        std::vector<std::uint8_t> bytes;
+        std::string correlation_id;
+    };
+    std::deque<Copy> copies;
+    auto push_copies_until = [&](Timestamp t) {
+        while (!copies.empty() && copies.front().datagram.time <= t) {
+            Copy& c = copies.front();
+            c.datagram.payload = ByteSpan(c.bytes.data(), c.bytes.size());
+            c.datagram.correlation_id = c.correlation_id;
+            pipeline.producer(0).push(c.datagram);
+            last = c.datagram.time;
+            copies.pop_front();
+        }
+    };
     auto truth = gen::generate(
         options, [&](Timestamp t, const Endpoint& s, const Endpoint& d, ByteSpan p, const gen::PacketInfo& info) {
+            push_copies_until(t);
             shard::Datagram dg;
             dg.time = t;
             dg.src = s;
@@ -116,9 +145,17 @@ inline Outcome run(const gen::CorpusOptions& options, std::size_t shards, gen::T
             if (info.kind == gen::PacketKind::rtcp_json) dg.hep_payload_type = 5;
             dg.correlation_id = info.correlation_id;
             dg.payload = p;
+            if (mirror != nullptr) dg.capture_id = 1;
             pipeline.producer(0).push(dg);
             last = t;
+            if (mirror != nullptr) {
+                Copy c{dg, std::vector<std::uint8_t>(p.begin(), p.end()), std::string(info.correlation_id)};
+                c.datagram.capture_id = 2;
+                c.datagram.time = Timestamp{t.us + mirror->delay_us};
+                copies.push_back(std::move(c));
+            }
         });
+    push_copies_until(Timestamp{INT64_MAX});
     pipeline.producer(0).flush();
     pipeline.finish(last);
 
@@ -139,11 +176,13 @@ inline Outcome run(const gen::CorpusOptions& options, std::size_t shards, gen::T
         for (auto& [k, v] : r.reported) out.reported[k].insert(out.reported[k].end(), v.begin(), v.end());
         ds.merge(workers[i]->dialogs().stats());
         ss.merge(workers[i]->streams().stats());
+        out.duplicates.merge(workers[i]->duplicate_stats());
         inputs.collectors.push_back(&r.collector);
     }
     inputs.capture = &capture;
     inputs.dialogs = &ds;
     inputs.streams = &ss;
+    inputs.duplicates = &out.duplicates;
     report::RunInfo info;
     out.report = report::build_report(info, inputs);
     out.report.erase("shards");

@@ -1,0 +1,120 @@
+#pragma once
+// One packet mirrored by two capture agents (both ends of a hop, an agent beside the proxy's own
+// siptrace, a capture on two interfaces) must be counted once. A shard drops a datagram whose
+// payload, addresses, transport and kind equal those of one it took within `window` of packet
+// time, before its dialog and stream tables see it: so a copy is neither a retransmission, nor a
+// hop, nor an RTP duplicate, nor a second packet of a stream.
+//
+// Why in the shard: copies are equal in everything dispatch looks at (Call-ID, media address,
+// correlation id), so they always meet in the same shard, live and offline alike; a filter per
+// shard needs no shared state and sees copies in the order the shard does.
+//
+// A copy must come from another source than the first (capture id, or configured agent) unless
+// `same_source` is set: one observer seeing the same bytes twice within a few milliseconds is
+// what a duplicating network looks like, and RTP duplicates are a quality figure the stream table
+// measures (RFC 3550 duplicates, which make RTCP's cumulative loss go negative). `same_source`
+// is for one agent capturing one packet on two interfaces, and for raw captures merged from two
+// hosts (`hepd pcap` gives every raw packet capture id 0). A genuine SIP retransmission over UDP
+// comes T1 (500 ms) or more after the original, so windows well below that never swallow one,
+// whatever the source; RTP and RTCP packets never repeat their bytes (sequence numbers, time
+// stamps). The window is measured from the first copy (a third copy 60 ms after the first is not
+// a duplicate with a 50 ms window) and in both directions of time, since copies from different
+// senders reach a shard in either order. Senders' clocks must agree within the window (NTP).
+//
+// Bounded memory, nothing allocated per packet: a table of `capacity` entries in buckets of 4
+// ways, each key with two candidate buckets (a new entry goes to the one with fewer live
+// entries), emptied lazily: an entry older than the window is free. When all 8 ways are still
+// inside the window, the oldest of the fuller bucket is overwritten and counted
+// (stats().evictions): copies of it may then pass.
+//
+// A key is a 128-bit fingerprint of the payload, both addresses and ports, the transport and the
+// kind: different packets pass unless all 128 bits collide. Keeping the key itself (64 bytes) in a
+// separate array cost a cache miss per packet (measured: bench/README.md); the fingerprint lives
+// in the bucket's own two cache lines, 32 bytes an entry.
+//
+// Not in the snapshot: a restart starts with an empty window (a copy straddling it counts twice).
+#include "core/address.hpp"
+#include "core/payload_class.hpp"
+#include "core/stats.hpp"
+#include "core/time.hpp"
+#include "shard/datagram.hpp"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace hepd::shard {
+
+struct DuplicateFilterConfig {
+    std::int64_t window_us = 50'000;  // 0: no filter
+    std::size_t capacity = 16'384;    // entries, rounded up to a power of two (at least 4)
+    bool same_source = false;         // a repeat from the source of the first copy is one too
+};
+
+struct DuplicateKey {
+    std::uint64_t hash = 0;                   // picks the first bucket
+    std::uint64_t check = 0;                  // picks the second; with `hash`, the fingerprint
+    PayloadClass kind = PayloadClass::other;  // also in the fingerprint; counts the duplicate
+    friend bool operator==(const DuplicateKey&, const DuplicateKey&) = default;
+};
+
+DuplicateKey duplicate_key(const Datagram& d) noexcept;
+
+// Who captured a copy: its HEP capture id and configured agent (0 and 0 for raw pcap packets).
+constexpr std::uint64_t capture_source(const Datagram& d) noexcept {
+    return (std::uint64_t{d.capture_id} << 16) | d.agent;
+}
+
+struct DuplicateStats {
+    std::array<Counter, kPayloadClassCount> duplicates{};  // by PayloadClass
+    Counter evictions;  // entries still inside the window overwritten for want of room
+
+    void merge(const DuplicateStats& other) noexcept {
+        for (std::size_t k = 0; k < duplicates.size(); ++k) duplicates[k].add(other.duplicates[k].value());
+        evictions.add(other.evictions.value());
+    }
+};
+
+class DuplicateFilter {
+public:
+    explicit DuplicateFilter(const DuplicateFilterConfig& config = {});
+
+    bool enabled() const noexcept { return window_us_ > 0; }
+    std::size_t capacity() const noexcept { return buckets_.size() * kWays; }
+
+    // True (and counted) when `d` copies a datagram taken within the window; otherwise
+    // remembers it and returns false. Always false when disabled.
+    bool is_duplicate(const Datagram& d) noexcept;
+    // The same for a key already computed (tests give keys with colliding hashes).
+    bool is_duplicate(const DuplicateKey& key, std::uint64_t source, Timestamp time) noexcept;
+
+    const DuplicateStats& stats() const noexcept { return stats_; }
+
+private:
+    static constexpr std::size_t kWays = 4;
+    static constexpr std::int64_t kEmpty = INT64_MIN;
+    // First line: what every lookup reads; second line: read on a fingerprint match, written on
+    // insert. 32 bytes an entry.
+    struct alignas(64) Bucket {
+        std::array<std::uint64_t, kWays> hash{};
+        std::array<std::int64_t, kWays> time{kEmpty, kEmpty, kEmpty, kEmpty};
+        std::array<std::uint64_t, kWays> check{};
+        std::array<std::uint64_t, kWays> source{};  // of the first copy
+    };
+
+    bool within_window(std::int64_t a, std::int64_t b) const noexcept {
+        // Unsigned: the distance between any two int64 values fits, whatever a sender claims.
+        const auto distance = a > b ? static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b)
+                                    : static_cast<std::uint64_t>(b) - static_cast<std::uint64_t>(a);
+        return a != kEmpty && distance <= static_cast<std::uint64_t>(window_us_);
+    }
+
+    std::int64_t window_us_;
+    bool same_source_;
+    std::vector<Bucket> buckets_;
+    std::size_t bucket_mask_ = 0;
+    DuplicateStats stats_;
+};
+
+}  // namespace hepd::shard
