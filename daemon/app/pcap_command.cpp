@@ -62,7 +62,10 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
                                      ? *args.cores
                                      : config::effective_shard_count(cfg.shards, std::thread::hardware_concurrency());
 
-    const auto sc = shard_config(cfg);
+    peer::PeerDirectory peers;
+    publish_peers(peers, cfg, intake::AgentMap{});  // offline, every packet is agent "other"
+    auto sc = shard_config(cfg);
+    sc.peers = &peers;
     std::vector<std::unique_ptr<report::ShardCollector>> collectors;
     std::vector<shard::ShardWorker*> workers;
     std::vector<std::unique_ptr<shard::Worker>> owned;

@@ -16,5 +16,8 @@ shard::ShardConfig shard_config(const config::Config& cfg);
 pcap::CaptureOptions capture_options(const config::Config& cfg);
 // What ingest can change on SIGHUP: rate limits, auth key, allow list, agent names.
 ingest::IngestPolicy ingest_policy(const config::Config& cfg);
+// Publishes the configuration's peer groups (agents resolved through `agents`, the same
+// configuration's map); logs the names that found no id. Start-up and SIGHUP.
+void publish_peers(peer::PeerDirectory& directory, const config::Config& cfg, const intake::AgentMap& agents);
 
 }  // namespace hepd::app

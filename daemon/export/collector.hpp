@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace hepd::shard {
@@ -27,6 +28,10 @@ struct IntakeStats;
 namespace hepd::ingest {
 struct TcpStats;
 }  // namespace hepd::ingest
+
+namespace hepd::peer {
+class PeerDirectory;
+}  // namespace hepd::peer
 
 namespace hepd::sip {
 struct DialogStats;
@@ -61,6 +66,9 @@ struct CollectorOptions {
     // configured agents in order. Indices without a name count as "other".
     std::vector<std::string> agent_names{"other"};
     BuildInfo build = this_build();
+    // Values of the caller_peer and callee_peer labels by peer id; not owned, may be null (then
+    // every dialog and stream is "other").
+    const peer::PeerDirectory* peers = nullptr;
 };
 
 class Collector final : public prometheus::Collectable {
@@ -90,8 +98,9 @@ private:
     void collect_intake(Writer& out, const intake::IntakeStats& in) const;
     void collect_shards(Writer& out) const;
     void collect_sip(Writer& out, const sip::DialogStats& d) const;
-    static void collect_rfc6076(Writer& out, const sip::DialogStats& d);
-    static void collect_rtp(Writer& out, const rtp::StreamStats& s);
+    void collect_rfc6076(Writer& out, const sip::DialogStats& d) const;
+    void collect_rtp(Writer& out, const rtp::StreamStats& s) const;
+    std::string_view peer_name(std::uint8_t id) const noexcept;
     static void collect_evictions(Writer& out, const sip::DialogStats& d, const rtp::StreamStats& s,
                                   const intake::IntakeStats& in);
     void collect_snapshot(Writer& out) const;

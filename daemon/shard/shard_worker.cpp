@@ -5,6 +5,7 @@ namespace hepd::shard {
 ShardWorker::ShardWorker(const ShardConfig& config, rtp::StreamSink* finished_streams)
     : dialogs_(config.dialogs, this), streams_(config.streams), flush_at_end_(config.flush_at_end) {
     streams_.set_sink(finished_streams);
+    dialogs_.set_peers(config.peers);
 }
 
 void ShardWorker::process(const Datagram& d, BindingSink& out) {
