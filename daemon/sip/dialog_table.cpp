@@ -514,7 +514,7 @@ void DialogTable::classify_peers(Dialog& d) {
 void DialogTable::follow_callee_side(Dialog& d, const PacketMeta& meta) {
     const bool relayed = meta.src == d.callee_side ||
                          (meta.src.address == d.callee_side.address && meta.dst.address != meta.src.address);
-    if (!relayed || meta.dst == d.callee_side) return;
+    if (!relayed || meta.dst == d.callee_side || meta.dst.address == d.caller.address) return;
     d.callee_side = meta.dst;
     d.callee_agent = static_cast<std::uint8_t>(meta.agent < kMaxAgents ? meta.agent : 0);
     d.callee_peer = peers_.classify(d.callee_side.address, d.callee_agent);
