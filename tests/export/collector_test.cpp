@@ -6,6 +6,7 @@
 #include "estate.hpp"
 #include "export/convert.hpp"
 #include "intake/agent_map.hpp"
+#include "peer/peer_groups.hpp"
 #include "scrape.hpp"
 
 #include <catch2/catch.hpp>
@@ -233,6 +234,53 @@ TEST_CASE("the agent label: names by index, unnamed indices count as other", "[e
     CHECK(y.at("hepd_sip_parse_errors_total", {{"reason", "bad_start_line"}}) == 1);
     CHECK(y.sum("hepd_sip_parse_errors_total") == 1);
     test::check_label_hygiene(y, 1);
+}
+
+TEST_CASE("peer groups label dialog and stream families by name", "[export][peers]") {
+    // The generator's callers are in 10.1/16, its callees in 10.2/16.
+    peer::PeerDirectory peers;
+    peers.publish({peer::PeerRule{"customers", {*Cidr::parse("10.1.0.0/16")}, {}},
+                   peer::PeerRule{"carrier", {*Cidr::parse("10.2.0.0/16")}, {}}});
+    shard::ShardConfig config;
+    config.peers = &peers;
+    shard::ShardWorker worker{config};
+    gen::CorpusOptions o;
+    o.calls = 20;
+    o.media_seconds = 0.4;
+    o.loss_percent = 5;
+    o.failed_percent = 20;
+    o.cancelled_percent = 10;
+    const auto truth = feed(worker, o);
+
+    metrics::CollectorOptions options;
+    options.peers = &peers;
+    metrics::Collector collector(options);
+    collector.add_shard(worker);
+    const Exposition x = to_exposition(collector.Collect());
+    const L pair{{"caller_peer", "customers"}, {"callee_peer", "carrier"}};
+    const L none{{"caller_peer", "other"}, {"callee_peer", "other"}};
+    auto with = [](L labels, std::string name, std::string value) {
+        labels.emplace(std::move(name), std::move(value));
+        return labels;
+    };
+    // Every dialog is customers -> carrier; the other/other series are there, at zero.
+    CHECK(x.sum("hepd_dialogs_finished_total", pair) == o.calls);
+    CHECK(x.sum("hepd_dialogs_finished_total", none) == 0);
+    CHECK(x.sum("hepd_dialogs_finished_total") == o.calls);
+    CHECK(x.sum("hepd_dialogs_final_status_total", pair) == o.calls);
+    CHECK(x.at("hepd_dialogs_final_status_total", with(none, "code", "200")) == 0);
+    CHECK(x.at("hepd_dialog_pdd_seconds_count", pair) == o.calls);
+    CHECK(x.at("hepd_sip_srd_seconds_count", with(pair, "result", "success")) +
+              x.at("hepd_sip_srd_seconds_count", with(pair, "result", "failure")) ==
+          o.calls);
+    CHECK(x.at("hepd_dialog_setup_seconds_count", pair) == x.at("hepd_dialogs_final_status_total", with(pair, "code", "200")));
+    // Streams take their dialog's groups.
+    CHECK(x.at("hepd_rtp_mos_count", pair) == static_cast<double>(truth.streams.size()));
+    CHECK(x.at("hepd_rtp_jitter_seconds_count", pair) == static_cast<double>(truth.streams.size()));
+    CHECK(x.at("hepd_rtp_mos_count", none) == 0);
+    CHECK(x.at("hepd_rtp_lost_packets_total", pair) > 0);
+    CHECK(x.sum("hepd_rtp_lost_packets_total") == x.at("hepd_rtp_lost_packets_total", pair));
+    test::check_label_hygiene(x, 1);
 }
 
 TEST_CASE("shards merge by summing: every series of two shards is the sum of each", "[export][collector][merge]") {
