@@ -72,6 +72,8 @@ Json dialog_json(const DialogRecord& r) {
     j["callee"] = endpoint_json(d.callee);
     j["user_agent"] = std::string(d.user_agent_view());
     j["agent"] = d.agent;
+    j["callee_side"] = endpoint_json(d.callee_side);
+    j["callee_agent"] = d.callee_agent;
     j["invite_time"] = time_json(d.invite_time);
     j["trying_time"] = time_json(d.trying_time);
     j["ringing_time"] = time_json(d.ringing_time);
