@@ -88,9 +88,10 @@ void publish_peers(peer::PeerDirectory& directory, const config::Config& cfg, co
     }
     const auto refused = directory.publish(rules);
     for (const auto& name : refused)
-        spdlog::warn("peer group \"{}\" counts as \"other\" until a restart: {} peer names were already labelled "
-                     "since start-up",
-                     name, peer::kMaxPeerNames);
+        spdlog::warn(
+            "peer group \"{}\" counts as \"other\" until a restart: {} peer names were already labelled "
+            "since start-up",
+            name, peer::kMaxPeerNames);
 }
 
 }  // namespace hepd::app

@@ -307,8 +307,8 @@ void Collector::collect_sip(Writer& out, const sip::DialogStats& d) const {
     by_peers([&](const sip::PeerDialogFigures& f, std::string_view caller, std::string_view callee) {
         for (std::size_t o = 0; o < sip::kDialogOutcomeCount; ++o)
             out.add(as_double(value_of(f.finished[o])), {{"outcome", to_string(static_cast<sip::DialogOutcome>(o))},
-                                                        {"caller_peer", caller},
-                                                        {"callee_peer", callee}});
+                                                         {"caller_peer", caller},
+                                                         {"callee_peer", callee}});
     });
     out.counter("hepd_dialog_reinvites_total", "re-INVITEs within established dialogs.");
     out.add(as_double(value_of(d.reinvites)));
@@ -417,7 +417,8 @@ void Collector::collect_rtp(Writer& out, const rtp::StreamStats& s) const {
     out.add(as_double(value_of(s.out_of_order_packets)));
     out.counter("hepd_rtp_event_packets_total", "RTP telephone-event packets (RFC 4733).");
     out.add(as_double(value_of(s.event_packets)));
-    out.histogram("hepd_rtp_jitter_seconds", "Largest interarrival jitter of each finished RTP stream, by peer groups.");
+    out.histogram("hepd_rtp_jitter_seconds",
+                  "Largest interarrival jitter of each finished RTP stream, by peer groups.");
     by_peers([&](const rtp::PeerStreamFigures& f, std::string_view caller, std::string_view callee) {
         out.add(f.jitter_seconds, {{"caller_peer", caller}, {"callee_peer", callee}});
     });

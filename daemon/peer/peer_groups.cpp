@@ -30,7 +30,8 @@ std::vector<std::string> PeerDirectory::publish(const std::vector<PeerRule>& rul
     ids.reserve(rules.size());
     std::size_t named = named_.load(std::memory_order_relaxed);
     for (const auto& rule : rules) {
-        const auto known = std::find(names_.begin() + 1, names_.begin() + static_cast<std::ptrdiff_t>(named), rule.name);
+        const auto known =
+            std::find(names_.begin() + 1, names_.begin() + static_cast<std::ptrdiff_t>(named), rule.name);
         if (known != names_.begin() + static_cast<std::ptrdiff_t>(named)) {
             ids.push_back(static_cast<PeerId>(known - names_.begin()));
         } else if (named < kPeerIdCount && rule.name != "other") {

@@ -52,8 +52,8 @@ private:
         Cidr network;
         PeerId id = kOtherPeer;
     };
-    std::vector<ByNetwork> by_network_;            // longest prefix first
-    std::array<PeerId, kMaxAgents> by_agent_{};    // agent index -> id
+    std::vector<ByNetwork> by_network_;          // longest prefix first
+    std::array<PeerId, kMaxAgents> by_agent_{};  // agent index -> id
 };
 
 // The ids of every name seen since start-up and the map in force. publish() runs at start-up and

@@ -757,9 +757,10 @@ TEST_CASE("a wrong value names file, line, column, key and expectation", "[confi
 
 TEST_CASE("unknown keys are errors at every depth", "[config][errors]") {
     auto e = load_error("log_level: info\nverbose: true\n");
-    CHECK(std::string(e.what()) ==
-          "test.yaml:2:1: verbose: unknown key (expected one of: log_level, hep, agents, peers, metrics, state, shards, "
-          "tables, timers, pcap)");
+    CHECK(
+        std::string(e.what()) ==
+        "test.yaml:2:1: verbose: unknown key (expected one of: log_level, hep, agents, peers, metrics, state, shards, "
+        "tables, timers, pcap)");
 
     e = load_error("hep:\n  tcp:\n    max_conections: 5\n");
     CHECK(std::string(e.what()) ==
@@ -1062,7 +1063,8 @@ peers:
 
     // 64 groups plus "other"; a 65th is refused.
     std::string yaml = "peers:\n";
-    for (int i = 0; i < 64; ++i) yaml += "  - {name: p" + std::to_string(i) + ", cidr: 10.0." + std::to_string(i) + ".0/24}\n";
+    for (int i = 0; i < 64; ++i)
+        yaml += "  - {name: p" + std::to_string(i) + ", cidr: 10.0." + std::to_string(i) + ".0/24}\n";
     CHECK(load(yaml).peers.size() == 64);
     e = load_error(yaml + "  - {name: p64, cidr: 10.0.64.0/24}\n");
     CHECK(e.detail() == "too many entries (at most 64)");

@@ -162,8 +162,8 @@ TEST_CASE("a collector with no sources still shows every fixed series at zero", 
     for (const char* name : {"hepd_dialog_pdd_seconds", "hepd_rtp_mos"}) {
         INFO(name);
         CHECK(x.at(std::string(name) + "_count", {{"caller_peer", "other"}, {"callee_peer", "other"}}) == 0);
-        CHECK(x.at(std::string(name) + "_bucket", {{"le", "+Inf"}, {"caller_peer", "other"}, {"callee_peer", "other"}}) ==
-              0);
+        CHECK(x.at(std::string(name) + "_bucket",
+                   {{"le", "+Inf"}, {"caller_peer", "other"}, {"callee_peer", "other"}}) == 0);
     }
     // Small closed sets: every member, at zero.
     CHECK(x.find("hepd_dialogs_active").size() == 8);
@@ -195,11 +195,11 @@ TEST_CASE("a collector with no sources still shows every fixed series at zero", 
     CHECK(x.at("hepd_build_info",
                {{"version", metrics::this_build().version}, {"commit", metrics::this_build().commit}}) == 1);
     CHECK(x.find("hepd_dialogs_final_status_total").size() == 19);
-    CHECK(x.at("hepd_dialogs_final_status_total", {{"code", "none"}, {"caller_peer", "other"}, {"callee_peer", "other"}}) ==
-          0);
+    CHECK(x.at("hepd_dialogs_final_status_total",
+               {{"code", "none"}, {"caller_peer", "other"}, {"callee_peer", "other"}}) == 0);
     CHECK(x.find("hepd_sip_registrations_total").size() == 3);
-    CHECK(x.at("hepd_sip_srd_seconds_count", {{"result", "failure"}, {"caller_peer", "other"}, {"callee_peer", "other"}}) ==
-          0);
+    CHECK(x.at("hepd_sip_srd_seconds_count",
+               {{"result", "failure"}, {"caller_peer", "other"}, {"callee_peer", "other"}}) == 0);
     CHECK(test::check_histograms(x) == 11);  // every histogram but the per-method transaction delay
     test::check_label_hygiene(x, 0);
 }
@@ -273,7 +273,8 @@ TEST_CASE("peer groups label dialog and stream families by name", "[export][peer
     CHECK(x.at("hepd_sip_srd_seconds_count", with(pair, "result", "success")) +
               x.at("hepd_sip_srd_seconds_count", with(pair, "result", "failure")) ==
           o.calls);
-    CHECK(x.at("hepd_dialog_setup_seconds_count", pair) == x.at("hepd_dialogs_final_status_total", with(pair, "code", "200")));
+    CHECK(x.at("hepd_dialog_setup_seconds_count", pair) ==
+          x.at("hepd_dialogs_final_status_total", with(pair, "code", "200")));
     // Streams take their dialog's groups.
     CHECK(x.at("hepd_rtp_mos_count", pair) == static_cast<double>(truth.streams.size()));
     CHECK(x.at("hepd_rtp_jitter_seconds_count", pair) == static_cast<double>(truth.streams.size()));
@@ -316,7 +317,8 @@ TEST_CASE("shards merge by summing: every series of two shards is the sum of eac
     CHECK(xb.at("hepd_rtp_packets_total") == static_cast<double>(tb.rtp_packets));
     CHECK(xab.at("hepd_rtp_packets_total") == static_cast<double>(ta.rtp_packets + tb.rtp_packets));
     CHECK(xab.at("hepd_dialogs_created_total") == oa.calls + ob.calls);
-    CHECK(xab.at("hepd_dialog_pdd_seconds_count", {{"caller_peer", "other"}, {"callee_peer", "other"}}) == oa.calls + ob.calls);
+    CHECK(xab.at("hepd_dialog_pdd_seconds_count", {{"caller_peer", "other"}, {"callee_peer", "other"}}) ==
+          oa.calls + ob.calls);
     CHECK(xab.at("hepd_sip_requests_total", {{"method", "INVITE"}, {"agent", "other"}}) == oa.calls + ob.calls);
 
     // The shard label names the registration index, so per-shard series are compared apart.

@@ -61,7 +61,8 @@ TEST_CASE("peer directory: ids are stable across publications and bounded", "[si
 
     // 64 names over the life of the process: later new names are refused (and are "other").
     std::vector<peer::PeerRule> many;
-    for (int i = 0; i < 70; ++i) many.push_back(rule("p" + std::to_string(i), {net("10." + std::to_string(i) + ".0.0/16")}));
+    for (int i = 0; i < 70; ++i)
+        many.push_back(rule("p" + std::to_string(i), {net("10." + std::to_string(i) + ".0.0/16")}));
     const auto refused = dir.publish(many);
     CHECK(dir.name_count() == peer::kPeerIdCount);
     CHECK(refused.size() == 70 - (peer::kMaxPeerNames - 3));
