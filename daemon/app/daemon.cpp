@@ -88,7 +88,8 @@ void log_summary(const intake::IntakeStats& s, std::string_view when) {
 }
 
 // SIGHUP: re-read the file and apply what can change live; say what could not.
-void reload(const std::string& path, config::Config& current, ingest::IngestControl& control) {
+void reload(const std::string& path, config::Config& current, ingest::IngestControl& control,
+            peer::PeerDirectory& peers) {
     if (path.empty()) {
         spdlog::warn("SIGHUP: no --config file to reload (running on the embedded defaults)");
         return;
@@ -101,6 +102,7 @@ void reload(const std::string& path, config::Config& current, ingest::IngestCont
         return;
     }
     control.update(app::ingest_policy(next));
+    app::publish_peers(peers, next, control.policy()->agents);
     set_log_level(config::to_string(next.log_level));
     std::vector<std::string> fixed;
     if (!(next.hep.listen == current.hep.listen && next.hep.udp == current.hep.udp && next.hep.tcp == current.hep.tcp))
@@ -116,7 +118,8 @@ void reload(const std::string& path, config::Config& current, ingest::IngestCont
         next.hep.clock_offset_limit != current.hep.clock_offset_limit)
         fixed.emplace_back("payload types, decompression cap and clock offset limit");
     if (!(next.duplicates == current.duplicates)) fixed.emplace_back("duplicates");
-    spdlog::info("SIGHUP: reloaded rate limits, auth key, allow list, agent names and log level from {}", path);
+    spdlog::info("SIGHUP: reloaded rate limits, auth key, allow list, agent names, peer groups and log level from {}",
+                 path);
     if (!fixed.empty()) {
         std::string list;
         for (const auto& f : fixed) list += (list.empty() ? "" : ", ") + f;
@@ -126,6 +129,7 @@ void reload(const std::string& path, config::Config& current, ingest::IngestCont
     current.hep.auth_key = next.hep.auth_key;
     current.hep.allow = next.hep.allow;
     current.agents = next.agents;
+    current.peers = next.peers;
     current.log_level = next.log_level;
 }
 
@@ -163,7 +167,9 @@ int Daemon::start() {
     const std::uint32_t shard_count = config::effective_shard_count(cfg_.shards, std::thread::hardware_concurrency(),
                                                                     static_cast<unsigned>(udp_threads));
     auto sc = app::shard_config(cfg_);
-    sc.flush_at_end = false;  // open calls go to the snapshot, not into the statistics
+    sc.flush_at_end = false;
+    app::publish_peers(peers_, cfg_, control_->policy()->agents);
+    sc.peers = &peers_;  // open calls go to the snapshot, not into the statistics
     std::vector<std::unique_ptr<shard::Worker>> owned;
     if (cfg_.records.enabled) {
         records_ =
@@ -336,7 +342,7 @@ int Daemon::open_listeners() {
 // Prometheus: per-shard and per-thread statistics, merged at scrape time.
 int Daemon::serve_metrics() {
     collector_ = std::make_shared<metrics::Collector>(
-        metrics::CollectorOptions{metrics::agent_names(control_->policy()->agents), metrics::this_build()});
+        metrics::CollectorOptions{metrics::agent_names(control_->policy()->agents), metrics::this_build(), &peers_});
     for (auto* w : workers_) collector_->add_shard(*w);
     collector_->add_intake(tcp_path_->stats());
     for (const auto& r : udp_)
@@ -393,7 +399,7 @@ void Daemon::wait_signal() {
     signals_->async_wait([this](boost::system::error_code ec, int signo) {
         if (ec) return;
         if (signo == SIGHUP) {
-            reload(config_path_, cfg_, *control_);
+            reload(config_path_, cfg_, *control_, peers_);
             wait_signal();
             return;
         }

@@ -6,6 +6,7 @@
 #include "app/snapshot_scheduler.hpp"
 #include "config/config.hpp"
 #include "core/time.hpp"
+#include "peer/peer_groups.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -86,6 +87,7 @@ private:
     // Declared in start-up order: destroyed the other way round, sources after their readers.
     boost::asio::io_context io_{1};  // this thread: signals, timers and every TCP connection
     std::unique_ptr<ingest::IngestControl> control_;
+    peer::PeerDirectory peers_;  // read by the shards and the exporter: outlives both
     std::unique_ptr<records::RecordWriter> records_;  // with records.enabled; outlives the shards
     std::vector<shard::ShardWorker*> workers_;        // owned by pipeline_
     std::unique_ptr<shard::Pipeline> pipeline_;

@@ -82,7 +82,10 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
                                      ? *args.cores
                                      : config::effective_shard_count(cfg.shards, std::thread::hardware_concurrency());
 
-    const auto sc = shard_config(cfg);
+    peer::PeerDirectory peers;
+    publish_peers(peers, cfg, intake::AgentMap{});  // offline, every packet is agent "other"
+    auto sc = shard_config(cfg);
+    sc.peers = &peers;
     std::vector<std::unique_ptr<report::ShardCollector>> collectors;
     std::vector<std::unique_ptr<records::ShardEvents>> record_events;  // with --records
     std::vector<shard::ShardWorker*> workers;

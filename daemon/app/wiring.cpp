@@ -103,4 +103,25 @@ relay::RelayOptions relay_options(const config::RelayDestinationConfig& destinat
     return o;
 }
 
+void publish_peers(peer::PeerDirectory& directory, const config::Config& cfg, const intake::AgentMap& agents) {
+    static_assert(config::kMaxPeers == peer::kMaxPeerNames);
+    std::vector<peer::PeerRule> rules;
+    rules.reserve(cfg.peers.size());
+    for (const auto& p : cfg.peers) {
+        peer::PeerRule rule;
+        rule.name = p.name;
+        rule.networks = p.cidrs;
+        for (const auto& name : p.agents)
+            for (std::size_t i = 1; i < agents.size(); ++i)
+                if (agents.name(i) == name) rule.agents.push_back(static_cast<std::uint16_t>(i));
+        rules.push_back(std::move(rule));
+    }
+    const auto refused = directory.publish(rules);
+    for (const auto& name : refused)
+        spdlog::warn(
+            "peer group \"{}\" counts as \"other\" until a restart: {} peer names were already labelled "
+            "since start-up",
+            name, peer::kMaxPeerNames);
+}
+
 }  // namespace hepd::app

@@ -22,5 +22,8 @@ records::RecordWriterOptions record_writer_options(const config::Config& cfg);
 ingest::IngestPolicy ingest_policy(const config::Config& cfg);
 // One relay destination, fed by `producers` receive threads.
 relay::RelayOptions relay_options(const config::RelayDestinationConfig& destination, std::size_t producers);
+// Publishes the configuration's peer groups (agents resolved through `agents`, the same
+// configuration's map); logs the names that found no id. Start-up and SIGHUP.
+void publish_peers(peer::PeerDirectory& directory, const config::Config& cfg, const intake::AgentMap& agents);
 
 }  // namespace hepd::app

@@ -2,6 +2,7 @@
 
 #include "config/units.hpp"
 #include "core/log.hpp"
+#include "core/packet_meta.hpp"
 
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
@@ -887,6 +888,97 @@ Field relay_field() {
     return f;
 }
 
+// peers: names and networks are checked here; that the agents exist, in validate().
+Field peers_field() {
+    Field f;
+    f.key = "peers";
+    f.override_kind = OverrideKind::file_only;
+    f.parse = [](Config& c, Ctx& ctx, const Item& item) {
+        std::vector<PeerConfig> peers;
+        std::map<std::string, Where, std::less<>> names;
+        std::map<Cidr, std::pair<std::string, Where>> cidrs;
+        std::map<std::string, std::pair<std::string, Where>, std::less<>> agents;
+        for_each_element(ctx, item, kMaxPeers, [&](const Item& entry) {
+            PeerConfig peer;
+            std::set<std::string_view> present;
+            Where name_where = entry.where;
+            std::vector<std::pair<Cidr, Where>> entry_cidrs;
+            std::vector<std::pair<std::string, Where>> entry_agents;
+            for_each_entry(ctx, entry, {"name", "cidr", "agents"}, [&](std::string_view key, const Item& value) {
+                present.insert(key);
+                if (key == "name") {
+                    peer.name = read_name(ctx, value);
+                    if (peer.name == "other")
+                        ctx.fail(value.where, value.path, "\"other\" is reserved for far ends in no group");
+                    name_where = value.where;
+                } else if (key == "cidr") {
+                    // One network, or a list of them.
+                    if (value.node.IsScalar()) {
+                        entry_cidrs.emplace_back(read_cidr(ctx, value), value.where);
+                    } else {
+                        for_each_element(ctx, value, 4096, [&](const Item& element) {
+                            entry_cidrs.emplace_back(read_cidr(ctx, element), element.where);
+                        });
+                    }
+                } else {
+                    for_each_element(ctx, value, kMaxAgents, [&](const Item& element) {
+                        entry_agents.emplace_back(read_name(ctx, element), element.where);
+                    });
+                }
+            });
+            require_keys(ctx, entry, present, {"name"});
+            if (entry_cidrs.empty() && entry_agents.empty())
+                ctx.fail(entry.where, entry.path, "needs at least one network (cidr) or capture agent (agents)");
+            if (const auto dup = names.find(peer.name); dup != names.end())
+                ctx.fail(name_where, entry.path + ".name",
+                         "duplicate peer name " + quote(peer.name) + first_at(dup->second));
+            names.emplace(peer.name, name_where);
+            for (const auto& [cidr, where] : entry_cidrs) {
+                if (const auto dup = cidrs.find(cidr); dup != cidrs.end())
+                    ctx.fail(where, entry.path + ".cidr",
+                             "cidr " + cidr.to_string() + " is already in peer " + quote(dup->second.first) +
+                                 first_at(dup->second.second));
+                cidrs.emplace(cidr, std::make_pair(peer.name, where));
+                peer.cidrs.push_back(cidr);
+            }
+            for (auto& [agent, where] : entry_agents) {
+                if (const auto dup = agents.find(agent); dup != agents.end())
+                    ctx.fail(where, entry.path + ".agents",
+                             "agent " + quote(agent) + " is already in peer " + quote(dup->second.first) +
+                                 first_at(dup->second.second));
+                agents.emplace(agent, std::make_pair(peer.name, where));
+                peer.agents.push_back(std::move(agent));
+            }
+            peers.push_back(std::move(peer));
+        });
+        c.peers = std::move(peers);
+    };
+    f.emit = [](const Config& c, YAML::Emitter& out) {
+        if (c.peers.empty()) {
+            out << YAML::Flow << YAML::BeginSeq << YAML::EndSeq;
+            return;
+        }
+        out << YAML::BeginSeq;
+        for (const auto& p : c.peers) {
+            out << YAML::BeginMap;
+            out << YAML::Key << "name" << YAML::Value << YAML::DoubleQuoted << p.name;
+            if (!p.cidrs.empty()) {
+                out << YAML::Key << "cidr" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+                for (const auto& cidr : p.cidrs) out << YAML::DoubleQuoted << cidr.to_string();
+                out << YAML::EndSeq;
+            }
+            if (!p.agents.empty()) {
+                out << YAML::Key << "agents" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+                for (const auto& a : p.agents) out << YAML::DoubleQuoted << a;
+                out << YAML::EndSeq;
+            }
+            out << YAML::EndMap;
+        }
+        out << YAML::EndSeq;
+    };
+    return f;
+}
+
 void check_metrics_path(const Ctx& ctx, const Item& item, const std::string& path) {
     const bool ok = !path.empty() && path.front() == '/' && std::none_of(path.begin(), path.end(), [](char c) {
         return c == ' ' || c == '?' || c == '#' || static_cast<unsigned char>(c) >= 0x80;
@@ -945,6 +1037,7 @@ const std::vector<Field>& schema() {
                 payload_types_field(),
             }),
         agents_field(),
+        peers_field(),
         section("metrics",
                 {
                     endpoint_field("listen", HEPD_CONFIG_AT(metrics.listen)),
@@ -1083,6 +1176,13 @@ void validate(const Config& c, const Ctx& ctx) {
                 ctx.fail(
                     ctx.where_of_key("metrics.listen"), "metrics.listen",
                     c.metrics.listen.to_string() + " clashes with HEP over TCP on " + e.to_string() + " (hep.listen)");
+        }
+    }
+    for (std::size_t i = 0; i < c.peers.size(); ++i) {
+        for (const auto& agent : c.peers[i].agents) {
+            if (std::none_of(c.agents.begin(), c.agents.end(), [&](const AgentConfig& a) { return a.name == agent; }))
+                ctx.fail(ctx.where_of_key("peers"), "peers[" + std::to_string(i) + "].agents",
+                         "agent " + quote(agent) + " is not named under agents");
         }
     }
     for (const auto port : c.pcap.sip_ports) {

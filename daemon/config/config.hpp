@@ -103,6 +103,17 @@ struct AgentConfig {
     friend bool operator==(const AgentConfig&, const AgentConfig&) = default;
 };
 
+// A peer group (the caller_peer / callee_peer metric labels): the far ends of calls in `cidrs`,
+// or on a hop captured by one of `agents` (names from `agents`). At least one of the two.
+struct PeerConfig {
+    std::string name;
+    std::vector<Cidr> cidrs;
+    std::vector<std::string> agents;
+    friend bool operator==(const PeerConfig&, const PeerConfig&) = default;
+};
+// At most this many groups ("other" comes on top).
+inline constexpr std::size_t kMaxPeers = 64;
+
 struct MetricsConfig {
     // 9469: clear of node_exporter (9100), heplify-server (9096) and Prometheus itself (9090-9093).
     Endpoint listen{IpAddress::v4(0u), 9469};
@@ -195,6 +206,7 @@ struct Config {
     LogLevel log_level = LogLevel::info;
     HepConfig hep;
     std::vector<AgentConfig> agents;
+    std::vector<PeerConfig> peers;
     MetricsConfig metrics;
     StateConfig state;
     ShardsConfig shards;

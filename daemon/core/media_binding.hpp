@@ -44,6 +44,10 @@ struct MediaBinding {
     // Which dialog of that Call-ID (a hash of its From-tag, never 0): a Call-ID re-used by a
     // later call is another call.
     std::uint32_t dialog = 0;
+    // Peer groups of that dialog (peer::PeerId of its caller and callee sides): a stream's
+    // figures are labelled with its dialog's groups.
+    std::uint8_t caller_peer = 0;
+    std::uint8_t callee_peer = 0;
     std::array<CodecInfo, kMaxBindingCodecs> codecs{};
     std::uint8_t codec_count = 0;
 };

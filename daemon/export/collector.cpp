@@ -10,6 +10,7 @@
 #include "ingest/tcp_stats.hpp"
 #include "intake/agent_map.hpp"
 #include "intake/intake_stats.hpp"
+#include "peer/peer_groups.hpp"
 #include "relay/relay.hpp"
 #include "rtp/stream_stats.hpp"
 #include "shard/pipeline.hpp"
@@ -131,6 +132,9 @@ std::vector<MetricFamily> Collector::Collect() const {
         duplicates.merge(w->duplicate_stats());
     }
     collect_duplicates(out, duplicates);
+    // The peer-labelled families have their other/other series from start-up, like the others.
+    dialogs->by_peers.at(peer::kOtherPeer, peer::kOtherPeer);
+    streams.by_peers.at(peer::kOtherPeer, peer::kOtherPeer);
     collect_sip(out, *dialogs);
     collect_rfc6076(out, *dialogs);
     collect_rtp(out, streams);
@@ -301,18 +305,35 @@ void Collector::collect_sip(Writer& out, const sip::DialogStats& d) const {
     out.gauge("hepd_dialogs_active",
               "Dialog records held, by state (terminal states linger briefly after the end of the call).");
     out.by_enum<sip::DialogState>("state", d.dialogs_by_state);
-    out.counter("hepd_dialogs_finished_total", "INVITE dialogs ended, by outcome.");
-    out.by_enum<sip::DialogOutcome>("outcome", d.dialogs_finished);
+    // The families labelled by peer groups: one series set per pair of groups seen.
+    auto by_peers = [&](auto&& add) {
+        d.by_peers.for_each([&](peer::PeerId caller, peer::PeerId callee, const sip::PeerDialogFigures& f) {
+            add(f, peer_name(caller), peer_name(callee));
+        });
+    };
+    out.counter("hepd_dialogs_finished_total", "INVITE dialogs ended, by outcome and peer groups.");
+    by_peers([&](const sip::PeerDialogFigures& f, std::string_view caller, std::string_view callee) {
+        for (std::size_t o = 0; o < sip::kDialogOutcomeCount; ++o)
+            out.add(as_double(value_of(f.finished[o])), {{"outcome", to_string(static_cast<sip::DialogOutcome>(o))},
+                                                         {"caller_peer", caller},
+                                                         {"callee_peer", callee}});
+    });
     out.counter("hepd_dialog_reinvites_total", "re-INVITEs within established dialogs.");
     out.add(as_double(value_of(d.reinvites)));
     out.counter("hepd_dialogs_forked_total", "Dialogs that received answers from more than one callee (forking).");
     out.add(as_double(value_of(d.forked_dialogs)));
-    out.histogram("hepd_dialog_pdd_seconds", "Post-dial delay: INVITE to the first ringing or answer.");
-    out.add(d.pdd);
-    out.histogram("hepd_dialog_setup_seconds", "Call set-up time: INVITE to the 2xx answer.");
-    out.add(d.setup);
-    out.histogram("hepd_dialog_duration_seconds", "Call duration: answer to BYE (or to the timeout).");
-    out.add(d.duration);
+    out.histogram("hepd_dialog_pdd_seconds", "Post-dial delay: INVITE to the first ringing, by peer groups.");
+    by_peers([&](const sip::PeerDialogFigures& f, std::string_view caller, std::string_view callee) {
+        out.add(f.pdd, {{"caller_peer", caller}, {"callee_peer", callee}});
+    });
+    out.histogram("hepd_dialog_setup_seconds", "Call set-up time: INVITE to the 2xx answer, by peer groups.");
+    by_peers([&](const sip::PeerDialogFigures& f, std::string_view caller, std::string_view callee) {
+        out.add(f.setup, {{"caller_peer", caller}, {"callee_peer", callee}});
+    });
+    out.histogram("hepd_dialog_duration_seconds", "Call duration: answer to BYE, by peer groups.");
+    by_peers([&](const sip::PeerDialogFigures& f, std::string_view caller, std::string_view callee) {
+        out.add(f.duration, {{"caller_peer", caller}, {"callee_peer", callee}});
+    });
     out.counter("hepd_sip_q850_causes_total", "Finished dialogs that carried a Q.850 cause (Reason header), by cause.");
     for (std::size_t c = 0; c < sip::kQ850Slots; ++c) {
         const std::uint64_t n = value_of(d.q850_causes[c]);
@@ -343,19 +364,27 @@ void Collector::collect_sip(Writer& out, const sip::DialogStats& d) const {
 }
 
 // RFC 6076 figures; METRICS.md says which section each follows and how the ratios are built.
-void Collector::collect_rfc6076(Writer& out, const sip::DialogStats& d) {
+void Collector::collect_rfc6076(Writer& out, const sip::DialogStats& d) const {
     out.histogram("hepd_sip_srd_seconds",
                   "RFC 6076 session request delay: INVITE to the first provisional other than 100, else to the "
-                  "final response; by result of that response (success, failure).");
-    for (std::size_t r = 0; r < sip::kSetupResultCount; ++r)
-        out.add(d.srd[r], {{"result", to_string(static_cast<sip::SetupResult>(r))}});
+                  "final response; by result of that response (success, failure) and peer groups.");
+    d.by_peers.for_each([&](peer::PeerId caller, peer::PeerId callee, const sip::PeerDialogFigures& f) {
+        for (std::size_t r = 0; r < sip::kSetupResultCount; ++r)
+            out.add(f.srd[r], {{"result", to_string(static_cast<sip::SetupResult>(r))},
+                               {"caller_peer", peer_name(caller)},
+                               {"callee_peer", peer_name(callee)}});
+    });
     out.histogram("hepd_sip_sdd_seconds", "RFC 6076 session disconnect delay: BYE to its final response.");
     out.add(d.sdd);
     out.counter("hepd_dialogs_final_status_total",
-                "INVITE dialogs by final response to the INVITE (none: ended without one), counted when the "
-                "set-up is decided.");
-    for (std::size_t c = 0; c < sip::kFinalStatusCount; ++c)
-        out.add(as_double(value_of(d.final_status[c])), {{"code", sip::kFinalStatusNames[c]}});
+                "INVITE dialogs by final response to the INVITE (none: ended without one) and peer groups, "
+                "counted when the set-up is decided.");
+    d.by_peers.for_each([&](peer::PeerId caller, peer::PeerId callee, const sip::PeerDialogFigures& f) {
+        for (std::size_t c = 0; c < sip::kFinalStatusCount; ++c)
+            out.add(as_double(value_of(f.final_status[c])), {{"code", sip::kFinalStatusNames[c]},
+                                                             {"caller_peer", peer_name(caller)},
+                                                             {"callee_peer", peer_name(callee)}});
+    });
     out.histogram("hepd_sip_rrd_seconds",
                   "RFC 6076 registration request delay: first REGISTER of an attempt (401/407 retries included) "
                   "to its 2xx.");
@@ -366,7 +395,13 @@ void Collector::collect_rfc6076(Writer& out, const sip::DialogStats& d) {
     out.by_enum<sip::RegistrationResult>("result", d.registrations);
 }
 
-void Collector::collect_rtp(Writer& out, const rtp::StreamStats& s) {
+void Collector::collect_rtp(Writer& out, const rtp::StreamStats& s) const {
+    // The families labelled by peer groups (those of the stream's dialog).
+    auto by_peers = [&](auto&& add) {
+        s.by_peers.for_each([&](peer::PeerId caller, peer::PeerId callee, const rtp::PeerStreamFigures& f) {
+            add(f, peer_name(caller), peer_name(callee));
+        });
+    };
     out.gauge("hepd_rtp_streams_active", "RTP streams tracked.");
     out.add(as_double(value_of(s.streams_active)));
     out.counter("hepd_rtp_streams_started_total", "RTP streams seen for the first time.");
@@ -380,18 +415,25 @@ void Collector::collect_rtp(Writer& out, const rtp::StreamStats& s) {
     out.counter("hepd_rtp_payload_bytes_total", "RTP payload bytes received.");
     out.add(as_double(value_of(s.rtp_bytes)));
     out.counter("hepd_rtp_lost_packets_total",
-                "RTP packets lost (expected minus received), counted when a stream ends.");
-    out.add(as_double(value_of(s.lost_packets)));
+                "RTP packets lost (expected minus received), counted when a stream ends; by peer groups.");
+    by_peers([&](const rtp::PeerStreamFigures& f, std::string_view caller, std::string_view callee) {
+        out.add(as_double(value_of(f.lost_packets)), {{"caller_peer", caller}, {"callee_peer", callee}});
+    });
     out.counter("hepd_rtp_duplicate_packets_total", "RTP packets received more than once.");
     out.add(as_double(value_of(s.duplicate_packets)));
     out.counter("hepd_rtp_out_of_order_packets_total", "RTP packets that arrived after a later one.");
     out.add(as_double(value_of(s.out_of_order_packets)));
     out.counter("hepd_rtp_event_packets_total", "RTP telephone-event packets (RFC 4733).");
     out.add(as_double(value_of(s.event_packets)));
-    out.histogram("hepd_rtp_jitter_seconds", "Largest interarrival jitter of each finished RTP stream.");
-    out.add(s.jitter_seconds);
-    out.histogram("hepd_rtp_mos", "Estimated MOS (E-model) of each finished RTP stream.");
-    out.add(s.mos);
+    out.histogram("hepd_rtp_jitter_seconds",
+                  "Largest interarrival jitter of each finished RTP stream, by peer groups.");
+    by_peers([&](const rtp::PeerStreamFigures& f, std::string_view caller, std::string_view callee) {
+        out.add(f.jitter_seconds, {{"caller_peer", caller}, {"callee_peer", callee}});
+    });
+    out.histogram("hepd_rtp_mos", "Estimated MOS (E-model) of each finished RTP stream, by peer groups.");
+    by_peers([&](const rtp::PeerStreamFigures& f, std::string_view caller, std::string_view callee) {
+        out.add(f.mos, {{"caller_peer", caller}, {"callee_peer", callee}});
+    });
     out.gauge("hepd_rtp_pending_bindings", "Media bindings from SDP waiting for their RTP streams.");
     out.add(as_double(value_of(s.pending_bindings)));
     out.counter("hepd_rtp_binding_events_total",
@@ -429,6 +471,10 @@ void Collector::collect_duplicates(Writer& out, const shard::DuplicateStats& dup
                 "Copies of a packet another capture agent sent within duplicates.window, dropped before the "
                 "tables, by payload kind.");
     out.by_enum<PayloadClass>("kind", dup.duplicates);
+}
+
+std::string_view Collector::peer_name(std::uint8_t id) const noexcept {
+    return options_.peers != nullptr ? options_.peers->name(id) : std::string_view("other");
 }
 
 void Collector::collect_evictions(Writer& out, const sip::DialogStats& d, const rtp::StreamStats& s,

@@ -35,6 +35,10 @@ namespace hepd::relay {
 class Relay;
 }  // namespace hepd::relay
 
+namespace hepd::peer {
+class PeerDirectory;
+}  // namespace hepd::peer
+
 namespace hepd::sip {
 struct DialogStats;
 }  // namespace hepd::sip
@@ -85,6 +89,9 @@ struct CollectorOptions {
     // configured agents in order. Indices without a name count as "other".
     std::vector<std::string> agent_names{"other"};
     BuildInfo build = this_build();
+    // Values of the caller_peer and callee_peer labels by peer id; not owned, may be null (then
+    // every dialog and stream is "other").
+    const peer::PeerDirectory* peers = nullptr;
 };
 
 class Collector final : public prometheus::Collectable {
@@ -117,8 +124,9 @@ private:
     void collect_intake(Writer& out, const intake::IntakeStats& in) const;
     void collect_shards(Writer& out) const;
     void collect_sip(Writer& out, const sip::DialogStats& d) const;
-    static void collect_rfc6076(Writer& out, const sip::DialogStats& d);
-    static void collect_rtp(Writer& out, const rtp::StreamStats& s);
+    void collect_rfc6076(Writer& out, const sip::DialogStats& d) const;
+    void collect_rtp(Writer& out, const rtp::StreamStats& s) const;
+    std::string_view peer_name(std::uint8_t id) const noexcept;
     static void collect_evictions(Writer& out, const sip::DialogStats& d, const rtp::StreamStats& s,
                                   const intake::IntakeStats& in, const shard::DuplicateStats& dup);
     static void collect_duplicates(Writer& out, const shard::DuplicateStats& dup);

@@ -200,6 +200,8 @@ Binding make_binding(const MediaBinding& in) {
     b.call_id.assign(in.call_id.data(), in.call_id.size());
     b.peer = in.peer.port != 0 ? media_key(in.peer) : Endpoint{};
     b.dialog = in.dialog;
+    b.caller_peer = in.caller_peer;
+    b.callee_peer = in.callee_peer;
     b.time = in.time;
     const std::size_t n = std::min<std::size_t>(in.codec_count, kMaxBindingCodecs);
     b.codec_count = static_cast<std::uint8_t>(n);

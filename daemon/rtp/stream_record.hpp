@@ -170,8 +170,10 @@ inline bool is_event_shaped(const RtpPacket& packet) noexcept {
 // A media binding as a stream table keeps it: Call-ID text and the payload types of the SDP.
 struct Binding {
     std::string call_id;
-    Endpoint peer;             // media_key() of the other end of the media line; port 0 when unknown
-    std::uint32_t dialog = 0;  // which dialog of the Call-ID (MediaBinding::dialog)
+    Endpoint peer;                 // media_key() of the other end of the media line; port 0 when unknown
+    std::uint32_t dialog = 0;      // which dialog of the Call-ID (MediaBinding::dialog)
+    std::uint8_t caller_peer = 0;  // the dialog's peer groups (MediaBinding::caller_peer)
+    std::uint8_t callee_peer = 0;
 
     bool same_call(const Binding& o) const noexcept { return dialog == o.dialog && call_id == o.call_id; }
     Timestamp time;  // of the SIP message; for a binding waiting for streams, its last activity

@@ -4,6 +4,7 @@
 // offline report. Labels come from closed sets only (finish reason, codec label, report source,
 // table, error reason); nothing here is per Call-ID, address or SSRC.
 #include "core/stats.hpp"
+#include "peer/peer_groups.hpp"
 #include "rtp/rtcp_json.hpp"
 #include "rtp/rtcp_packet.hpp"
 #include "rtp/rtp_packet.hpp"
@@ -47,6 +48,20 @@ inline constexpr std::array<double, 11> kMosBuckets{1.5, 2.0, 2.5, 3.0, 3.5, 3.8
 inline constexpr std::array<double, 9> kFractionLostBuckets{0.0, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.5, 1.0};
 inline constexpr std::array<double, 11> kRttBucketsSeconds{0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0};
 
+// Finished streams' figures labelled caller_peer and callee_peer (METRICS.md, "Peer groups"): the
+// groups of the dialog whose SDP bound the stream; streams bound to no dialog count as other/other.
+struct PeerStreamFigures {
+    Counter lost_packets;
+    Histogram<kJitterBucketsSeconds.size()> jitter_seconds{kJitterBucketsSeconds};
+    Histogram<kMosBuckets.size()> mos{kMosBuckets};
+
+    void merge(const PeerStreamFigures& o) noexcept {
+        lost_packets.add(o.lost_packets.value());
+        jitter_seconds.merge(o.jitter_seconds);
+        mos.merge(o.mos);
+    }
+};
+
 struct StreamStats {
     Gauge streams_active;
     Gauge pending_bindings;         // media bindings no stream uses (yet, or any more)
@@ -79,6 +94,9 @@ struct StreamStats {
     std::array<Counter, kRtpErrorCount> rtp_errors{};
     std::array<Counter, kRtcpErrorCount> rtcp_errors{};
     std::array<Counter, kRtcpJsonErrorCount> rtcp_json_errors{};
+
+    // Finished streams, loss, jitter and MOS again, by their dialog's peer groups.
+    peer::PairTable<PeerStreamFigures> by_peers;
 
     std::uint64_t streams_finished_total() const noexcept {
         std::uint64_t n = 0;
@@ -115,6 +133,7 @@ struct StreamStats {
         add_all(rtp_errors, o.rtp_errors);
         add_all(rtcp_errors, o.rtcp_errors);
         add_all(rtcp_json_errors, o.rtcp_json_errors);
+        by_peers.merge(o.by_peers);
     }
 
 private:

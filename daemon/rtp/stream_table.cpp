@@ -190,9 +190,14 @@ void StreamTable::finish_stream(std::uint32_t index, FinishReason reason) {
                         more, stream.dynamic_payload_type);
         });
     }
+    PeerStreamFigures& by_peers = binding != nullptr ? stats_.by_peers.at(binding->caller_peer, binding->callee_peer)
+                                                     : stats_.by_peers.at(peer::kOtherPeer, peer::kOtherPeer);
+    by_peers.lost_packets.add(summary.lost_clamped);
     if (summary.has_quality) {
         stats_.jitter_seconds.observe(summary.max_jitter_ms / 1000.0);
         stats_.mos.observe(summary.mos);
+        by_peers.jitter_seconds.observe(summary.max_jitter_ms / 1000.0);
+        by_peers.mos.observe(summary.mos);
     }
     if (sink_ != nullptr) sink_->on_stream_finished(FinishedStream{entry.key, stream, binding, summary, reason});
     join(index, kNone, stream.last);

@@ -8,6 +8,7 @@ ShardWorker::ShardWorker(const ShardConfig& config, rtp::StreamSink* finished_st
       streams_(config.streams),
       flush_at_end_(config.flush_at_end) {
     streams_.set_sink(finished_streams);
+    dialogs_.set_peers(config.peers);
 }
 
 void ShardWorker::process(const Datagram& d, BindingSink& out) {

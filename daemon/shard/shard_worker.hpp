@@ -20,6 +20,8 @@ struct ShardConfig {
     // Offline runs finish every stream at the end so the report includes it; the daemon keeps
     // them open at shutdown, to be written to the snapshot and continued after the restart.
     bool flush_at_end = true;
+    // Where dialogs get their peer groups; not owned, may be null (every dialog is "other").
+    const peer::PeerDirectory* peers = nullptr;
 };
 
 struct ShardStats {

@@ -5,6 +5,7 @@
 #include "core/address.hpp"
 #include "core/packet_meta.hpp"
 #include "core/time.hpp"
+#include "peer/peer_groups.hpp"
 #include "sip/message.hpp"
 #include "sip/method.hpp"
 
@@ -233,6 +234,9 @@ struct Dialog {
 
     Endpoint caller;  // source of the first INVITE (first hop)
     Endpoint callee;  // its destination: the callee, or the proxy that relays the call
+    // Where the INVITE went on the last hop seen (the hop whose sender is the previous hop's
+    // destination): the callee side of the call. Equal to `callee` while one hop is known.
+    Endpoint callee_side;
 
     std::array<std::uint32_t, kMaxHops> hops{};           // Hop::id; hops[0] is the caller's hop
     std::array<std::uint32_t, kMaxForkTags> fork_tags{};  // hashes of To-tags of 1xx/2xx
@@ -251,6 +255,11 @@ struct Dialog {
     std::uint8_t hop_count = 0;             // distinct hops (exact up to kMaxHops)
     std::uint8_t fork_count = 0;            // distinct To-tags on 1xx/2xx (exact up to kMaxForkTags)
     std::uint8_t agent = 0;                 // capture agent of the first INVITE
+    std::uint8_t callee_agent = 0;          // capture agent of the INVITE to callee_side
+    // Peer groups of the caller side (caller, agent) and the callee side (callee_side,
+    // callee_agent): ids of a peer::PeerDirectory, kept across a reload.
+    peer::PeerId caller_peer = peer::kOtherPeer;
+    peer::PeerId callee_peer = peer::kOtherPeer;
     DialogState state = DialogState::trying;
     Party hangup = Party::unknown;  // sender of the first BYE
     bool cancel_seen = false;

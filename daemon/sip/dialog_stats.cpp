@@ -49,6 +49,15 @@ std::size_t final_status_index(std::uint16_t code) noexcept {
     return kFinalStatusCount - 2;
 }
 
+void PeerDialogFigures::merge(const PeerDialogFigures& o) noexcept {
+    add_all(finished, o.finished);
+    add_all(final_status, o.final_status);
+    pdd.merge(o.pdd);
+    setup.merge(o.setup);
+    duration.merge(o.duration);
+    for (std::size_t r = 0; r < kSetupResultCount; ++r) srd[r].merge(o.srd[r]);
+}
+
 void DialogStats::merge(const DialogStats& o) noexcept {
     add_all(requests, o.requests);
     add_all(responses, o.responses);
@@ -79,6 +88,7 @@ void DialogStats::merge(const DialogStats& o) noexcept {
     add_all(defects, o.defects);
     add_all(sdp_errors, o.sdp_errors);
     media_bindings.add(o.media_bindings.value());
+    by_peers.merge(o.by_peers);
 }
 
 }  // namespace hepd::sip

@@ -5,6 +5,7 @@
 // agent index, state, outcome, cause, reason, result, final status code.
 #include "core/packet_meta.hpp"
 #include "core/stats.hpp"
+#include "peer/peer_groups.hpp"
 #include "sip/dialog.hpp"
 #include "sip/message.hpp"
 #include "sip/method.hpp"
@@ -66,6 +67,20 @@ inline constexpr std::size_t kFinalStatusCount = kFinalStatusNames.size();
 // Index into kFinalStatusNames; code 0 (no final response) is "none".
 std::size_t final_status_index(std::uint16_t code) noexcept;
 
+// The dialog figures labelled caller_peer and callee_peer (METRICS.md, "Peer groups"): one set per
+// pair of groups a dialog had, in DialogStats::by_peers. Sums over the pairs equal the unlabelled
+// figures of DialogStats.
+struct PeerDialogFigures {
+    std::array<Counter, kDialogOutcomeCount> finished{};
+    std::array<Counter, kFinalStatusCount> final_status{};
+    Histogram<kPddBuckets.size()> pdd{kPddBuckets};
+    Histogram<kSetupBuckets.size()> setup{kSetupBuckets};
+    Histogram<kDurationBuckets.size()> duration{kDurationBuckets};
+    std::array<SrdHistogram, kSetupResultCount> srd{SrdHistogram{kSrdBuckets}, SrdHistogram{kSrdBuckets}};
+
+    void merge(const PeerDialogFigures& other) noexcept;
+};
+
 struct DialogStats {
     // hepd_sip_requests_total{method, agent}: every request seen, retransmissions included.
     std::array<std::array<Counter, kMaxAgents>, kMethodCount> requests{};
@@ -115,6 +130,9 @@ struct DialogStats {
     std::array<Counter, kMessageDefectCount> defects{};    // parsed and used, but defective
     std::array<Counter, kSdpErrorCount> sdp_errors{};
     Counter media_bindings;  // MediaBinding records emitted
+
+    // Outcomes, final statuses, PDD, setup, duration and SRD again, by the dialog's peer groups.
+    peer::PairTable<PeerDialogFigures> by_peers;
 
     void merge(const DialogStats& other) noexcept;
 

@@ -46,6 +46,22 @@ public:
     void on_media_binding(const MediaBinding&) noexcept override {}
 };
 
+// Stamps the dialog's peer groups on each binding on its way to the stream tables.
+class PeerStampingSink final : public MediaSink {
+public:
+    PeerStampingSink(MediaSink& next, const Dialog& d) noexcept : next_(next), dialog_(d) {}
+    void on_media_binding(const MediaBinding& binding) noexcept override {
+        MediaBinding stamped = binding;
+        stamped.caller_peer = dialog_.caller_peer;
+        stamped.callee_peer = dialog_.callee_peer;
+        next_.on_media_binding(stamped);
+    }
+
+private:
+    MediaSink& next_;
+    const Dialog& dialog_;
+};
+
 }  // namespace
 
 DialogTable::DialogTable(const DialogConfig& config, MediaSink* sink)
@@ -186,10 +202,13 @@ Disposition DialogTable::create(const Message& m, const PacketMeta& meta, Hop ho
     d.deadline = plus(meta.time, config_.invite_timeout);
     d.caller = meta.src;
     d.callee = meta.dst;
+    d.callee_side = meta.dst;
     remember_id(d.hops, d.hop_count, hop.id);
     d.recent.push(fingerprint);
     d.invite_cseq = m.cseq.number;
     d.agent = static_cast<std::uint8_t>(meta.agent < kMaxAgents ? meta.agent : 0);
+    d.callee_agent = d.agent;
+    classify_peers(d);
     const std::size_t ua = std::min(m.user_agent.size(), kUserAgentCap);
     std::copy_n(m.user_agent.data(), ua, d.user_agent.data());
     d.user_agent_size = static_cast<std::uint8_t>(ua);
@@ -219,6 +238,8 @@ Disposition DialogTable::on_dialog_message(std::uint32_t at, Party side, const M
     }
     d.recent.push(fingerprint);
     const std::size_t hop_index = remember_id(d.hops, d.hop_count, hop.id);
+    if (m.is_request() && m.method == Method::invite && !has_tag(m.to) && m.cseq.number >= d.invite_cseq)
+        follow_callee_side(d, meta);
     if (m.is_request())
         on_request(d, side, m, meta.time);
     else
@@ -269,7 +290,9 @@ void DialogTable::on_request(Dialog& d, Party side, const Message& m, Timestamp 
         d.bye_time = now;
         d.hangup = side;
         if (d.state == DialogState::confirmed) {
-            stats_->duration.observe(seconds(interval(d.answer_time, now)));
+            const double duration = seconds(interval(d.answer_time, now));
+            stats_->duration.observe(duration);
+            peer_figures(d).duration.observe(duration);
             finish(d, DialogState::terminated, now);
         } else if (is_unanswered(d.state)) {
             // RFC 3261 15: the caller may end an early dialog with BYE; the call was abandoned.
@@ -337,6 +360,7 @@ void DialogTable::on_invite_response(Dialog& d, std::size_t hop_index, const Mes
             if (ringing) {
                 d.ringing_time = now;
                 stats_->pdd.observe(since_invite);
+                peer_figures(d).pdd.observe(since_invite);
             }
             if (indicative) note_indicative(d, SetupResult::success, now, since_invite);
         }
@@ -359,8 +383,10 @@ void DialogTable::on_invite_response(Dialog& d, std::size_t hop_index, const Mes
         set_state(d, DialogState::confirmed);
         const double since_invite = seconds(interval(d.invite_time, now));
         stats_->setup.observe(since_invite);
+        peer_figures(d).setup.observe(since_invite);
         if (d.indicative_time.us == 0) note_indicative(d, SetupResult::success, now, since_invite);
         stats_->final_status[final_status_index(code)].add();
+        peer_figures(d).final_status[final_status_index(code)].add();
         set_deadline(d, plus(now, config_.max_call_duration));
         return;
     }
@@ -412,7 +438,7 @@ void DialogTable::emit_sdp(std::uint32_t at, const Message& m, Hop hop, Timestam
         other != sides.end() ? other->media : std::array<Endpoint, kSdpMedia>{};
 
     DiscardSink discard;
-    MediaSink& sink = sink_ != nullptr ? *sink_ : discard;
+    PeerStampingSink sink(sink_ != nullptr ? *sink_ : discard, table_.entry(at).value);
     const std::string_view call_id = table_.entry(at).key.call_id();
     const std::uint32_t dialog = tag_id(table_.entry(at).key.from_tag());
     const MediaEmitResult r = emit_media_bindings(*sdp_, call_id, dialog, now, peers, sink);
@@ -474,9 +500,27 @@ bool DialogTable::awaits_indicative(const Dialog& d) const noexcept {
     return d.indicative_time.us == 0 && is_unanswered(d.state);
 }
 
-void DialogTable::note_indicative(Dialog& d, SetupResult result, Timestamp when, double since_invite) noexcept {
+void DialogTable::note_indicative(Dialog& d, SetupResult result, Timestamp when, double since_invite) {
     d.indicative_time = when;
     stats_->srd[static_cast<std::size_t>(result)].observe(since_invite);
+    peer_figures(d).srd[static_cast<std::size_t>(result)].observe(since_invite);
+}
+
+void DialogTable::classify_peers(Dialog& d) {
+    d.caller_peer = peers_.classify(d.caller.address, d.agent);
+    d.callee_peer = peers_.classify(d.callee_side.address, d.callee_agent);
+}
+
+// The INVITE relayed on: a copy sent by the current callee side (same endpoint, or the same host
+// from another port as over TCP) moves the callee side one hop further. Copies arriving in
+// another order, or from elsewhere, leave it where it is.
+void DialogTable::follow_callee_side(Dialog& d, const PacketMeta& meta) {
+    const bool relayed = meta.src == d.callee_side ||
+                         (meta.src.address == d.callee_side.address && meta.dst.address != meta.src.address);
+    if (!relayed || meta.dst == d.callee_side || meta.dst.address == d.caller.address) return;
+    d.callee_side = meta.dst;
+    d.callee_agent = static_cast<std::uint8_t>(meta.agent < kMaxAgents ? meta.agent : 0);
+    d.callee_peer = peers_.classify(d.callee_side.address, d.callee_agent);
 }
 
 void DialogTable::finish(Dialog& d, DialogState state, Timestamp when) {
@@ -484,8 +528,13 @@ void DialogTable::finish(Dialog& d, DialogState state, Timestamp when) {
     d.end_time = when;
     set_deadline(d, plus(when, config_.dialog_linger));
     stats_->dialogs_finished[static_cast<std::size_t>(outcome_of(state))].add();
+    PeerDialogFigures& by_peers = peer_figures(d);
+    by_peers.finished[static_cast<std::size_t>(outcome_of(state))].add();
     // An answered call's status was counted at the answer; others are decided now (0: "none").
-    if (d.answer_time.us == 0) stats_->final_status[final_status_index(d.final_status)].add();
+    if (d.answer_time.us == 0) {
+        stats_->final_status[final_status_index(d.final_status)].add();
+        by_peers.final_status[final_status_index(d.final_status)].add();
+    }
     count_cause(d);
 }
 
@@ -565,15 +614,23 @@ void DialogTable::account_removed(const Table::Entry& entry, bool evicted) {
     stats_->dialog_evictions.add();
     if (entry.value.finished()) return;
     stats_->dialogs_finished[static_cast<std::size_t>(DialogOutcome::evicted)].add();
-    if (entry.value.answer_time.us == 0) stats_->final_status[final_status_index(0)].add();
+    PeerDialogFigures& by_peers = peer_figures(entry.value);
+    by_peers.finished[static_cast<std::size_t>(DialogOutcome::evicted)].add();
+    if (entry.value.answer_time.us == 0) {
+        stats_->final_status[final_status_index(0)].add();
+        by_peers.final_status[final_status_index(0)].add();
+    }
 }
 
 bool DialogTable::restore(std::string_view call_id, std::string_view from_tag, const Dialog& record) {
     if (call_id.size() > kMaxCallIdSize || from_tag.size() > kMaxTagSize || from_tag.empty()) return false;
     const std::uint64_t call_hash = hash_text(call_id);
     if (lookup(call_hash, call_id, from_tag) != Table::kNone) return false;
+    // Peer ids are this process's: the groups are found again under the configuration in force.
+    Dialog restored = record;
+    classify_peers(restored);
     std::uint32_t at = Table::kNone;
-    insert_entry(dialog_hash(call_hash, from_tag), DialogKey(call_id, from_tag), record, &at);
+    insert_entry(dialog_hash(call_hash, from_tag), DialogKey(call_id, from_tag), restored, &at);
     return true;
 }
 

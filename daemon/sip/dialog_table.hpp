@@ -89,6 +89,8 @@ public:
 
     // Not owned; may be null.
     void set_sink(DialogSink* sink) noexcept { removed_sink_ = sink; }
+    // Where dialogs get their peer groups; not owned, may be null (every dialog is "other").
+    void set_peers(const peer::PeerDirectory* directory) noexcept { peers_ = peer::PeerClassifier(directory); }
 
     TransactionTable& transactions() noexcept { return transactions_; }
     const TransactionTable& transactions() const noexcept { return transactions_; }
@@ -132,12 +134,15 @@ private:
     // One timer step: finish an open dialog, or retire a finished one. Returns kNone if retired.
     std::uint32_t on_deadline(std::uint32_t at);
     void finish(Dialog& d, DialogState state, Timestamp when);
+    void classify_peers(Dialog& d);
+    void follow_callee_side(Dialog& d, const PacketMeta& meta);
+    PeerDialogFigures& peer_figures(const Dialog& d) { return stats_->by_peers.at(d.caller_peer, d.callee_peer); }
     void set_state(Dialog& d, DialogState state) noexcept;
     void set_deadline(Dialog& d, Timestamp deadline) noexcept;
     void note_cause(Dialog& d, const Message& m) noexcept;
     void count_cause(Dialog& d) noexcept;
     bool awaits_indicative(const Dialog& d) const noexcept;
-    void note_indicative(Dialog& d, SetupResult result, Timestamp when, double since_invite) noexcept;
+    void note_indicative(Dialog& d, SetupResult result, Timestamp when, double since_invite);
     std::int64_t interval(Timestamp from, Timestamp to) noexcept;
     void anomaly(DialogAnomaly a) noexcept;
     void defect(MessageDefect d) noexcept;
@@ -147,6 +152,7 @@ private:
     DialogConfig config_;
     MediaSink* sink_;
     DialogSink* removed_sink_ = nullptr;
+    peer::PeerClassifier peers_;
     // Heap-held so that the exporter keeps a stable address and the table stays movable later.
     std::unique_ptr<DialogStats> stats_;
     Table table_;

@@ -76,6 +76,8 @@ Json dialog_json(const DialogRecord& r) {
     j["to_user"] = std::string(d.to_party.user());
     j["to_host"] = std::string(d.to_party.host());
     j["agent"] = d.agent;
+    j["callee_side"] = endpoint_json(d.callee_side);
+    j["callee_agent"] = d.callee_agent;
     j["invite_time"] = time_json(d.invite_time);
     j["trying_time"] = time_json(d.trying_time);
     j["ringing_time"] = time_json(d.ringing_time);

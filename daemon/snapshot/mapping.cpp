@@ -240,6 +240,8 @@ void to_proto(const DialogRecord& in, Dialog& out) {
     out.set_hop_count(d.hop_count);
     out.set_fork_count(d.fork_count);
     out.set_agent(d.agent);
+    to_proto(d.callee_side, *out.mutable_callee_side());
+    out.set_callee_agent(d.callee_agent);
     out.set_state(static_cast<DialogState>(d.state));
     out.set_hangup(static_cast<Party>(d.hangup));
     out.set_cancel_seen(d.cancel_seen);
@@ -288,6 +290,13 @@ bool from_proto(const Dialog& in, DialogRecord& out, std::string& why) {
     r.uint("hop_count", in.hop_count(), d.hop_count);
     r.uint("fork_count", in.fork_count(), d.fork_count);
     r.uint("agent", in.agent(), d.agent);
+    if (in.has_callee_side()) {
+        r.endpoint("callee_side", in.callee_side(), d.callee_side);
+        r.uint("callee_agent", in.callee_agent(), d.callee_agent);
+    } else {
+        d.callee_side = d.callee;
+        d.callee_agent = d.agent;
+    }
     r.enumeration("state", in.state(), DialogState_ARRAYSIZE, d.state);
     r.enumeration("hangup", in.hangup(), Party_ARRAYSIZE, d.hangup);
     d.cancel_seen = in.cancel_seen();

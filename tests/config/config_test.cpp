@@ -111,6 +111,8 @@ Config custom_config() {
     c.hep.payload_types = {{61, "rtpengine_ng", PayloadClass::other}, {200, "custom-log", PayloadClass::log}};
     c.agents = {agent_by_capture_id("kam1", 101), agent_by_cidr("rtp", "10.1.2.0/24"),
                 agent_by_node_name("pbx", "pbx01")};
+    c.peers = {PeerConfig{"carrier-a", {cidr("192.0.2.0/24"), cidr("2001:db8:a::/48")}, {}},
+               PeerConfig{"pbx-trunk", {}, {"pbx"}}};
     c.metrics.listen = endpoint("127.0.0.1:9470");
     c.metrics.path = "/hepd/metrics";
     c.state = {"/tmp/hepd-state", seconds(0), false};
@@ -153,6 +155,11 @@ agents:
     cidr: 10.1.2.0/24
   - name: pbx
     node_name: pbx01
+peers:
+  - name: carrier-a
+    cidr: [192.0.2.0/24, "2001:db8:a::/48"]
+  - name: pbx-trunk
+    agents: [pbx]
 metrics:
   listen: 127.0.0.1:9470
   path: /hepd/metrics
@@ -209,6 +216,7 @@ hep:
   clock_offset_limit: 5s
   payload_types: []
 agents: []
+peers: []
 metrics:
   listen: "0.0.0.0:9469"
   path: "/metrics"
@@ -420,8 +428,8 @@ TEST_CASE("config/hepd.yaml shows every key", "[config][shipped]") {
         CHECK(text.find("#   " + leaf + ":") != std::string::npos);
         ++checked;
     }
-    CHECK(checked == 11);  // payload type code, name, class; agent name, capture_id, cidr, node_name;
-                           // relay name, address, transport, queue_bytes
+    CHECK(checked == 14);  // payload type code, name, class; agent name, capture_id, cidr, node_name;
+                           // relay name, address, transport, queue_bytes; peer name, cidr, agents
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -524,6 +532,11 @@ agents:
     cidr: "10.1.2.0/24"
   - name: "pbx"
     node_name: "pbx01"
+peers:
+  - name: "carrier-a"
+    cidr: ["192.0.2.0/24", "2001:db8:a::/48"]
+  - name: "pbx-trunk"
+    agents: ["pbx"]
 metrics:
   listen: "127.0.0.1:9470"
   path: "/hepd/metrics"
@@ -614,6 +627,7 @@ TEST_CASE("key_paths lists every settable key in schema order", "[config][round_
         "hep.clock_offset_limit",
         "hep.payload_types",
         "agents",
+        "peers",
         "metrics.listen",
         "metrics.path",
         "state.dir",
@@ -713,7 +727,7 @@ TEST_CASE("every scalar and list key can be overridden", "[config][override]") {
     std::set<std::string> covered;
     for (const auto& [key, value] : overrides) covered.insert(key);
     for (const auto& key : key_paths()) {
-        if (key == "agents" || key == "hep.payload_types" || key == "relay") continue;
+        if (key == "agents" || key == "peers" || key == "hep.payload_types" || key == "relay") continue;
         INFO(key);
         CHECK(covered.count(key) == 1);
     }
@@ -730,6 +744,7 @@ TEST_CASE("every scalar and list key can be overridden", "[config][override]") {
     expected.hep.payload_types.clear();
     expected.agents.clear();
     expected.relay.clear();
+    expected.peers.clear();
     CHECK(c == expected);
 }
 
@@ -844,8 +859,8 @@ TEST_CASE("a wrong value names file, line, column, key and expectation", "[confi
 TEST_CASE("unknown keys are errors at every depth", "[config][errors]") {
     auto e = load_error("log_level: info\nverbose: true\n");
     CHECK(std::string(e.what()) ==
-          "test.yaml:2:1: verbose: unknown key (expected one of: log_level, hep, agents, metrics, state, shards, "
-          "tables, timers, pcap, relay, records, duplicates)");
+          "test.yaml:2:1: verbose: unknown key (expected one of: log_level, hep, agents, peers, metrics, state, "
+          "shards, tables, timers, pcap, relay, records, duplicates)");
 
     e = load_error("hep:\n  tcp:\n    max_conections: 5\n");
     CHECK(std::string(e.what()) ==
@@ -1108,6 +1123,53 @@ TEST_CASE("allow lists and CIDRs", "[config][errors]") {
     CHECK(e.detail().find("(the prefix length is not a number)") != std::string::npos);
     e = load_error("hep:\n  allow:\n    - 10.0.0.0/8\n    - 10.0.0.0/8\n");
     CHECK(std::string(e.what()) == "test.yaml:4:7: hep.allow[1]: duplicate entry (first at line 3)");
+}
+
+TEST_CASE("peers", "[config][errors]") {
+    const Config c = load(R"y(agents:
+  - {name: sbc-a, capture_id: 1}
+peers:
+  - name: carrier-a
+    cidr: 192.0.2.0/24
+  - name: carrier-b
+    cidr: [198.51.100.0/24, "2001:db8::/32"]
+    agents: [sbc-a]
+)y");
+    REQUIRE(c.peers.size() == 2);
+    CHECK(c.peers[0] == PeerConfig{"carrier-a", {cidr("192.0.2.0/24")}, {}});
+    CHECK(c.peers[1] == PeerConfig{"carrier-b", {cidr("198.51.100.0/24"), cidr("2001:db8::/32")}, {"sbc-a"}});
+
+    auto e = load_error("peers:\n  - name: a\n");
+    CHECK(std::string(e.what()) ==
+          "test.yaml:2:5: peers[0]: needs at least one network (cidr) or capture agent (agents)");
+    e = load_error("peers:\n  - {name: other, cidr: 10.0.0.0/8}\n");
+    CHECK(e.key_path() == "peers[0].name");
+    CHECK(e.detail() == "\"other\" is reserved for far ends in no group");
+    e = load_error("peers:\n  - {name: a, cidr: 10.0.0.0/8}\n  - {name: a, cidr: 10.1.0.0/16}\n");
+    CHECK(e.detail() == "duplicate peer name \"a\" (first at line 2)");
+    e = load_error("peers:\n  - {name: a, cidr: 10.0.0.0/8}\n  - {name: b, cidr: [10.1.0.0/16, 10.0.0.0/8]}\n");
+    CHECK(e.key_path() == "peers[1].cidr");
+    CHECK(e.detail() == "cidr 10.0.0.0/8 is already in peer \"a\" (first at line 2)");
+    e = load_error("peers:\n  - {name: a, cidr: 10.0.0.1/8}\n");
+    CHECK(e.key_path() == "peers[0].cidr");
+    CHECK(e.detail().find("did you mean 10.0.0.0/8?") != std::string::npos);
+    e = load_error("peers:\n  - {name: a, agents: [nobody]}\n");
+    CHECK(e.key_path() == "peers[0].agents");
+    CHECK(e.detail() == "agent \"nobody\" is not named under agents");
+    e = load_error(
+        "agents:\n  - {name: x, capture_id: 1}\npeers:\n  - {name: a, agents: [x]}\n  - {name: b, agents: [x]}\n");
+    CHECK(e.detail() == "agent \"x\" is already in peer \"a\" (first at line 4)");
+    CHECK(load_error("peers:\n  - {name: a, cidr: 10.0.0.0/8, via: x}\n").key_path() == "peers[0].via");
+
+    // 64 groups plus "other"; a 65th is refused.
+    std::string yaml = "peers:\n";
+    for (int i = 0; i < 64; ++i)
+        yaml += "  - {name: p" + std::to_string(i) + ", cidr: 10.0." + std::to_string(i) + ".0/24}\n";
+    CHECK(load(yaml).peers.size() == 64);
+    e = load_error(yaml + "  - {name: p64, cidr: 10.0.64.0/24}\n");
+    CHECK(e.detail() == "too many entries (at most 64)");
+    Config d = defaults();
+    CHECK(override_error(d, "peers", "x").detail() == "can only be set in the configuration file");
 }
 
 TEST_CASE("agents", "[config][errors]") {

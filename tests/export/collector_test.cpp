@@ -6,6 +6,7 @@
 #include "estate.hpp"
 #include "export/convert.hpp"
 #include "intake/agent_map.hpp"
+#include "peer/peer_groups.hpp"
 #include "relay/relay.hpp"
 #include "scrape.hpp"
 
@@ -153,10 +154,17 @@ TEST_CASE("a collector with no sources still shows every fixed series at zero", 
         INFO(name);
         CHECK(x.at(name) == 0);
     }
-    for (const char* name : {"hepd_dialog_pdd_seconds", "hepd_rtp_mos", "hepd_rtcp_rtt_seconds"}) {
+    for (const char* name : {"hepd_rtcp_rtt_seconds"}) {
         INFO(name);
         CHECK(x.at(std::string(name) + "_count") == 0);
         CHECK(x.at(std::string(name) + "_bucket", {{"le", "+Inf"}}) == 0);
+    }
+    // Families labelled by peer groups: the other/other pair, at zero.
+    for (const char* name : {"hepd_dialog_pdd_seconds", "hepd_rtp_mos"}) {
+        INFO(name);
+        CHECK(x.at(std::string(name) + "_count", {{"caller_peer", "other"}, {"callee_peer", "other"}}) == 0);
+        CHECK(x.at(std::string(name) + "_bucket",
+                   {{"le", "+Inf"}, {"caller_peer", "other"}, {"callee_peer", "other"}}) == 0);
     }
     // Small closed sets: every member, at zero.
     CHECK(x.find("hepd_dialogs_active").size() == 8);
@@ -191,9 +199,11 @@ TEST_CASE("a collector with no sources still shows every fixed series at zero", 
     CHECK(x.at("hepd_build_info",
                {{"version", metrics::this_build().version}, {"commit", metrics::this_build().commit}}) == 1);
     CHECK(x.find("hepd_dialogs_final_status_total").size() == 19);
-    CHECK(x.at("hepd_dialogs_final_status_total", {{"code", "none"}}) == 0);
+    CHECK(x.at("hepd_dialogs_final_status_total",
+               {{"code", "none"}, {"caller_peer", "other"}, {"callee_peer", "other"}}) == 0);
     CHECK(x.find("hepd_sip_registrations_total").size() == 3);
-    CHECK(x.at("hepd_sip_srd_seconds_count", {{"result", "failure"}}) == 0);
+    CHECK(x.at("hepd_sip_srd_seconds_count",
+               {{"result", "failure"}, {"caller_peer", "other"}, {"callee_peer", "other"}}) == 0);
     CHECK(test::check_histograms(x) == 11);  // every histogram but the per-method transaction delay
     test::check_label_hygiene(x, 0);
 }
@@ -251,6 +261,54 @@ TEST_CASE("a second agent's copy: hepd_duplicates_total, not a request, datagram
     CHECK(x.at("hepd_sip_transactions_started_total", {{"method", "OPTIONS"}}) == 1);
 }
 
+TEST_CASE("peer groups label dialog and stream families by name", "[export][peers]") {
+    // The generator's callers are in 10.1/16, its callees in 10.2/16.
+    peer::PeerDirectory peers;
+    peers.publish({peer::PeerRule{"customers", {*Cidr::parse("10.1.0.0/16")}, {}},
+                   peer::PeerRule{"carrier", {*Cidr::parse("10.2.0.0/16")}, {}}});
+    shard::ShardConfig config;
+    config.peers = &peers;
+    shard::ShardWorker worker{config};
+    gen::CorpusOptions o;
+    o.calls = 20;
+    o.media_seconds = 0.4;
+    o.loss_percent = 5;
+    o.failed_percent = 20;
+    o.cancelled_percent = 10;
+    const auto truth = feed(worker, o);
+
+    metrics::CollectorOptions options;
+    options.peers = &peers;
+    metrics::Collector collector(options);
+    collector.add_shard(worker);
+    const Exposition x = to_exposition(collector.Collect());
+    const L pair{{"caller_peer", "customers"}, {"callee_peer", "carrier"}};
+    const L none{{"caller_peer", "other"}, {"callee_peer", "other"}};
+    auto with = [](L labels, std::string name, std::string value) {
+        labels.emplace(std::move(name), std::move(value));
+        return labels;
+    };
+    // Every dialog is customers -> carrier; the other/other series are there, at zero.
+    CHECK(x.sum("hepd_dialogs_finished_total", pair) == o.calls);
+    CHECK(x.sum("hepd_dialogs_finished_total", none) == 0);
+    CHECK(x.sum("hepd_dialogs_finished_total") == o.calls);
+    CHECK(x.sum("hepd_dialogs_final_status_total", pair) == o.calls);
+    CHECK(x.at("hepd_dialogs_final_status_total", with(none, "code", "200")) == 0);
+    CHECK(x.at("hepd_dialog_pdd_seconds_count", pair) == o.calls);
+    CHECK(x.at("hepd_sip_srd_seconds_count", with(pair, "result", "success")) +
+              x.at("hepd_sip_srd_seconds_count", with(pair, "result", "failure")) ==
+          o.calls);
+    CHECK(x.at("hepd_dialog_setup_seconds_count", pair) ==
+          x.at("hepd_dialogs_final_status_total", with(pair, "code", "200")));
+    // Streams take their dialog's groups.
+    CHECK(x.at("hepd_rtp_mos_count", pair) == static_cast<double>(truth.streams.size()));
+    CHECK(x.at("hepd_rtp_jitter_seconds_count", pair) == static_cast<double>(truth.streams.size()));
+    CHECK(x.at("hepd_rtp_mos_count", none) == 0);
+    CHECK(x.at("hepd_rtp_lost_packets_total", pair) > 0);
+    CHECK(x.sum("hepd_rtp_lost_packets_total") == x.at("hepd_rtp_lost_packets_total", pair));
+    test::check_label_hygiene(x, 1);
+}
+
 TEST_CASE("shards merge by summing: every series of two shards is the sum of each", "[export][collector][merge]") {
     shard::ShardWorker a{shard::ShardConfig{}};
     shard::ShardWorker b{shard::ShardConfig{}};
@@ -284,7 +342,8 @@ TEST_CASE("shards merge by summing: every series of two shards is the sum of eac
     CHECK(xb.at("hepd_rtp_packets_total") == static_cast<double>(tb.rtp_packets));
     CHECK(xab.at("hepd_rtp_packets_total") == static_cast<double>(ta.rtp_packets + tb.rtp_packets));
     CHECK(xab.at("hepd_dialogs_created_total") == oa.calls + ob.calls);
-    CHECK(xab.at("hepd_dialog_pdd_seconds_count") == oa.calls + ob.calls);
+    CHECK(xab.at("hepd_dialog_pdd_seconds_count", {{"caller_peer", "other"}, {"callee_peer", "other"}}) ==
+          oa.calls + ob.calls);
     CHECK(xab.at("hepd_sip_requests_total", {{"method", "INVITE"}, {"agent", "other"}}) == oa.calls + ob.calls);
 
     // The shard label names the registration index, so per-shard series are compared apart.

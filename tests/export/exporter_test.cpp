@@ -197,11 +197,16 @@ TEST_CASE("a scrape over HTTP reports the estate exactly", "[export][http]") {
 
     SECTION("dialogs: outcomes, states, timings and causes as generated") {
         CHECK(x.at("hepd_dialogs_created_total") == c.calls);
-        CHECK(x.at("hepd_dialogs_finished_total", {{"outcome", "completed"}}) == c.completed);
-        CHECK(x.at("hepd_dialogs_finished_total", {{"outcome", "failed"}}) == c.failed);
-        CHECK(x.at("hepd_dialogs_finished_total", {{"outcome", "cancelled"}}) == c.cancelled);
-        CHECK(x.at("hepd_dialogs_finished_total", {{"outcome", "timed_out"}}) == 0);
-        CHECK(x.at("hepd_dialogs_finished_total", {{"outcome", "evicted"}}) == 0);
+        CHECK(x.at("hepd_dialogs_finished_total",
+                   {{"outcome", "completed"}, {"caller_peer", "other"}, {"callee_peer", "other"}}) == c.completed);
+        CHECK(x.at("hepd_dialogs_finished_total",
+                   {{"outcome", "failed"}, {"caller_peer", "other"}, {"callee_peer", "other"}}) == c.failed);
+        CHECK(x.at("hepd_dialogs_finished_total",
+                   {{"outcome", "cancelled"}, {"caller_peer", "other"}, {"callee_peer", "other"}}) == c.cancelled);
+        CHECK(x.at("hepd_dialogs_finished_total",
+                   {{"outcome", "timed_out"}, {"caller_peer", "other"}, {"callee_peer", "other"}}) == 0);
+        CHECK(x.at("hepd_dialogs_finished_total",
+                   {{"outcome", "evicted"}, {"caller_peer", "other"}, {"callee_peer", "other"}}) == 0);
         // Every record still lingers (the run is far shorter than dialog_linger).
         CHECK(x.at("hepd_dialogs_active", {{"state", "terminated"}}) == c.completed);
         CHECK(x.at("hepd_dialogs_active", {{"state", "failed"}}) == c.failed);
@@ -209,18 +214,26 @@ TEST_CASE("a scrape over HTTP reports the estate exactly", "[export][http]") {
         CHECK(x.sum("hepd_dialogs_active") == c.calls);
         CHECK(x.find("hepd_dialogs_active").size() == 8);
 
-        CHECK(x.at("hepd_dialog_pdd_seconds_count") == c.calls);
-        CHECK(x.at("hepd_dialog_pdd_seconds_sum") == Approx(c.pdd_sum).margin(1e-5));
-        CHECK(x.bucket("hepd_dialog_pdd_seconds", 0.1) == c.pdd_le_100ms);
-        CHECK(x.bucket("hepd_dialog_pdd_seconds", 0.25) == c.pdd_le_250ms);
-        CHECK(x.bucket("hepd_dialog_pdd_seconds", 0.5) == c.calls);
+        CHECK(x.at("hepd_dialog_pdd_seconds_count", {{"caller_peer", "other"}, {"callee_peer", "other"}}) == c.calls);
+        CHECK(x.at("hepd_dialog_pdd_seconds_sum", {{"caller_peer", "other"}, {"callee_peer", "other"}}) ==
+              Approx(c.pdd_sum).margin(1e-5));
+        CHECK(x.bucket("hepd_dialog_pdd_seconds", 0.1, {{"caller_peer", "other"}, {"callee_peer", "other"}}) ==
+              c.pdd_le_100ms);
+        CHECK(x.bucket("hepd_dialog_pdd_seconds", 0.25, {{"caller_peer", "other"}, {"callee_peer", "other"}}) ==
+              c.pdd_le_250ms);
+        CHECK(x.bucket("hepd_dialog_pdd_seconds", 0.5, {{"caller_peer", "other"}, {"callee_peer", "other"}}) ==
+              c.calls);
         CHECK(c.pdd_le_100ms > 0);
         CHECK(c.pdd_le_250ms > c.pdd_le_100ms);
         CHECK(c.pdd_le_250ms < c.calls);
-        CHECK(x.at("hepd_dialog_setup_seconds_count") == c.completed);
-        CHECK(x.at("hepd_dialog_setup_seconds_sum") == Approx(c.setup_sum).margin(1e-5));
-        CHECK(x.at("hepd_dialog_duration_seconds_count") == c.completed);
-        CHECK(x.at("hepd_dialog_duration_seconds_sum") == Approx(c.duration_sum).margin(1e-5));
+        CHECK(x.at("hepd_dialog_setup_seconds_count", {{"caller_peer", "other"}, {"callee_peer", "other"}}) ==
+              c.completed);
+        CHECK(x.at("hepd_dialog_setup_seconds_sum", {{"caller_peer", "other"}, {"callee_peer", "other"}}) ==
+              Approx(c.setup_sum).margin(1e-5));
+        CHECK(x.at("hepd_dialog_duration_seconds_count", {{"caller_peer", "other"}, {"callee_peer", "other"}}) ==
+              c.completed);
+        CHECK(x.at("hepd_dialog_duration_seconds_sum", {{"caller_peer", "other"}, {"callee_peer", "other"}}) ==
+              Approx(c.duration_sum).margin(1e-5));
 
         CHECK(x.at("hepd_sip_q850_causes_total", {{"cause", "16"}}) == c.callee_hangups);
         CHECK(x.at("hepd_sip_q850_causes_total", {{"cause", "17"}}) == c.failed);
@@ -229,13 +242,20 @@ TEST_CASE("a scrape over HTTP reports the estate exactly", "[export][http]") {
 
     SECTION("RFC 6076: SRD, SDD, RRD and final statuses as generated") {
         // Every generated call rings (100, then 180 or 183) before its answer, 486 or 487.
-        CHECK(x.at("hepd_sip_srd_seconds_count", {{"result", "success"}}) == c.calls);
-        CHECK(x.at("hepd_sip_srd_seconds_sum", {{"result", "success"}}) == Approx(c.pdd_sum).margin(1e-5));
-        CHECK(x.at("hepd_sip_srd_seconds_count", {{"result", "failure"}}) == 0);
+        CHECK(x.at("hepd_sip_srd_seconds_count",
+                   {{"result", "success"}, {"caller_peer", "other"}, {"callee_peer", "other"}}) == c.calls);
+        CHECK(x.at("hepd_sip_srd_seconds_sum",
+                   {{"result", "success"}, {"caller_peer", "other"}, {"callee_peer", "other"}}) ==
+              Approx(c.pdd_sum).margin(1e-5));
+        CHECK(x.at("hepd_sip_srd_seconds_count",
+                   {{"result", "failure"}, {"caller_peer", "other"}, {"callee_peer", "other"}}) == 0);
         CHECK(x.at("hepd_sip_sdd_seconds_count") == c.completed);  // every BYE is answered
-        CHECK(x.at("hepd_dialogs_final_status_total", {{"code", "200"}}) == c.completed);
-        CHECK(x.at("hepd_dialogs_final_status_total", {{"code", "486"}}) == c.failed);
-        CHECK(x.at("hepd_dialogs_final_status_total", {{"code", "487"}}) == c.cancelled);
+        CHECK(x.at("hepd_dialogs_final_status_total",
+                   {{"code", "200"}, {"caller_peer", "other"}, {"callee_peer", "other"}}) == c.completed);
+        CHECK(x.at("hepd_dialogs_final_status_total",
+                   {{"code", "486"}, {"caller_peer", "other"}, {"callee_peer", "other"}}) == c.failed);
+        CHECK(x.at("hepd_dialogs_final_status_total",
+                   {{"code", "487"}, {"caller_peer", "other"}, {"callee_peer", "other"}}) == c.cancelled);
         CHECK(x.sum("hepd_dialogs_final_status_total") == c.calls);
         CHECK(x.find("hepd_dialogs_final_status_total").size() == 19);
         // No REGISTER in the estate: the families are there, at zero.
@@ -294,7 +314,7 @@ TEST_CASE("a scrape over HTTP reports the estate exactly", "[export][http]") {
         REQUIRE(streams == 2 * c.completed);
         CHECK(x.at("hepd_rtp_packets_total") == static_cast<double>(e.truth.rtp_packets));
         CHECK(x.at("hepd_rtp_payload_bytes_total") == 160.0 * static_cast<double>(e.truth.rtp_packets));
-        CHECK(x.at("hepd_rtp_lost_packets_total") == c.rtp_lost);
+        CHECK(x.at("hepd_rtp_lost_packets_total", {{"caller_peer", "other"}, {"callee_peer", "other"}}) == c.rtp_lost);
         CHECK(c.rtp_lost > 0);
         CHECK(x.at("hepd_rtp_duplicate_packets_total") == 0);
         CHECK(x.at("hepd_rtp_streams_started_total") == streams);
@@ -302,8 +322,8 @@ TEST_CASE("a scrape over HTTP reports the estate exactly", "[export][http]") {
         CHECK(x.at("hepd_rtp_streams_finished_total", {{"reason", "idle"}}) == 0);
         CHECK(x.at("hepd_rtp_streams_by_codec_total", {{"codec", "pcma"}}) == streams);
         CHECK(x.at("hepd_rtp_streams_active") == 0);
-        CHECK(x.at("hepd_rtp_jitter_seconds_count") == streams);
-        CHECK(x.at("hepd_rtp_mos_count") == streams);
+        CHECK(x.at("hepd_rtp_jitter_seconds_count", {{"caller_peer", "other"}, {"callee_peer", "other"}}) == streams);
+        CHECK(x.at("hepd_rtp_mos_count", {{"caller_peer", "other"}, {"callee_peer", "other"}}) == streams);
         CHECK(x.sum("hepd_rtp_parse_errors_total") == 0);
         CHECK(x.at("hepd_rtcp_fraction_lost_count") == 0);
         CHECK(x.sum("hepd_table_evictions_total") == 0);

@@ -29,6 +29,8 @@ constexpr const char* kExpected = R"({
     "user_agent": "Asterisk PBX 18.20.0-1~deb12u1 x",
     "from_user": "+4930123456", "from_host": "carrier.example", "to_user": "1002", "to_host": "2001:db8::5",
     "agent": 31,
+    "callee_side": "198.51.100.7:5060",
+    "callee_agent": 12,
     "invite_time": "2023-11-14T22:13:20.000001Z",
     "trying_time": "2023-11-14T22:13:20.005002Z",
     "ringing_time": "2023-11-14T22:13:20.080003Z",

@@ -73,6 +73,22 @@ TEST_CASE("a dialog with every field set survives the round trip", "[snapshot][m
     CHECK(m.recent().slots_size() == 12);
     CHECK(m.recent().next() == 5);
     CHECK(m.retransmissions() == 65535);
+    CHECK(m.callee_side().address() == bytes_of({198, 51, 100, 7}));
+    CHECK(m.callee_agent() == 12);
+}
+
+TEST_CASE("a dialog from a file without the callee side takes the first hop's", "[snapshot][mapping]") {
+    // Files written before peer groups: the callee side is the first INVITE's destination and
+    // its agent the first INVITE's; the groups are found again at restore.
+    Dialog m;
+    to_proto(sample_dialog(), m);
+    m.clear_callee_side();
+    m.clear_callee_agent();
+    DialogRecord out;
+    std::string why;
+    REQUIRE(from_proto(m, out, why));
+    CHECK(out.dialog.callee_side == sample_dialog().dialog.callee);
+    CHECK(out.dialog.callee_agent == 31);
 }
 
 TEST_CASE("a default dialog keeps its non-zero defaults", "[snapshot][mapping]") {
