@@ -110,6 +110,7 @@ bool HepIntake::accept(ByteSpan bytes, Carrier carrier, Timestamp now, shard::Da
     out.kind = cls;
     out.hep_payload_type = message_.payload_type;
     out.agent = agent;
+    out.from_agent = true;
     out.capture_id = message_.capture_id;
     out.correlation_id = as_text(message_.correlation_id);
     out.payload = payload;

@@ -20,6 +20,7 @@ struct Datagram {
     Transport transport = Transport::udp;  // of the captured packet, not of the HEP carrier
     PayloadClass kind = PayloadClass::other;
     std::uint8_t hep_payload_type = 0;  // chunk 0x0b, 0 when not from HEP
+    bool from_agent = false;            // sent by a HEP capture agent (not a raw captured packet)
     std::uint16_t agent = 0;            // index of the configured capture agent, 0 = other
     std::uint32_t capture_id = 0;
     std::string_view correlation_id;  // HEP chunk 0x11, empty when absent

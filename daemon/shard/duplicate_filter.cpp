@@ -82,7 +82,9 @@ DuplicateFilter::DuplicateFilter(const DuplicateFilterConfig& config)
 }
 
 bool DuplicateFilter::is_duplicate(const Datagram& d) noexcept {
-    if (!enabled()) return false;
+    // Raw packets of a capture come from one observer: without same_source none can be a copy,
+    // and the capacity runs on raw captures do not pay for the filter.
+    if (!enabled() || (!same_source_ && !d.from_agent)) return false;
     return is_duplicate(duplicate_key(d), capture_source(d), d.time);
 }
 

@@ -9,6 +9,8 @@
 // correlation id), so they always meet in the same shard, live and offline alike; a filter per
 // shard needs no shared state and sees copies in the order the shard does.
 //
+// Only datagrams sent by HEP capture agents are compared, unless `same_source` is set: the raw
+// packets of a capture (`hepd pcap` on a plain pcap) come from one observer.
 // A copy must come from another source than the first (capture id, or configured agent) unless
 // `same_source` is set: one observer seeing the same bytes twice within a few milliseconds is
 // what a duplicating network looks like, and RTP duplicates are a quality figure the stream table

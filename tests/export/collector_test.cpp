@@ -59,6 +59,7 @@ void send_sip(shard::ShardWorker& worker, std::string_view text, std::uint16_t a
     d.dst = Endpoint{IpAddress::v4(0x0a000002U), 5060};
     d.kind = PayloadClass::sip;
     d.agent = agent;
+    d.from_agent = true;
     d.payload = as_bytes(text);
     worker.process(d, discard);
 }

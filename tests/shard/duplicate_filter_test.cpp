@@ -22,6 +22,7 @@ Datagram datagram(const std::string& payload, std::int64_t us, std::uint32_t cap
     d.dst = Endpoint{IpAddress::v4(0x0a000002U), 5060};
     d.kind = kind;
     d.capture_id = capture_id;
+    d.from_agent = true;
     d.payload = as_bytes(payload);
     return d;
 }
@@ -74,13 +75,33 @@ TEST_CASE("the first agent repeating its bytes is kept unless same_source is set
     CHECK(same.is_duplicate(datagram(rtp, 500, 101, PayloadClass::rtp)));  // one packet on two interfaces
     CHECK(dropped(same, PayloadClass::rtp) == 1);
 
-    // The configured agent counts as a source too (raw captures: capture id 0 for all).
+    // The configured agent counts as a source too (agents that all send capture id 0).
     Datagram a = datagram(rtp, 0, 0, PayloadClass::rtp);
     Datagram b = a;
     b.agent = 3;
     DuplicateFilter by_agent({kWindow, 64, false});
     CHECK_FALSE(by_agent.is_duplicate(a));
     CHECK(by_agent.is_duplicate(b));
+}
+
+TEST_CASE("raw captured packets are compared only with same_source", "[shard][duplicates]") {
+    const std::string rtp(172, 'r');
+    Datagram a = datagram(rtp, 0, 0, PayloadClass::rtp);
+    a.from_agent = false;  // what `hepd pcap` makes of a packet of a plain capture
+    Datagram b = a;
+    b.time = Timestamp{a.time.us + 500};
+    DuplicateFilter keep({kWindow, 64, false});
+    CHECK_FALSE(keep.is_duplicate(a));
+    CHECK_FALSE(keep.is_duplicate(b));
+    CHECK(dropped(keep, PayloadClass::rtp) == 0);
+    DuplicateFilter same({kWindow, 64, true});  // two hosts' captures merged
+    CHECK_FALSE(same.is_duplicate(a));
+    CHECK(same.is_duplicate(b));
+    // A HEP agent's copy of a raw packet is not compared with it either: the raw one was never kept.
+    Datagram hep = a;
+    hep.from_agent = true;
+    hep.capture_id = 101;
+    CHECK_FALSE(keep.is_duplicate(hep));
 }
 
 TEST_CASE("a window of 0 keeps every copy", "[shard][duplicates]") {

@@ -145,7 +145,10 @@ inline Outcome run(const gen::CorpusOptions& options, std::size_t shards, gen::T
             if (info.kind == gen::PacketKind::rtcp_json) dg.hep_payload_type = 5;
             dg.correlation_id = info.correlation_id;
             dg.payload = p;
-            if (mirror != nullptr) dg.capture_id = 1;
+            if (mirror != nullptr) {
+                dg.capture_id = 1;
+                dg.from_agent = true;
+            }
             pipeline.producer(0).push(dg);
             last = t;
             if (mirror != nullptr) {
