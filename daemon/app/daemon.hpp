@@ -87,7 +87,7 @@ private:
     // Declared in start-up order: destroyed the other way round, sources after their readers.
     boost::asio::io_context io_{1};  // this thread: signals, timers and every TCP connection
     std::unique_ptr<ingest::IngestControl> control_;
-    peer::PeerDirectory peers_;  // read by the shards and the exporter: outlives both
+    peer::PeerDirectory peers_;                       // read by the shards and the exporter: outlives both
     std::unique_ptr<records::RecordWriter> records_;  // with records.enabled; outlives the shards
     std::vector<shard::ShardWorker*> workers_;        // owned by pipeline_
     std::unique_ptr<shard::Pipeline> pipeline_;

@@ -88,11 +88,10 @@ std::size_t check_histograms(const Exposition& x) {
 }
 
 std::size_t check_label_hygiene(const Exposition& x, std::size_t shards) {
-    static const std::set<std::string> kNames{"agent",       "callee_peer", "caller_peer",  "cause",  "code",
-                                              "codec",       "commit",      "destination",  "direction", "event",
-                                              "kind",        "le",          "method",       "outcome", "payload_type",
-                                              "reason",      "result",      "shard",        "source",  "state",
-                                              "status_class", "table",      "transport",    "version"};
+    static const std::set<std::string> kNames{
+        "agent",     "callee_peer", "caller_peer", "cause", "code",         "codec",   "commit",       "destination",
+        "direction", "event",       "kind",        "le",    "method",       "outcome", "payload_type", "reason",
+        "result",    "shard",       "source",      "state", "status_class", "table",   "transport",    "version"};
     std::size_t checked = 0;
     for (const auto& s : x.samples) {
         if (s.name.rfind("hepd_", 0) != 0) continue;  // the HTTP library's own exposer_* metrics
