@@ -211,10 +211,15 @@ TEST_CASE("relay over TCP: the stream is the messages back to back, byte for byt
 
     Bytes want;
     std::uint32_t count = 0;
+    std::uint64_t refused = 0;  // pushes that found the queue full (on a loaded machine), counted as drops
     for (std::uint32_t seq = 0; seq < 2000; ++seq) {
         const auto m = message(0, seq, seq == 1000 ? 65535 : 6 + seq % 1400);
         // Pushes wait for room: a full queue is another test's subject.
-        REQUIRE(eventually([&] { return r.producer(0).push(m); }));
+        REQUIRE(eventually([&] {
+            if (r.producer(0).push(m)) return true;
+            ++refused;
+            return false;
+        }));
         want.insert(want.end(), m.begin(), m.end());
         ++count;
     }
@@ -224,7 +229,7 @@ TEST_CASE("relay over TCP: the stream is the messages back to back, byte for byt
     REQUIRE(eventually([&] { return r.figures().messages == count; }));
     const auto f = r.figures();
     CHECK(f.bytes == want.size());
-    CHECK(dropped(r, DropReason::queue_full) == 0);
+    CHECK(dropped(r, DropReason::queue_full) == refused);
     CHECK(dropped(r, DropReason::send_error) == 0);
     CHECK(dropped(r, DropReason::not_connected) == 0);
 }
