@@ -24,6 +24,14 @@ std::string_view to_string(FinishReason reason) noexcept {
     return "unknown";
 }
 
+std::string_view to_string(StreamSource source) noexcept {
+    switch (source) {
+    case StreamSource::measured: return "measured";
+    case StreamSource::rtcp: return "rtcp";
+    }
+    return "unknown";
+}
+
 std::string_view to_string(ReportSource source) noexcept {
     switch (source) {
     case ReportSource::rtcp: return "rtcp";
@@ -193,7 +201,9 @@ void StreamTable::finish_stream(std::uint32_t index, FinishReason reason) {
     if (summary.has_quality) {
         stats_.jitter_seconds.observe(summary.max_jitter_ms / 1000.0);
         stats_.mos.observe(summary.mos);
+        stats_.loss_ratio.observe(summary.loss_percent / 100.0);
     }
+    if (stream.receiver.rtt_us != kNoRtt) stats_.rtt_seconds.observe(stream.receiver.rtt_us / 1e6);
     if (sink_ != nullptr) sink_->on_stream_finished(FinishedStream{entry.key, stream, binding, summary, reason});
     join(index, kNone, stream.last);
     unlink_media(index);
@@ -274,6 +284,10 @@ void StreamTable::join(std::uint32_t stream, std::uint32_t binding, Timestamp wh
             bindings_.touch(slot.binding);
             ++pending_count_;
             stats_.pending_bindings.add(1);
+            if (old.released) {  // its dialog has ended: nothing else is to join it
+                stats_.bindings_released.add();
+                drop_binding(slot.binding);
+            }
         }
     }
     slot.binding = binding;
@@ -287,7 +301,15 @@ void StreamTable::join(std::uint32_t stream, std::uint32_t binding, Timestamp wh
 void StreamTable::drop_binding(std::uint32_t b) {
     const BindingKey key = bindings_.entry(b).key;
     const std::uint32_t m = media_entry(key.media, false);
+    bindings_[b].released = false;  // its streams leave below: no second drop
     if (m != kNone) {
+        BindingEntry& entry = bindings_[b];
+        if (entry.prev != kNone) {
+            bindings_[entry.prev].next = entry.next;
+        } else {
+            media_[m].binding_head = entry.next;
+        }
+        if (entry.next != kNone) bindings_[entry.next].prev = entry.prev;
         for (std::uint32_t i = media_.entry(m).value.head; i != kNone && bindings_.entry(b).value.streams > 0;
              i = streams_.entry(i).value.next)
             if (streams_.entry(i).value.binding == b) join(i, kNone, Timestamp{});
@@ -318,6 +340,7 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, Binding binding)
             binding.clocks = e.binding.clocks;
         }
         e.binding = std::move(binding);
+        e.released = false;  // a Call-ID and From-tag used again: a call again
         if (e.streams == 0) e.idle_since = std::max(e.idle_since, e.binding.time);
         bindings_.touch(b);
         return b;
@@ -353,13 +376,38 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, Binding binding)
     }
     const Timestamp since = binding.time;
     b = bindings_.insert(hash, key, BindingEntry{std::move(binding), since, 0}).first;
-    ++media_[m].bindings;
+    MediaEntry& entry = media_[m];
+    bindings_[b].next = entry.binding_head;
+    if (entry.binding_head != kNone) bindings_[entry.binding_head].prev = b;
+    entry.binding_head = b;
+    ++entry.bindings;
     ++pending_count_;
     stats_.pending_bindings.add(1);
     return b;
 }
 
 void StreamTable::bind(const MediaBinding& binding) { apply_binding(media_key(binding.media), make_binding(binding)); }
+
+void StreamTable::unbind(const Endpoint& media, std::string_view call_id, std::uint32_t dialog) {
+    const std::uint32_t m = media_entry(media_key(media), false);
+    if (m == kNone) return;
+    // Dropping the last binding of an address without streams releases the media entry: the
+    // walk must not read it afterwards.
+    std::uint32_t b = media_.entry(m).value.binding_head;
+    while (b != kNone) {
+        const std::uint32_t next = bindings_.entry(b).value.next;
+        BindingEntry& e = bindings_[b];
+        if (e.binding.dialog == dialog && e.binding.call_id == call_id) {
+            if (e.streams == 0) {
+                stats_.bindings_released.add();
+                drop_binding(b);
+            } else {
+                e.released = true;
+            }
+        }
+        b = next;
+    }
+}
 
 void StreamTable::insert_binding(const Endpoint& media, Binding binding) {
     const Endpoint key = media_key(media);
@@ -590,8 +638,39 @@ ReportedStream* StreamTable::reported_stream(std::string_view call_id, std::uint
     return &reported_[i];
 }
 
+// The reporter's own address is in the call's SDP (it receives the stream it reports on): its
+// binding of the same Call-ID names the dialog and the codec that the jitter is measured in.
+void StreamTable::note_reporter_binding(ReportedStream& reported, std::string_view call_id) {
+    const std::uint32_t m = media_entry(reported.reporter, false);
+    if (m == kNone) return;
+    for (std::uint32_t b = media_.entry(m).value.binding_head; b != kNone; b = bindings_.entry(b).value.next) {
+        const Binding& binding = bindings_.entry(b).value.binding;
+        if (binding.call_id != call_id) continue;
+        reported.dialog = binding.dialog;
+        for (std::size_t c = 0; c < binding.codec_count && c < kMaxBindingCodecs; ++c) {
+            const Codec codec = binding.codecs[c];
+            if (codec == Codec::telephone_event || codec == Codec::comfort_noise) continue;
+            reported.codec = codec;
+            reported.clock_rate = binding.clock_rate(c);
+            break;
+        }
+        if (reported.codec != Codec::unknown) return;
+    }
+}
+
 void StreamTable::finish_reported(std::uint32_t i, FinishReason reason) {
     stats_.reported_streams_active.add(-1);
+    const ReportedSummary summary = summarize_reported(reported_.entry(i).value, config_.quality);
+    ReportedStreamStats& s = stats_.reported;
+    counter_at(s.finished, reason).add();
+    counter_at(s.by_codec, label_of(summary.codec)).add();
+    s.lost_packets.add(summary.lost_clamped);
+    if (summary.has_quality) {
+        s.jitter_seconds.observe(summary.max_jitter_ms / 1000.0);
+        s.mos.observe(summary.mos);
+        s.loss_ratio.observe(summary.loss_percent / 100.0);
+    }
+    if (summary.has_rtt) s.rtt_seconds.observe(summary.rtt_ms / 1000.0);
     if (sink_ != nullptr) sink_->on_reported_stream_finished(reported_.entry(i).key, reported_.entry(i).value, reason);
 }
 
@@ -622,6 +701,11 @@ void StreamTable::on_rtcp_json(const PacketMeta& meta, std::string_view call_id,
             reported.reporter = reporter;
             reported.reporter_ssrc = report->ssrc;
             reported.last = std::max(reported.last, meta.time);
+            reported.max_jitter = std::max(reported.max_jitter, block.ia_jitter);
+            // Summed only while the count is exact, so that their ratio stays a mean.
+            if (reported.view.reports < std::numeric_limits<std::uint16_t>::max())
+                reported.fraction_lost_sum += block.fraction_lost;
+            if (reported.dialog == 0) note_reporter_binding(reported, call_id);
             view = &reported.view;
         } else {
             kept_all = false;
