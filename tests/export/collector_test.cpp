@@ -152,11 +152,23 @@ TEST_CASE("a collector with no sources still shows every fixed series at zero", 
         INFO(name);
         CHECK(x.at(name) == 0);
     }
-    for (const char* name : {"hepd_dialog_pdd_seconds", "hepd_rtp_mos", "hepd_rtcp_rtt_seconds"}) {
+    for (const char* name : {"hepd_dialog_pdd_seconds", "hepd_rtcp_rtt_seconds"}) {
         INFO(name);
         CHECK(x.at(std::string(name) + "_count") == 0);
         CHECK(x.at(std::string(name) + "_bucket", {{"le", "+Inf"}}) == 0);
     }
+    // The per-stream families, for both sources (measured from RTP, reported over RTCP-JSON).
+    for (const char* name : {"hepd_rtp_mos", "hepd_rtp_jitter_seconds", "hepd_rtp_loss_ratio", "hepd_rtp_rtt_seconds"}) {
+        for (const char* source : {"measured", "rtcp"}) {
+            INFO(name << " " << source);
+            CHECK(x.at(std::string(name) + "_count", {{"source", source}}) == 0);
+            CHECK(x.at(std::string(name) + "_bucket", {{"source", source}, {"le", "+Inf"}}) == 0);
+        }
+    }
+    CHECK(x.find("hepd_rtp_streams_finished_total").size() == 2 * 5);
+    CHECK(x.at("hepd_rtp_streams_finished_total", {{"source", "rtcp"}, {"reason", "idle"}}) == 0);
+    CHECK(x.find("hepd_rtp_lost_packets_total").size() == 2);
+    CHECK(x.find("hepd_shard_unbinds_total").size() == 2);
     // Small closed sets: every member, at zero.
     CHECK(x.find("hepd_dialogs_active").size() == 8);
     CHECK(x.find("hepd_dialogs_finished_total").size() == 5);
@@ -190,7 +202,7 @@ TEST_CASE("a collector with no sources still shows every fixed series at zero", 
     CHECK(x.at("hepd_dialogs_final_status_total", {{"code", "none"}}) == 0);
     CHECK(x.find("hepd_sip_registrations_total").size() == 3);
     CHECK(x.at("hepd_sip_srd_seconds_count", {{"result", "failure"}}) == 0);
-    CHECK(test::check_histograms(x) == 11);  // every histogram but the per-method transaction delay
+    CHECK(test::check_histograms(x) == 17);  // every histogram but the per-method transaction delay
     test::check_label_hygiene(x, 0);
 }
 
