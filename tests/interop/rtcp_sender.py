@@ -7,8 +7,8 @@ bencode over UDP) for its calls and their media ports, and from each endpoint's 
 SDP media port + 1) sends RFC 3550 sender reports to rtpengine's RTCP port facing that endpoint,
 every INTERVAL seconds, with a real NTP time and one report block about the stream it receives:
 fixed fraction lost, cumulative lost and jitter per call and side (so that the figures hepd
-derives can be checked), and LSR/DLSR from the last sender report rtpengine relayed from the
-other end (so that a receiver can derive an RTT).
+derives can be checked), and LSR/DLSR from the last sender report that came from rtpengine (so
+that a receiver can derive an RTT).
 
   rtcp_sender.py NG_PORT SECONDS OUT.json [INTERVAL]
 
@@ -16,6 +16,7 @@ Runs for SECONDS, then writes OUT.json: per call and side what was reported (ssr
 ssrc reported on, reports sent, fraction lost, cumulative lost, jitter, reports carrying an LSR).
 """
 import json
+import os
 import random
 import select
 import socket
@@ -214,12 +215,18 @@ def main():
         for sock in ready:
             data, src = sock.recvfrom(2048)
             STATS["received"] += 1
+            if STATS["received"] <= 3 and os.environ.get("RTCP_SENDER_DEBUG"):
+                print("received", sock.getsockname(), src, data[:16].hex(),
+                      [(s.sock.getsockname(), s.ssrc) for v in calls.values() for s in v][:6], flush=True)
             if len(data) < 28 or data[1] != 200:
                 continue
-            ssrc, ntp_hi, ntp_lo = struct.unpack("!III", data[4:16])
+            # rtpengine may send its own SR (its own SSRC) rather than the other end's: either way
+            # it comes from its RTCP port facing this end, and an RR's LSR/DLSR about it measures
+            # the round trip between rtpengine and this end.
+            _, ntp_hi, ntp_lo = struct.unpack("!III", data[4:16])
             for sides in calls.values():
-                for me, other in ((sides[0], sides[1]), (sides[1], sides[0])):
-                    if me.sock is sock and other.ssrc == ssrc:
+                for me in sides:
+                    if me.sock is sock and me.engine == src:
                         me.last_sr = (middle32((ntp_hi << 32) | ntp_lo), time.time())
                         STATS["relayed_srs"] += 1
     for sides in calls.values():
