@@ -388,23 +388,38 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, Binding binding)
 
 void StreamTable::bind(const MediaBinding& binding) { apply_binding(media_key(binding.media), make_binding(binding)); }
 
-void StreamTable::unbind(const Endpoint& media, std::string_view call_id, std::uint32_t dialog) {
-    const std::uint32_t m = media_entry(media_key(media), false);
+// Its dialog has ended: gone now if no stream uses it, else when the last one leaves (join()).
+void StreamTable::release_binding(std::uint32_t b) {
+    BindingEntry& e = bindings_[b];
+    if (e.streams != 0) {
+        e.released = true;
+        return;
+    }
+    stats_.bindings_released.add();
+    drop_binding(b);
+}
+
+void StreamTable::unbind(const Endpoint& media, const Endpoint& peer, std::string_view call_id,
+                         std::uint32_t dialog) {
+    const Endpoint key = media_key(media);
+    const auto of_dialog = [&](std::uint32_t b) {
+        const Binding& binding = bindings_.entry(b).value.binding;
+        return binding.dialog == dialog && binding.call_id == call_id;
+    };
+    // A shared address (a media server port) has one binding per call: the exact pairs first,
+    // so the walk below can stay short.
+    if (peer.port != 0)
+        if (const std::uint32_t b = find_binding_index(key, media_key(peer)); b != kNone && of_dialog(b))
+            release_binding(b);
+    if (const std::uint32_t b = find_binding_index(key, Endpoint{}); b != kNone && of_dialog(b)) release_binding(b);
+    const std::uint32_t m = media_entry(key, false);
     if (m == kNone) return;
     // Dropping the last binding of an address without streams releases the media entry: the
     // walk must not read it afterwards.
     std::uint32_t b = media_.entry(m).value.binding_head;
-    while (b != kNone) {
+    for (std::size_t walked = 0; b != kNone && walked < kMaxStreamsPerLookup; ++walked) {
         const std::uint32_t next = bindings_.entry(b).value.next;
-        BindingEntry& e = bindings_[b];
-        if (e.binding.dialog == dialog && e.binding.call_id == call_id) {
-            if (e.streams == 0) {
-                stats_.bindings_released.add();
-                drop_binding(b);
-            } else {
-                e.released = true;
-            }
-        }
+        if (of_dialog(b) && !bindings_.entry(b).value.released) release_binding(b);
         b = next;
     }
 }
@@ -640,10 +655,15 @@ ReportedStream* StreamTable::reported_stream(std::string_view call_id, std::uint
 
 // The reporter's own address is in the call's SDP (it receives the stream it reports on): its
 // binding of the same Call-ID names the dialog and the codec that the jitter is measured in.
-void StreamTable::note_reporter_binding(ReportedStream& reported, std::string_view call_id) {
+void StreamTable::note_reporter_binding(ReportedStream& reported, std::string_view call_id, const Endpoint& peer) {
+    // Its pair with the address the reports go to, else its offer, else its newest: direct
+    // lookups, as this runs per report until found (a shared address has a binding per call).
     const std::uint32_t m = media_entry(reported.reporter, false);
-    if (m == kNone) return;
-    for (std::uint32_t b = media_.entry(m).value.binding_head; b != kNone; b = bindings_.entry(b).value.next) {
+    const std::uint32_t candidates[] = {find_binding_index(reported.reporter, peer),
+                                        find_binding_index(reported.reporter, Endpoint{}),
+                                        m == kNone ? kNone : media_.entry(m).value.latest};
+    for (const std::uint32_t b : candidates) {
+        if (b == kNone) continue;
         const Binding& binding = bindings_.entry(b).value.binding;
         if (binding.call_id != call_id) continue;
         reported.dialog = binding.dialog;
@@ -705,7 +725,7 @@ void StreamTable::on_rtcp_json(const PacketMeta& meta, std::string_view call_id,
             // Summed only while the count is exact, so that their ratio stays a mean.
             if (reported.view.reports < std::numeric_limits<std::uint16_t>::max())
                 reported.fraction_lost_sum += block.fraction_lost;
-            if (reported.dialog == 0) note_reporter_binding(reported, call_id);
+            if (reported.dialog == 0) note_reporter_binding(reported, call_id, media_key(meta.dst));
             view = &reported.view;
         } else {
             kept_all = false;

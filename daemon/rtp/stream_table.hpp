@@ -120,9 +120,11 @@ public:
     // that started about then) join it, streams of another call on the pair end (`rebound`),
     // and future streams join it. Applied in arrival order, which offline is input order.
     void bind(const MediaBinding& binding);
-    // The dialog (call_id, dialog) has ended: its bindings of media_key(media), whatever their
-    // peer, go -- now if no stream uses them, else when the last one leaves. Counted.
-    void unbind(const Endpoint& media, std::string_view call_id, std::uint32_t dialog);
+    // The dialog (call_id, dialog) has ended: its bindings of media_key(media) go -- now if no
+    // stream uses them, else when the last one leaves. Counted. The pair (media, peer) and the
+    // address's binding without a peer are found directly; other peers of that dialog (an older
+    // SDP) among the address's kMaxStreamsPerLookup newest bindings. Port 0: no peer known.
+    void unbind(const Endpoint& media, const Endpoint& peer, std::string_view call_id, std::uint32_t dialog);
 
     // Finishes streams idle for stream_idle_timeout and drops stale pending bindings and
     // reported streams, all by packet time.
@@ -239,7 +241,8 @@ private:
                             std::uint32_t lsr, std::uint32_t dlsr, std::uint32_t arrival);
     ReportedStream* reported_stream(std::string_view call_id, std::uint32_t ssrc, Timestamp now);
     void finish_reported(std::uint32_t at, FinishReason reason);
-    void note_reporter_binding(ReportedStream& reported, std::string_view call_id);
+    void note_reporter_binding(ReportedStream& reported, std::string_view call_id, const Endpoint& peer);
+    void release_binding(std::uint32_t b);
 
     // One rate-limited log line per kind of degraded event (packet time, 10 s apart).
     struct Throttles {

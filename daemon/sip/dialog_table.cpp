@@ -557,7 +557,9 @@ void DialogTable::insert_entry(std::uint64_t hash, DialogKey key, const Dialog& 
 void DialogTable::end_media(std::uint32_t at, std::string_view call_id, std::string_view from_tag) {
     if (sink_ == nullptr || at >= sdp_sides_.size()) return;
     SdpSides& sides = sdp_sides_[at];
-    std::array<Endpoint, kSdpSides * kSdpMedia> sent{};
+    // Each media address with the other end of its media line on the same hop (as emit_sdp()
+    // paired them), once: the stream table finds that pair directly.
+    std::array<std::pair<Endpoint, Endpoint>, kSdpSides * kSdpMedia> sent{};
     std::size_t count = 0;
     MediaBinding ended;
     ended.call_id = call_id;
@@ -565,14 +567,18 @@ void DialogTable::end_media(std::uint32_t at, std::string_view call_id, std::str
     ended.dialog_ended = true;
     for (const SdpSide& side : sides) {
         if (side.hop == 0) continue;
-        for (const Endpoint& media : side.media) {
-            if (media.port == 0) continue;
-            const Endpoint key = media_key(media);
-            if (std::find(sent.begin(), sent.begin() + static_cast<std::ptrdiff_t>(count), key) !=
-                sent.begin() + static_cast<std::ptrdiff_t>(count))
-                continue;
+        const auto other = std::find_if(sides.begin(), sides.end(), [&](const SdpSide& s) {
+            return s.hop == side.hop && s.forward != side.forward;
+        });
+        for (std::size_t i = 0; i < kSdpMedia; ++i) {
+            if (side.media[i].port == 0) continue;
+            const Endpoint peer = other != sides.end() ? other->media[i] : Endpoint{};
+            const std::pair<Endpoint, Endpoint> key{media_key(side.media[i]), peer.port != 0 ? media_key(peer) : peer};
+            const auto end = sent.begin() + static_cast<std::ptrdiff_t>(count);
+            if (std::find(sent.begin(), end, key) != end) continue;
             sent[count++] = key;
-            ended.media = media;
+            ended.media = side.media[i];
+            ended.peer = peer;
             sink_->on_media_binding(ended);
         }
     }

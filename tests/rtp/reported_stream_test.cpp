@@ -223,11 +223,12 @@ TEST_CASE("unbind: the ended dialog's pending bindings of an address go, whateve
     CHECK(t.stats().pending_bindings.value() == 5);
 
     // An address the dialog never named, or another dialog: nothing happens.
-    t.unbind(engine_b, "call-1", 7);
-    t.unbind(uac, "call-1", 8);
+    t.unbind(engine_b, uac, "call-1", 7);
+    t.unbind(uac, engine_a, "call-1", 8);
     CHECK(t.pending_size() == 5);
 
-    t.unbind(Endpoint{uac.address, static_cast<std::uint16_t>(uac.port + 1)}, "call-1", 7);  // its RTCP port: same key
+    // Its RTCP port (the same key), and no peer: found by the walk.
+    t.unbind(Endpoint{uac.address, static_cast<std::uint16_t>(uac.port + 1)}, Endpoint{}, "call-1", 7);
     CHECK(t.pending_size() == 4);
     CHECK(t.stats().bindings_released.value() == 1);
     CHECK(t.find_binding(uac, engine_a) == nullptr);
@@ -235,10 +236,10 @@ TEST_CASE("unbind: the ended dialog's pending bindings of an address go, whateve
     CHECK(t.find_binding(uac, engine_b)->dialog == 9);
     REQUIRE(t.find_binding(uac, uas) != nullptr);
 
-    t.unbind(engine_a, "call-1", 7);
-    t.unbind(uas, "call-1", 7);
-    t.unbind(uac, "call-1", 9);
-    t.unbind(uac, "call-2", 1);
+    t.unbind(engine_a, uac, "call-1", 7);
+    t.unbind(uas, Endpoint{}, "call-1", 7);
+    t.unbind(uac, engine_b, "call-1", 9);
+    t.unbind(uac, uas, "call-2", 1);
     CHECK(t.pending_size() == 0);
     CHECK(t.bindings_size() == 0);
     CHECK(t.media_size() == 0);  // nothing left at those addresses
@@ -258,7 +259,7 @@ TEST_CASE("unbind: a binding in use goes when its last stream leaves; until then
                  make_rtp(8, static_cast<std::uint16_t>(i), static_cast<std::uint32_t>(i * 160), 0x1));
     CHECK(t.pending_size() == 0);
 
-    t.unbind(uas, "call-1", 7);
+    t.unbind(uas, uac, "call-1", 7);
     CHECK(t.bindings_size() == 1);  // still in use
     CHECK(t.stats().bindings_released.value() == 0);
     // A late packet still belongs to the call.
@@ -278,9 +279,30 @@ TEST_CASE("unbind: a binding in use goes when its last stream leaves; until then
     SECTION("the same dialog binding the address again makes it a call's binding again") {
         t.bind(with_dialog(media_binding(uas, "call-1", 200'000, {}), 7, uac));
         t.on_rtp(meta_at(300'000, uac, uas), make_rtp(8, 100, 0, 0x2));
-        t.unbind(uas, "call-2", 7);
+        t.unbind(uas, uac, "call-2", 7);
         t.finish_all(Timestamp{kBaseUs + 400'000});
         CHECK(t.bindings_size() == 1);  // not released: it stays for later streams
         CHECK(t.pending_size() == 1);
     }
+}
+
+TEST_CASE("unbind: on an address shared by many calls, each call's pair is found directly",
+          "[rtp][stream][binding][unbind]") {
+    StreamTableConfig c = small_config();
+    c.max_pending_media = 400;
+    StreamTable t(c);
+    // One media server port answering 300 calls, each from its own caller address.
+    const auto caller = [](int i) { return Endpoint{uac.address, static_cast<std::uint16_t>(10000 + 2 * i)}; };
+    for (int i = 0; i < 300; ++i)
+        t.bind(with_dialog(media_binding(uas, "call-" + std::to_string(i), i, {}), 5, caller(i)));
+    CHECK(t.pending_size() == 300);
+    // The oldest call, far beyond the walk's reach from the newest binding.
+    t.unbind(uas, caller(0), "call-0", 5);
+    CHECK(t.pending_size() == 299);
+    CHECK(t.find_binding(uas, caller(0)) == nullptr);
+    CHECK(t.stats().bindings_released.value() == 1);
+    for (int i = 1; i < 300; ++i) t.unbind(uas, caller(i), "call-" + std::to_string(i), 5);
+    CHECK(t.pending_size() == 0);
+    CHECK(t.media_size() == 0);
+    CHECK(t.stats().bindings_released.value() == 300);
 }

@@ -69,11 +69,21 @@ TEST_CASE("unbind: a dialog leaving the table ends the bindings of every media a
     CHECK(h.dialog() == nullptr);
     const auto list = ended(h.sink);
     CHECK(h.sink.got.size() == bindings + 4);
-    REQUIRE(list.size() == 4);  // each address once, whatever the number of bindings it had
+    REQUIRE(list.size() == 4);  // each address once (with its peer), whatever the number of bindings
     CHECK(names(list, "192.0.2.10:49170"));
     CHECK(names(list, "192.0.2.99:20000"));
     CHECK(names(list, "192.0.2.20:3456"));
     CHECK(names(list, "192.0.2.99:20002"));
+    // Each with the other end of its media line on the same hop.
+    const auto peer_of = [&](std::string_view media) {
+        for (const auto& c : list)
+            if (c.binding.media == ep(media)) return c.binding.peer;
+        return Endpoint{};
+    };
+    CHECK(peer_of("192.0.2.10:49170") == ep("192.0.2.99:20002"));
+    CHECK(peer_of("192.0.2.99:20002") == ep("192.0.2.10:49170"));
+    CHECK(peer_of("192.0.2.99:20000") == ep("192.0.2.20:3456"));
+    CHECK(peer_of("192.0.2.20:3456") == ep("192.0.2.99:20000"));
     for (const auto& c : list) {
         CHECK(c.call_id == "call-1@example.net");
         CHECK(c.binding.dialog == tag_id("caller-tag"));
@@ -100,6 +110,7 @@ TEST_CASE("unbind: an evicted dialog ends its bindings too; a dialog without SDP
     REQUIRE(list.size() == 1);
     CHECK(list[0].call_id == "call-1@example.net");
     CHECK(list[0].binding.media == ep("192.0.2.10:49170"));
+    CHECK(list[0].binding.peer.port == 0);  // never answered
 
     Sip third;
     third.call_id = "call-3@example.net";
