@@ -419,7 +419,8 @@ void Collector::collect_rtp(Writer& out, const rtp::StreamStats& s) {
                   "Loss of each finished RTP stream, 0..1 (measured, or the mean reported fraction lost).");
     out.add(s.loss_ratio, {{"source", measured}});
     out.add(r.loss_ratio, {{"source", reported}});
-    out.histogram("hepd_rtp_rtt_seconds", "Last round-trip time (RTCP LSR/DLSR) of each finished RTP stream that had one.");
+    out.histogram("hepd_rtp_rtt_seconds",
+                  "Last round-trip time (RTCP LSR/DLSR) of each finished RTP stream that had one.");
     out.add(s.rtt_seconds, {{"source", measured}});
     out.add(r.rtt_seconds, {{"source", reported}});
     out.gauge("hepd_rtp_pending_bindings", "Media bindings from SDP waiting for their RTP streams.");

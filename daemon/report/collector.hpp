@@ -65,10 +65,10 @@ struct ReportedRow {
     Endpoint reporter;
     std::uint32_t reports = 0;
     std::string codec;
-    std::int64_t lost = 0;       // last cumulative number lost
-    double loss_percent = 0;     // mean reported fraction lost
+    std::int64_t lost = 0;    // last cumulative number lost
+    double loss_percent = 0;  // mean reported fraction lost
     double max_jitter_ms = 0;
-    double rtt_ms = -1;          // -1: none reported
+    double rtt_ms = -1;  // -1: none reported
     bool has_mos = false;
     double mos = 0;
     Timestamp first;

@@ -53,13 +53,13 @@ inline constexpr std::uint32_t kAssumedReportedClockRate = 8000;
 
 struct ReportedSummary {
     std::uint32_t reports = 0;
-    std::int64_t lost = 0;            // last cumulative number lost, signed as reported
-    std::uint64_t lost_clamped = 0;   // max(lost, 0)
-    double fraction_lost = 0.0;       // of the last report, 0..1
-    double loss_percent = 0.0;        // mean reported fraction lost, in percent
-    std::uint32_t clock_rate = 0;     // used for the jitter (kAssumedReportedClockRate if unknown)
-    double jitter_ms = 0.0;           // last reported
-    double max_jitter_ms = 0.0;       // largest reported
+    std::int64_t lost = 0;           // last cumulative number lost, signed as reported
+    std::uint64_t lost_clamped = 0;  // max(lost, 0)
+    double fraction_lost = 0.0;      // of the last report, 0..1
+    double loss_percent = 0.0;       // mean reported fraction lost, in percent
+    std::uint32_t clock_rate = 0;    // used for the jitter (kAssumedReportedClockRate if unknown)
+    double jitter_ms = 0.0;          // last reported
+    double max_jitter_ms = 0.0;      // largest reported
     bool has_rtt = false;
     double rtt_ms = 0.0;
     Codec codec = Codec::unknown;

@@ -102,7 +102,7 @@ struct StreamStats {
     Counter event_packets;  // RFC 4733 telephone-events
     Histogram<kJitterBucketsSeconds.size()> jitter_seconds{kJitterBucketsSeconds};
     Histogram<kMosBuckets.size()> mos{kMosBuckets};
-    Histogram<kStreamLossBuckets.size()> loss_ratio{kStreamLossBuckets};  // streams with voice packets
+    Histogram<kStreamLossBuckets.size()> loss_ratio{kStreamLossBuckets};   // streams with voice packets
     Histogram<kRttBucketsSeconds.size()> rtt_seconds{kRttBucketsSeconds};  // streams whose receiver reported an RTT
     ReportedStreamStats reported;
 

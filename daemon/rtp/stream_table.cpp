@@ -399,8 +399,7 @@ void StreamTable::release_binding(std::uint32_t b) {
     drop_binding(b);
 }
 
-void StreamTable::unbind(const Endpoint& media, const Endpoint& peer, std::string_view call_id,
-                         std::uint32_t dialog) {
+void StreamTable::unbind(const Endpoint& media, const Endpoint& peer, std::string_view call_id, std::uint32_t dialog) {
     const Endpoint key = media_key(media);
     const auto of_dialog = [&](std::uint32_t b) {
         const Binding& binding = bindings_.entry(b).value.binding;

@@ -195,8 +195,8 @@ private:
     struct MediaEntry {
         std::uint32_t head = kNone;
         std::uint32_t streams = 0;
-        std::uint32_t bindings = 0;    // binding entries of this address
-        std::uint32_t latest = kNone;  // its newest binding
+        std::uint32_t bindings = 0;          // binding entries of this address
+        std::uint32_t latest = kNone;        // its newest binding
         std::uint32_t binding_head = kNone;  // its bindings, linked through BindingEntry
     };
     struct BindingKey {
@@ -206,8 +206,8 @@ private:
     };
     struct BindingEntry {
         Binding binding;
-        Timestamp idle_since;       // when the last stream left it (or its SDP time)
-        std::uint32_t streams = 0;  // streams that joined it
+        Timestamp idle_since;        // when the last stream left it (or its SDP time)
+        std::uint32_t streams = 0;   // streams that joined it
         std::uint32_t prev = kNone;  // bindings of the same media address
         std::uint32_t next = kNone;
         bool released = false;  // its dialog ended: dropped when its last stream leaves

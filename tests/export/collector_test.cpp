@@ -158,7 +158,8 @@ TEST_CASE("a collector with no sources still shows every fixed series at zero", 
         CHECK(x.at(std::string(name) + "_bucket", {{"le", "+Inf"}}) == 0);
     }
     // The per-stream families, for both sources (measured from RTP, reported over RTCP-JSON).
-    for (const char* name : {"hepd_rtp_mos", "hepd_rtp_jitter_seconds", "hepd_rtp_loss_ratio", "hepd_rtp_rtt_seconds"}) {
+    for (const char* name :
+         {"hepd_rtp_mos", "hepd_rtp_jitter_seconds", "hepd_rtp_loss_ratio", "hepd_rtp_rtt_seconds"}) {
         for (const char* source : {"measured", "rtcp"}) {
             INFO(name << " " << source);
             CHECK(x.at(std::string(name) + "_count", {{"source", source}}) == 0);

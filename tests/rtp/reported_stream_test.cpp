@@ -1,9 +1,10 @@
 // Streams known only from RTCP-JSON reports as first-class streams (their final figures in the
 // per-stream statistics under source="rtcp", their call and codec from the reporter's binding),
 // and a dialog's bindings going when the dialog ends (StreamTable::unbind).
+#include "rtp/reported_stream.hpp"
+
 #include "rtp/emodel.hpp"
 #include "rtp/ntp.hpp"
-#include "rtp/reported_stream.hpp"
 #include "rtp/stream_table.hpp"
 #include "stream_test_support.hpp"
 
@@ -39,8 +40,7 @@ std::string rtcp_json(std::uint32_t reporter, std::uint32_t source, int fraction
     return R"({"ssrc":)" + std::to_string(reporter) + R"(,"type":201,"report_count":1,"report_blocks":[{)" +
            R"("source_ssrc":)" + std::to_string(source) + R"(,"highest_seq_no":500,"fraction_lost":)" +
            std::to_string(fraction_lost) + R"(,"ia_jitter":)" + std::to_string(jitter) + R"(,"packets_lost":)" +
-           std::to_string(lost) + R"(,"lsr":)" + std::to_string(lsr) + R"(,"dlsr":)" + std::to_string(dlsr) +
-           "}]}";
+           std::to_string(lost) + R"(,"lsr":)" + std::to_string(lsr) + R"(,"dlsr":)" + std::to_string(dlsr) + "}]}";
 }
 
 MediaBinding with_dialog(MediaBinding b, std::uint32_t dialog, const Endpoint& peer = {}) {

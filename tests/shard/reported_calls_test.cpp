@@ -70,20 +70,20 @@ Outcome run(const gen::CorpusOptions& o, std::size_t shards, std::int64_t after_
     shard::Pipeline pipeline(po, std::move(owned));
     pipeline.start();
     Timestamp last{};
-    truth = gen::generate(o, [&](Timestamp t, const Endpoint& s, const Endpoint& d, ByteSpan p,
-                                 const gen::PacketInfo& info) {
-        last = t;
-        if (info.kind == gen::PacketKind::rtp || info.kind == gen::PacketKind::rtcp) return;  // rtpengine's view
-        shard::Datagram dg;
-        dg.time = t;
-        dg.src = s;
-        dg.dst = d;
-        dg.kind = info.kind == gen::PacketKind::sip ? PayloadClass::sip : PayloadClass::rtcp_json;
-        if (info.kind == gen::PacketKind::rtcp_json) dg.hep_payload_type = 5;
-        dg.correlation_id = info.correlation_id;
-        dg.payload = p;
-        pipeline.producer(0).push(dg);
-    });
+    truth = gen::generate(
+        o, [&](Timestamp t, const Endpoint& s, const Endpoint& d, ByteSpan p, const gen::PacketInfo& info) {
+            last = t;
+            if (info.kind == gen::PacketKind::rtp || info.kind == gen::PacketKind::rtcp) return;  // rtpengine's view
+            shard::Datagram dg;
+            dg.time = t;
+            dg.src = s;
+            dg.dst = d;
+            dg.kind = info.kind == gen::PacketKind::sip ? PayloadClass::sip : PayloadClass::rtcp_json;
+            if (info.kind == gen::PacketKind::rtcp_json) dg.hep_payload_type = 5;
+            dg.correlation_id = info.correlation_id;
+            dg.payload = p;
+            pipeline.producer(0).push(dg);
+        });
     const Timestamp later{last.us + after_us};
     std::vector<std::string> ids;
     for (std::size_t s = 0; s < shards; ++s) {
@@ -159,8 +159,8 @@ TEST_CASE("RTCP-JSON-only calls: reported streams finish into the statistics, bi
         CHECK(r.stream.view.reports == s.receiver.reports);
         CHECK(r.stream.view.cumulative_lost == s.receiver.cumulative_lost);
         CHECK(r.stream.view.jitter == s.receiver.jitter);
-        CHECK(r.stream.dialog != 0);                      // linked to its dialog
-        CHECK(r.stream.codec != rtp::Codec::unknown);     // and to the codec of its SDP
+        CHECK(r.stream.dialog != 0);                   // linked to its dialog
+        CHECK(r.stream.codec != rtp::Codec::unknown);  // and to the codec of its SDP
     }
     const rtp::ReportedStreamStats& rs = one.streams.reported;
     CHECK(rs.finished_total() == reported_truth);

@@ -1,9 +1,8 @@
 // The end of a dialog's media bindings: when a dialog leaves the table (end of its linger, or
 // evicted at the cap) the media sink gets one MediaBinding::dialog_ended per media address its
 // SDP named, so that the shards owning those addresses drop the bindings (rtp::StreamTable::unbind).
-#include "sip/dialog_table.hpp"
-
 #include "dialog_test_util.hpp"
+#include "sip/dialog_table.hpp"
 
 #include <catch2/catch.hpp>
 
