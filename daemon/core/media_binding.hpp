@@ -50,6 +50,10 @@ struct MediaBinding {
     std::uint8_t callee_peer = 0;
     std::array<CodecInfo, kMaxBindingCodecs> codecs{};
     std::uint8_t codec_count = 0;
+    // Not a binding but its end: the dialog (call_id, dialog) has ended, and its bindings of
+    // `media` go. Travels the same way as the bindings (to the shard that owns `media`, in
+    // order), so it never overtakes them.
+    bool dialog_ended = false;
 };
 
 // RTP and its RTCP (port + 1, or the same port with rtcp-mux) map to one key, so both land on

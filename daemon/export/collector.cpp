@@ -261,6 +261,17 @@ void Collector::collect_shards(Writer& out) const {
                 "shard owning the media address.");
     out.add(as_double(sent), {{"direction", "sent"}});
     out.add(as_double(received), {{"direction", "received"}});
+    std::uint64_t unbinds_sent = 0;
+    std::uint64_t unbinds_received = 0;
+    for (const auto* w : shards_) {
+        unbinds_sent += value_of(w->stats().unbinds_sent);
+        unbinds_received += value_of(w->stats().unbinds_received);
+    }
+    out.counter("hepd_shard_unbinds_total",
+                "Ends of a dialog's media bindings (one per media address of a dialog leaving its table) sent "
+                "by the shard owning the dialog and received by the shard owning the media address.");
+    out.add(as_double(unbinds_sent), {{"direction", "sent"}});
+    out.add(as_double(unbinds_received), {{"direction", "received"}});
 }
 
 void Collector::collect_sip(Writer& out, const sip::DialogStats& d) const {
@@ -406,18 +417,44 @@ void Collector::collect_rtp(Writer& out, const rtp::StreamStats& s) const {
     out.add(as_double(value_of(s.streams_active)));
     out.counter("hepd_rtp_streams_started_total", "RTP streams seen for the first time.");
     out.add(as_double(value_of(s.streams_started)));
-    out.counter("hepd_rtp_streams_finished_total", "RTP streams ended, by reason (idle, evicted, flushed).");
-    out.by_enum<rtp::FinishReason>("reason", s.streams_finished);
-    out.counter("hepd_rtp_streams_by_codec_total", "Finished RTP streams, by codec.");
-    out.by_enum<rtp::CodecLabel>("codec", s.finished_streams_by_codec);
+    // The per-stream families carry `source`: measured from captured RTP, or rtcp (streams known
+    // only from their receivers' RTCP-JSON reports).
+    const auto measured = to_string(rtp::StreamSource::measured);
+    const auto reported = to_string(rtp::StreamSource::rtcp);
+    const rtp::ReportedStreamStats& r = s.reported;
+    out.counter("hepd_rtp_streams_finished_total",
+                "RTP streams ended, by source (measured, rtcp) and reason (idle, evicted, flushed, rebound, "
+                "restarted).");
+    for (std::size_t i = 0; i < rtp::kFinishReasonCount; ++i) {
+        const auto reason = to_string(static_cast<rtp::FinishReason>(i));
+        out.add(as_double(value_of(s.streams_finished[i])), {{"source", measured}, {"reason", reason}});
+        out.add(as_double(value_of(r.finished[i])), {{"source", reported}, {"reason", reason}});
+    }
+    out.counter("hepd_rtp_streams_by_codec_total", "Finished RTP streams, by source and codec.");
+    for (std::size_t i = 0; i < rtp::kCodecLabelCount; ++i) {
+        const auto codec = to_string(static_cast<rtp::CodecLabel>(i));
+        out.add(as_double(value_of(s.finished_streams_by_codec[i])), {{"source", measured}, {"codec", codec}});
+        out.add(as_double(value_of(r.by_codec[i])), {{"source", reported}, {"codec", codec}});
+    }
     out.counter("hepd_rtp_packets_total", "RTP packets received (duplicates included).");
     out.add(as_double(value_of(s.rtp_packets)));
     out.counter("hepd_rtp_payload_bytes_total", "RTP payload bytes received.");
     out.add(as_double(value_of(s.rtp_bytes)));
+    // lost, jitter and MOS also carry the peer groups of the stream's dialog.
+    auto by_source_and_peers = [&](auto&& add) {
+        for (std::size_t src = 0; src < rtp::kStreamSourceCount; ++src) {
+            const auto source = to_string(static_cast<rtp::StreamSource>(src));
+            by_peers([&](const rtp::PeerStreamFigures& f, std::string_view caller, std::string_view callee) {
+                add(f.by_source[src], {{"source", source}, {"caller_peer", caller}, {"callee_peer", callee}});
+            });
+        }
+    };
+    using SourceFigures = rtp::PeerStreamFigures::Figures;
     out.counter("hepd_rtp_lost_packets_total",
-                "RTP packets lost (expected minus received), counted when a stream ends; by peer groups.");
-    by_peers([&](const rtp::PeerStreamFigures& f, std::string_view caller, std::string_view callee) {
-        out.add(as_double(value_of(f.lost_packets)), {{"caller_peer", caller}, {"callee_peer", callee}});
+                "RTP packets lost, counted when a stream ends: expected minus received (measured), or the "
+                "receiver's last cumulative number lost (rtcp); by peer groups.");
+    by_source_and_peers([&](const SourceFigures& f, const Writer::Labels& labels) {
+        out.add(as_double(value_of(f.lost_packets)), labels);
     });
     out.counter("hepd_rtp_duplicate_packets_total", "RTP packets received more than once.");
     out.add(as_double(value_of(s.duplicate_packets)));
@@ -426,14 +463,20 @@ void Collector::collect_rtp(Writer& out, const rtp::StreamStats& s) const {
     out.counter("hepd_rtp_event_packets_total", "RTP telephone-event packets (RFC 4733).");
     out.add(as_double(value_of(s.event_packets)));
     out.histogram("hepd_rtp_jitter_seconds",
-                  "Largest interarrival jitter of each finished RTP stream, by peer groups.");
-    by_peers([&](const rtp::PeerStreamFigures& f, std::string_view caller, std::string_view callee) {
-        out.add(f.jitter_seconds, {{"caller_peer", caller}, {"callee_peer", callee}});
-    });
-    out.histogram("hepd_rtp_mos", "Estimated MOS (E-model) of each finished RTP stream, by peer groups.");
-    by_peers([&](const rtp::PeerStreamFigures& f, std::string_view caller, std::string_view callee) {
-        out.add(f.mos, {{"caller_peer", caller}, {"callee_peer", callee}});
-    });
+                  "Largest interarrival jitter of each finished RTP stream (measured, or the largest reported), by "
+                  "peer groups.");
+    by_source_and_peers(
+        [&](const SourceFigures& f, const Writer::Labels& labels) { out.add(f.jitter_seconds, labels); });
+    out.histogram("hepd_rtp_mos", "Estimated MOS (E-model) of each finished RTP stream, by source and peer groups.");
+    by_source_and_peers([&](const SourceFigures& f, const Writer::Labels& labels) { out.add(f.mos, labels); });
+    out.histogram("hepd_rtp_loss_ratio",
+                  "Loss of each finished RTP stream, 0..1 (measured, or the mean reported fraction lost).");
+    out.add(s.loss_ratio, {{"source", measured}});
+    out.add(r.loss_ratio, {{"source", reported}});
+    out.histogram("hepd_rtp_rtt_seconds",
+                  "Last round-trip time (RTCP LSR/DLSR) of each finished RTP stream that had one.");
+    out.add(s.rtt_seconds, {{"source", measured}});
+    out.add(r.rtt_seconds, {{"source", reported}});
     out.gauge("hepd_rtp_pending_bindings", "Media bindings from SDP waiting for their RTP streams.");
     out.add(as_double(value_of(s.pending_bindings)));
     out.counter("hepd_rtp_binding_events_total",
@@ -442,6 +485,7 @@ void Collector::collect_rtp(Writer& out, const rtp::StreamStats& s) const {
     out.add(as_double(value_of(s.late_bindings)), {{"event", "late"}});
     out.add(as_double(value_of(s.rebindings)), {{"event", "rebound"}});
     out.add(as_double(value_of(s.pending_bindings_expired)), {{"event", "expired"}});
+    out.add(as_double(value_of(s.bindings_released)), {{"event", "released"}});
     out.counter("hepd_rtp_clock_rate_unmatched_total",
                 "Finished RTP streams whose SDP clock rate matched no candidate (jitter taken at the best guess).");
     out.add(as_double(value_of(s.clock_rate_unmatched)));

@@ -41,6 +41,40 @@ void ShardCollector::on_stream_finished(const rtp::FinishedStream& f) {
     if (worst_.size() > keep_) worst_.pop_back();
 }
 
+bool ShardCollector::worse_reported(const ReportedRow& a, const ReportedRow& b) noexcept {
+    if (a.loss_percent != b.loss_percent) return a.loss_percent > b.loss_percent;
+    if (a.has_mos != b.has_mos) return a.has_mos;
+    if (a.mos != b.mos) return a.mos < b.mos;
+    if (a.max_jitter_ms != b.max_jitter_ms) return a.max_jitter_ms > b.max_jitter_ms;
+    if (a.call_id != b.call_id) return a.call_id < b.call_id;
+    if (a.ssrc != b.ssrc) return a.ssrc < b.ssrc;
+    return a.first < b.first;
+}
+
+void ShardCollector::on_reported_stream_finished(const rtp::ReportedKey& key, const rtp::ReportedStream& stream,
+                                                 rtp::FinishReason /*reason*/) {
+    const rtp::ReportedSummary s = rtp::summarize_reported(stream, quality_);
+    if (s.has_quality) reported_mos_.add(s.mos);
+    ReportedRow row;
+    row.loss_percent = s.loss_percent;
+    row.has_mos = s.has_quality;
+    row.mos = s.mos;
+    row.max_jitter_ms = s.max_jitter_ms;
+    row.call_id = key.call_id;
+    row.ssrc = key.ssrc;
+    row.first = stream.first;
+    if (worst_reported_.size() >= keep_ && !worse_reported(row, worst_reported_.back())) return;
+    row.reporter = stream.reporter;
+    row.reports = s.reports;
+    row.codec = std::string(rtp::to_string(s.codec));
+    row.lost = s.lost;
+    row.rtt_ms = s.has_rtt ? s.rtt_ms : -1;
+    row.last = stream.last;
+    worst_reported_.insert(std::upper_bound(worst_reported_.begin(), worst_reported_.end(), row, worse_reported),
+                           std::move(row));
+    if (worst_reported_.size() > keep_) worst_reported_.pop_back();
+}
+
 void ShardCollector::finished_dialog(std::string_view call_id, std::string_view from_tag, const sip::Dialog& d) {
     if (d.pdd_us() >= 0) pdd_.add(static_cast<double>(d.pdd_us()) / 1e6);
     if (d.setup_us() >= 0) setup_.add(static_cast<double>(d.setup_us()) / 1e6);

@@ -57,6 +57,24 @@ struct StreamRow {
     Timestamp last;
 };
 
+// A stream known only from its receiver's RTCP-JSON reports (rtp/reported_stream.hpp), under
+// the call its reports named.
+struct ReportedRow {
+    std::string call_id;
+    std::uint32_t ssrc = 0;
+    Endpoint reporter;
+    std::uint32_t reports = 0;
+    std::string codec;
+    std::int64_t lost = 0;    // last cumulative number lost
+    double loss_percent = 0;  // mean reported fraction lost
+    double max_jitter_ms = 0;
+    double rtt_ms = -1;  // -1: none reported
+    bool has_mos = false;
+    double mos = 0;
+    Timestamp first;
+    Timestamp last;
+};
+
 struct CallRow {
     std::string call_id;
     std::string from_tag;
@@ -73,13 +91,21 @@ class ShardCollector final : public rtp::StreamSink, public sip::DialogSink {
 public:
     explicit ShardCollector(std::size_t keep = 20) : keep_(keep) {}
 
+    // `quality` must be the stream tables' (the same MOS as the statistics).
+    explicit ShardCollector(std::size_t keep, const rtp::QualityOptions& quality) : keep_(keep), quality_(quality) {}
+
     void on_stream_finished(const rtp::FinishedStream& finished) override;
+    void on_reported_stream_finished(const rtp::ReportedKey& key, const rtp::ReportedStream& stream,
+                                     rtp::FinishReason reason) override;
     void on_dialog_removed(std::string_view call_id, std::string_view from_tag, const sip::Dialog& dialog,
                            bool evicted) override;
     // End of the run: dialogs still in the table (lingering finished ones are counted here).
     void collect_remaining(const sip::DialogTable& table);
 
     const std::vector<StreamRow>& worst_streams() const noexcept { return worst_; }
+    // The worst reported streams (RTCP-JSON only), and the MOS of all of them.
+    const std::vector<ReportedRow>& worst_reported() const noexcept { return worst_reported_; }
+    const Range& reported_mos() const noexcept { return reported_mos_; }
     const std::vector<CallRow>& failed_calls() const noexcept { return failed_; }
     const Range& pdd() const noexcept { return pdd_; }
     const Range& setup() const noexcept { return setup_; }
@@ -89,12 +115,16 @@ public:
 
     // Orders used for "worst" and for the failed-call list (earliest first).
     static bool worse(const StreamRow& a, const StreamRow& b) noexcept;
+    static bool worse_reported(const ReportedRow& a, const ReportedRow& b) noexcept;
 
 private:
     void finished_dialog(std::string_view call_id, std::string_view from_tag, const sip::Dialog& d);
 
     std::size_t keep_;
+    rtp::QualityOptions quality_;
     std::vector<StreamRow> worst_;
+    std::vector<ReportedRow> worst_reported_;
+    Range reported_mos_;
     std::vector<CallRow> failed_;
     std::uint64_t failed_total_ = 0;
     Range pdd_, setup_, duration_, mos_;

@@ -202,9 +202,10 @@ json build_report(const RunInfo& info, const RunInputs& in) {
         nonzero(ds.defects, [](std::size_t i) { return sip::to_string(static_cast<sip::MessageDefect>(i)); });
     r["sip"] = sip;
 
-    Range pdd, setup, duration, mos;
+    Range pdd, setup, duration, mos, reported_mos;
     std::vector<CallRow> failed;
     std::vector<StreamRow> worst;
+    std::vector<ReportedRow> worst_reported;
     std::uint64_t failed_total = 0;
     for (const auto* col : in.collectors) {
         pdd.merge(col->pdd());
@@ -214,7 +215,11 @@ json build_report(const RunInfo& info, const RunInputs& in) {
         failed_total += col->failed_total();
         failed.insert(failed.end(), col->failed_calls().begin(), col->failed_calls().end());
         worst.insert(worst.end(), col->worst_streams().begin(), col->worst_streams().end());
+        reported_mos.merge(col->reported_mos());
+        worst_reported.insert(worst_reported.end(), col->worst_reported().begin(), col->worst_reported().end());
     }
+    std::sort(worst_reported.begin(), worst_reported.end(), ShardCollector::worse_reported);
+    if (worst_reported.size() > in.keep) worst_reported.resize(in.keep);
     std::sort(failed.begin(), failed.end(), [](const CallRow& a, const CallRow& b) {
         return a.invite != b.invite ? a.invite < b.invite : a.call_id < b.call_id;
     });
@@ -310,6 +315,40 @@ json build_report(const RunInfo& info, const RunInputs& in) {
                       {"last", iso(w.last)}});
     }
     s["worst"] = wl;
+    s["loss_ratio"] = buckets(ss.loss_ratio);
+    s["rtt_seconds"] = buckets(ss.rtt_seconds);
+
+    // Streams known only from their receivers' RTCP-JSON reports (source="rtcp").
+    const rtp::ReportedStreamStats& rs = ss.reported;
+    json rep;
+    rep["finished"] =
+        nonzero(rs.finished, [](std::size_t i) { return rtp::to_string(static_cast<rtp::FinishReason>(i)); });
+    rep["lost_packets"] = rs.lost_packets.value();
+    rep["by_codec"] =
+        nonzero(rs.by_codec, [](std::size_t i) { return rtp::to_string(static_cast<rtp::CodecLabel>(i)); });
+    rep["jitter_seconds"] = buckets(rs.jitter_seconds);
+    rep["loss_ratio"] = buckets(rs.loss_ratio);
+    rep["rtt_seconds"] = buckets(rs.rtt_seconds);
+    json rm = summary(reported_mos, rs.mos);
+    rm["buckets"] = buckets(rs.mos);
+    rep["mos"] = rm;
+    json rl = json::array();
+    for (const auto& w : worst_reported) {
+        rl.push_back({{"call_id", w.call_id},
+                      {"ssrc", w.ssrc},
+                      {"reporter", w.reporter.to_string()},
+                      {"reports", w.reports},
+                      {"codec", w.codec},
+                      {"lost", w.lost},
+                      {"loss_percent", w.loss_percent},
+                      {"max_jitter_ms", w.max_jitter_ms},
+                      {"rtt_ms", w.rtt_ms >= 0 ? json(w.rtt_ms) : json(nullptr)},
+                      {"mos", w.has_mos ? json(w.mos) : json(nullptr)},
+                      {"first", iso(w.first)},
+                      {"last", iso(w.last)}});
+    }
+    rep["worst"] = rl;
+    s["reported"] = rep;
     r["streams"] = s;
     return r;
 }
@@ -423,6 +462,19 @@ std::string render_text(const json& r) {
               << (w["mos"].is_null() ? std::string("-") : fixed(w["mos"].get<double>(), 2)) << "  "
               << w["codec"].get<std::string>() << "  " << w["src"].get<std::string>() << " -> "
               << w["dst"].get<std::string>() << "  " << w["call_id"].get<std::string>() << "\n";
+    }
+    const auto& rep = t["reported"];
+    o << "  RTCP-reported streams (no RTP captured): finished: " << kv_line(rep["finished"]) << ", lost "
+      << rep["lost_packets"] << "\n    MOS: " << span(rep["mos"], "") << "\n";
+    if (!rep["worst"].empty()) {
+        o << "    worst reported streams:\n";
+        for (const auto& w : rep["worst"])
+            o << "      loss " << fixed(w["loss_percent"].get<double>(), 2) << "% (lost " << w["lost"] << ")  jitter "
+              << fixed(w["max_jitter_ms"].get<double>(), 2) << " ms  RTT "
+              << (w["rtt_ms"].is_null() ? std::string("-") : fixed(w["rtt_ms"].get<double>(), 1) + " ms") << "  MOS "
+              << (w["mos"].is_null() ? std::string("-") : fixed(w["mos"].get<double>(), 2)) << "  "
+              << w["codec"].get<std::string>() << "  " << w["reports"] << " reports from "
+              << w["reporter"].get<std::string>() << "  " << w["call_id"].get<std::string>() << "\n";
     }
     return o.str();
 }

@@ -27,6 +27,12 @@ enum class FinishReason : std::uint8_t {
 inline constexpr std::size_t kFinishReasonCount = 5;
 std::string_view to_string(FinishReason reason) noexcept;
 
+// Where a finished stream's figures come from (`source` label of the per-stream families):
+// measured from captured RTP, or as its receiver reported it over RTCP-JSON (no RTP captured).
+enum class StreamSource : std::uint8_t { measured, rtcp };
+inline constexpr std::size_t kStreamSourceCount = 2;
+std::string_view to_string(StreamSource source) noexcept;
+
 enum class ReportSource : std::uint8_t { rtcp, rtcp_json, xr };
 inline constexpr std::size_t kReportSourceCount = 3;
 std::string_view to_string(ReportSource source) noexcept;
@@ -48,20 +54,60 @@ inline constexpr std::array<double, 11> kMosBuckets{1.5, 2.0, 2.5, 3.0, 3.5, 3.8
 inline constexpr std::array<double, 9> kFractionLostBuckets{0.0, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.5, 1.0};
 inline constexpr std::array<double, 11> kRttBucketsSeconds{0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0};
 
-// Finished streams' figures labelled caller_peer and callee_peer (METRICS.md, "Peer groups"): the
-// groups of the dialog whose SDP bound the stream; streams bound to no dialog count as other/other.
+// Finished streams' figures labelled caller_peer and callee_peer (METRICS.md, "Peer groups"), by
+// source: the groups of the dialog whose SDP bound the stream (or, for a stream known from
+// RTCP-JSON, the reporter's binding); streams bound to no dialog count as other/other.
 struct PeerStreamFigures {
-    Counter lost_packets;
-    Histogram<kJitterBucketsSeconds.size()> jitter_seconds{kJitterBucketsSeconds};
-    Histogram<kMosBuckets.size()> mos{kMosBuckets};
+    struct Figures {
+        Counter lost_packets;
+        Histogram<kJitterBucketsSeconds.size()> jitter_seconds{kJitterBucketsSeconds};
+        Histogram<kMosBuckets.size()> mos{kMosBuckets};
+    };
+    std::array<Figures, kStreamSourceCount> by_source{};
 
+    Figures& of(StreamSource s) noexcept { return by_source[static_cast<std::size_t>(s)]; }
     void merge(const PeerStreamFigures& o) noexcept {
-        lost_packets.add(o.lost_packets.value());
-        jitter_seconds.merge(o.jitter_seconds);
-        mos.merge(o.mos);
+        for (std::size_t i = 0; i < kStreamSourceCount; ++i) {
+            by_source[i].lost_packets.add(o.by_source[i].lost_packets.value());
+            by_source[i].jitter_seconds.merge(o.by_source[i].jitter_seconds);
+            by_source[i].mos.merge(o.by_source[i].mos);
+        }
     }
 };
 
+// Per finished stream, as a ratio: its loss over the whole stream.
+inline constexpr std::array<double, 9> kStreamLossBuckets = kFractionLostBuckets;
+
+// Streams known only from RTCP-JSON reports, counted when they finish (source="rtcp"): the same
+// per-stream figures as a measured stream's, from what the receiver reported
+// (reported_stream.hpp).
+struct ReportedStreamStats {
+    std::array<Counter, kFinishReasonCount> finished{};  // by reason
+    std::array<Counter, kCodecLabelCount> by_codec{};
+    Counter lost_packets;  // last cumulative number lost of each, never negative
+    Histogram<kJitterBucketsSeconds.size()> jitter_seconds{kJitterBucketsSeconds};
+    Histogram<kMosBuckets.size()> mos{kMosBuckets};
+    Histogram<kStreamLossBuckets.size()> loss_ratio{kStreamLossBuckets};
+    Histogram<kRttBucketsSeconds.size()> rtt_seconds{kRttBucketsSeconds};
+
+    std::uint64_t finished_total() const noexcept {
+        std::uint64_t n = 0;
+        for (const Counter& c : finished) n += c.value();
+        return n;
+    }
+    void merge(const ReportedStreamStats& o) noexcept {
+        for (std::size_t i = 0; i < finished.size(); ++i) finished[i].add(o.finished[i].value());
+        for (std::size_t i = 0; i < by_codec.size(); ++i) by_codec[i].add(o.by_codec[i].value());
+        lost_packets.add(o.lost_packets.value());
+        jitter_seconds.merge(o.jitter_seconds);
+        mos.merge(o.mos);
+        loss_ratio.merge(o.loss_ratio);
+        rtt_seconds.merge(o.rtt_seconds);
+    }
+};
+
+// The fields without a prefix are the measured streams' (source="measured"); `reported` holds
+// the RTCP-JSON-only streams' (source="rtcp").
 struct StreamStats {
     Gauge streams_active;
     Gauge pending_bindings;         // media bindings no stream uses (yet, or any more)
@@ -78,6 +124,9 @@ struct StreamStats {
     Counter event_packets;  // RFC 4733 telephone-events
     Histogram<kJitterBucketsSeconds.size()> jitter_seconds{kJitterBucketsSeconds};
     Histogram<kMosBuckets.size()> mos{kMosBuckets};
+    Histogram<kStreamLossBuckets.size()> loss_ratio{kStreamLossBuckets};   // streams with voice packets
+    Histogram<kRttBucketsSeconds.size()> rtt_seconds{kRttBucketsSeconds};  // streams whose receiver reported an RTT
+    ReportedStreamStats reported;
 
     std::array<Counter, kReportSourceCount> rtcp_reports{};
     Histogram<kFractionLostBuckets.size()> rtcp_fraction_lost{kFractionLostBuckets};
@@ -88,6 +137,7 @@ struct StreamStats {
     Counter pending_bindings_expired;                        // waited pending_media_timeout for a stream in vain
     Counter late_bindings;                                   // a binding for streams that already had packets
     Counter rebindings;                                      // SDP of another call for a bound pair or running streams
+    Counter bindings_released;                               // dropped because their dialog ended
     Counter clock_rate_unmatched;                            // finished stream whose rtpmap clock is no candidate
     Counter rtcp_unmatched_blocks;                           // report block / XR block about no known stream
     Counter rtcp_json_without_call_id;                       // RTCP-JSON without correlation id: dropped
@@ -120,6 +170,9 @@ struct StreamStats {
         event_packets.add(o.event_packets.value());
         jitter_seconds.merge(o.jitter_seconds);
         mos.merge(o.mos);
+        loss_ratio.merge(o.loss_ratio);
+        rtt_seconds.merge(o.rtt_seconds);
+        reported.merge(o.reported);
         add_all(rtcp_reports, o.rtcp_reports);
         rtcp_fraction_lost.merge(o.rtcp_fraction_lost);
         rtcp_rtt_seconds.merge(o.rtcp_rtt_seconds);
@@ -127,6 +180,7 @@ struct StreamStats {
         pending_bindings_expired.add(o.pending_bindings_expired.value());
         late_bindings.add(o.late_bindings.value());
         rebindings.add(o.rebindings.value());
+        bindings_released.add(o.bindings_released.value());
         clock_rate_unmatched.add(o.clock_rate_unmatched.value());
         rtcp_unmatched_blocks.add(o.rtcp_unmatched_blocks.value());
         rtcp_json_without_call_id.add(o.rtcp_json_without_call_id.value());

@@ -24,6 +24,14 @@ std::string_view to_string(FinishReason reason) noexcept {
     return "unknown";
 }
 
+std::string_view to_string(StreamSource source) noexcept {
+    switch (source) {
+    case StreamSource::measured: return "measured";
+    case StreamSource::rtcp: return "rtcp";
+    }
+    return "unknown";
+}
+
 std::string_view to_string(ReportSource source) noexcept {
     switch (source) {
     case ReportSource::rtcp: return "rtcp";
@@ -190,15 +198,18 @@ void StreamTable::finish_stream(std::uint32_t index, FinishReason reason) {
                         more, stream.dynamic_payload_type);
         });
     }
-    PeerStreamFigures& by_peers = binding != nullptr ? stats_.by_peers.at(binding->caller_peer, binding->callee_peer)
-                                                     : stats_.by_peers.at(peer::kOtherPeer, peer::kOtherPeer);
+    auto& by_peers = (binding != nullptr ? stats_.by_peers.at(binding->caller_peer, binding->callee_peer)
+                                         : stats_.by_peers.at(peer::kOtherPeer, peer::kOtherPeer))
+                         .of(StreamSource::measured);
     by_peers.lost_packets.add(summary.lost_clamped);
     if (summary.has_quality) {
         stats_.jitter_seconds.observe(summary.max_jitter_ms / 1000.0);
         stats_.mos.observe(summary.mos);
         by_peers.jitter_seconds.observe(summary.max_jitter_ms / 1000.0);
         by_peers.mos.observe(summary.mos);
+        stats_.loss_ratio.observe(summary.loss_percent / 100.0);
     }
+    if (stream.receiver.rtt_us != kNoRtt) stats_.rtt_seconds.observe(stream.receiver.rtt_us / 1e6);
     if (sink_ != nullptr) sink_->on_stream_finished(FinishedStream{entry.key, stream, binding, summary, reason});
     join(index, kNone, stream.last);
     unlink_media(index);
@@ -279,6 +290,10 @@ void StreamTable::join(std::uint32_t stream, std::uint32_t binding, Timestamp wh
             bindings_.touch(slot.binding);
             ++pending_count_;
             stats_.pending_bindings.add(1);
+            if (old.released) {  // its dialog has ended: nothing else is to join it
+                stats_.bindings_released.add();
+                drop_binding(slot.binding);
+            }
         }
     }
     slot.binding = binding;
@@ -292,7 +307,15 @@ void StreamTable::join(std::uint32_t stream, std::uint32_t binding, Timestamp wh
 void StreamTable::drop_binding(std::uint32_t b) {
     const BindingKey key = bindings_.entry(b).key;
     const std::uint32_t m = media_entry(key.media, false);
+    bindings_[b].released = false;  // its streams leave below: no second drop
     if (m != kNone) {
+        BindingEntry& entry = bindings_[b];
+        if (entry.prev != kNone) {
+            bindings_[entry.prev].next = entry.next;
+        } else {
+            media_[m].binding_head = entry.next;
+        }
+        if (entry.next != kNone) bindings_[entry.next].prev = entry.prev;
         for (std::uint32_t i = media_.entry(m).value.head; i != kNone && bindings_.entry(b).value.streams > 0;
              i = streams_.entry(i).value.next)
             if (streams_.entry(i).value.binding == b) join(i, kNone, Timestamp{});
@@ -323,6 +346,7 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, Binding binding)
             binding.clocks = e.binding.clocks;
         }
         e.binding = std::move(binding);
+        e.released = false;  // a Call-ID and From-tag used again: a call again
         if (e.streams == 0) e.idle_since = std::max(e.idle_since, e.binding.time);
         bindings_.touch(b);
         return b;
@@ -358,13 +382,52 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, Binding binding)
     }
     const Timestamp since = binding.time;
     b = bindings_.insert(hash, key, BindingEntry{std::move(binding), since, 0}).first;
-    ++media_[m].bindings;
+    MediaEntry& entry = media_[m];
+    bindings_[b].next = entry.binding_head;
+    if (entry.binding_head != kNone) bindings_[entry.binding_head].prev = b;
+    entry.binding_head = b;
+    ++entry.bindings;
     ++pending_count_;
     stats_.pending_bindings.add(1);
     return b;
 }
 
 void StreamTable::bind(const MediaBinding& binding) { apply_binding(media_key(binding.media), make_binding(binding)); }
+
+// Its dialog has ended: gone now if no stream uses it, else when the last one leaves (join()).
+void StreamTable::release_binding(std::uint32_t b) {
+    BindingEntry& e = bindings_[b];
+    if (e.streams != 0) {
+        e.released = true;
+        return;
+    }
+    stats_.bindings_released.add();
+    drop_binding(b);
+}
+
+void StreamTable::unbind(const Endpoint& media, const Endpoint& peer, std::string_view call_id, std::uint32_t dialog) {
+    const Endpoint key = media_key(media);
+    const auto of_dialog = [&](std::uint32_t b) {
+        const Binding& binding = bindings_.entry(b).value.binding;
+        return binding.dialog == dialog && binding.call_id == call_id;
+    };
+    // A shared address (a media server port) has one binding per call: the exact pairs first,
+    // so the walk below can stay short.
+    if (peer.port != 0)
+        if (const std::uint32_t b = find_binding_index(key, media_key(peer)); b != kNone && of_dialog(b))
+            release_binding(b);
+    if (const std::uint32_t b = find_binding_index(key, Endpoint{}); b != kNone && of_dialog(b)) release_binding(b);
+    const std::uint32_t m = media_entry(key, false);
+    if (m == kNone) return;
+    // Dropping the last binding of an address without streams releases the media entry: the
+    // walk must not read it afterwards.
+    std::uint32_t b = media_.entry(m).value.binding_head;
+    for (std::size_t walked = 0; b != kNone && walked < kMaxStreamsPerLookup; ++walked) {
+        const std::uint32_t next = bindings_.entry(b).value.next;
+        if (of_dialog(b) && !bindings_.entry(b).value.released) release_binding(b);
+        b = next;
+    }
+}
 
 void StreamTable::insert_binding(const Endpoint& media, Binding binding) {
     const Endpoint key = media_key(media);
@@ -595,8 +658,51 @@ ReportedStream* StreamTable::reported_stream(std::string_view call_id, std::uint
     return &reported_[i];
 }
 
+// The reporter's own address is in the call's SDP (it receives the stream it reports on): its
+// binding of the same Call-ID names the dialog and the codec that the jitter is measured in.
+void StreamTable::note_reporter_binding(ReportedStream& reported, std::string_view call_id, const Endpoint& peer) {
+    // Its pair with the address the reports go to, else its offer, else its newest: direct
+    // lookups, as this runs per report until found (a shared address has a binding per call).
+    const std::uint32_t m = media_entry(reported.reporter, false);
+    const std::uint32_t candidates[] = {find_binding_index(reported.reporter, peer),
+                                        find_binding_index(reported.reporter, Endpoint{}),
+                                        m == kNone ? kNone : media_.entry(m).value.latest};
+    for (const std::uint32_t b : candidates) {
+        if (b == kNone) continue;
+        const Binding& binding = bindings_.entry(b).value.binding;
+        if (binding.call_id != call_id) continue;
+        reported.dialog = binding.dialog;
+        reported.caller_peer = binding.caller_peer;
+        reported.callee_peer = binding.callee_peer;
+        for (std::size_t c = 0; c < binding.codec_count && c < kMaxBindingCodecs; ++c) {
+            const Codec codec = binding.codecs[c];
+            if (codec == Codec::telephone_event || codec == Codec::comfort_noise) continue;
+            reported.codec = codec;
+            reported.clock_rate = binding.clock_rate(c);
+            break;
+        }
+        if (reported.codec != Codec::unknown) return;
+    }
+}
+
 void StreamTable::finish_reported(std::uint32_t i, FinishReason reason) {
     stats_.reported_streams_active.add(-1);
+    const ReportedStream& reported = reported_.entry(i).value;
+    const ReportedSummary summary = summarize_reported(reported, config_.quality);
+    ReportedStreamStats& s = stats_.reported;
+    auto& by_peers = stats_.by_peers.at(reported.caller_peer, reported.callee_peer).of(StreamSource::rtcp);
+    counter_at(s.finished, reason).add();
+    counter_at(s.by_codec, label_of(summary.codec)).add();
+    s.lost_packets.add(summary.lost_clamped);
+    by_peers.lost_packets.add(summary.lost_clamped);
+    if (summary.has_quality) {
+        s.jitter_seconds.observe(summary.max_jitter_ms / 1000.0);
+        s.mos.observe(summary.mos);
+        by_peers.jitter_seconds.observe(summary.max_jitter_ms / 1000.0);
+        by_peers.mos.observe(summary.mos);
+        s.loss_ratio.observe(summary.loss_percent / 100.0);
+    }
+    if (summary.has_rtt) s.rtt_seconds.observe(summary.rtt_ms / 1000.0);
     if (sink_ != nullptr) sink_->on_reported_stream_finished(reported_.entry(i).key, reported_.entry(i).value, reason);
 }
 
@@ -627,6 +733,11 @@ void StreamTable::on_rtcp_json(const PacketMeta& meta, std::string_view call_id,
             reported.reporter = reporter;
             reported.reporter_ssrc = report->ssrc;
             reported.last = std::max(reported.last, meta.time);
+            reported.max_jitter = std::max(reported.max_jitter, block.ia_jitter);
+            // Summed only while the count is exact, so that their ratio stays a mean.
+            if (reported.view.reports < std::numeric_limits<std::uint16_t>::max())
+                reported.fraction_lost_sum += block.fraction_lost;
+            if (reported.dialog == 0) note_reporter_binding(reported, call_id, media_key(meta.dst));
             view = &reported.view;
         } else {
             kept_all = false;

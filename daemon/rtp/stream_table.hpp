@@ -28,8 +28,12 @@
 //                   and RTCP, which names the destination and the SSRC but not the source) and
 //                   its newest binding;
 //  - reported       receiver views from RTCP-JSON about streams not measured here, keyed by
-//                   (Call-ID, SSRC), cap max_reported_streams, dropped after
-//                   stream_idle_timeout.
+//                   (Call-ID, SSRC), cap max_reported_streams, finished after
+//                   stream_idle_timeout without a report (reported_stream.hpp).
+//
+// A dialog's bindings go when the dialog ends (unbind(), sent by the shard that owns the
+// dialog to the one that owns the media address, like the bindings): those no stream uses at
+// once, those in use when their last stream leaves. Until then late packets still join the call.
 //
 // Not thread-safe: one table per shard. The statistics are readable from another thread.
 #include "core/address.hpp"
@@ -39,6 +43,7 @@
 #include "core/media_binding.hpp"
 #include "core/packet_meta.hpp"
 #include "core/time.hpp"
+#include "rtp/reported_stream.hpp"
 #include "rtp/rtp_packet.hpp"
 #include "rtp/stream_record.hpp"
 #include "rtp/stream_stats.hpp"
@@ -61,24 +66,6 @@ struct StreamTableConfig {
     QualityOptions quality;
 };
 
-struct ReportedKey {
-    std::string call_id;
-    std::uint32_t ssrc = 0;  // the stream the reports describe (report block source SSRC)
-
-    friend bool operator==(const ReportedKey&, const ReportedKey&) = default;
-};
-
-// A receiver's view of a stream as an RTCP-JSON sender (rtpengine, Asterisk) reported it.
-struct ReportedStream {
-    Endpoint reporter;  // media_key() of the reporter: the shard that owns it keeps this record
-    std::uint32_t reporter_ssrc = 0;
-    Timestamp first;
-    Timestamp last;
-    ReceiverView view;
-
-    friend bool operator==(const ReportedStream&, const ReportedStream&) = default;
-};
-
 struct FinishedStream {
     const StreamKey& key;
     const Stream& stream;
@@ -87,8 +74,10 @@ struct FinishedStream {
     FinishReason reason;
 };
 
-// Receives every stream once, when it finishes (offline report, logs). Called from inside the
-// table (expiry, flush, eviction while a packet is being handled): it must not modify the table.
+// Receives every stream once, when it finishes (offline report, call records, logs). Called from
+// inside the table (expiry, flush, eviction while a packet is being handled): it must not modify
+// the table. A reported stream's figures are summarize_reported(stream, table.config().quality):
+// the same the statistics took.
 class StreamSink {
 public:
     virtual ~StreamSink() = default;
@@ -131,6 +120,11 @@ public:
     // that started about then) join it, streams of another call on the pair end (`rebound`),
     // and future streams join it. Applied in arrival order, which offline is input order.
     void bind(const MediaBinding& binding);
+    // The dialog (call_id, dialog) has ended: its bindings of media_key(media) go -- now if no
+    // stream uses them, else when the last one leaves. Counted. The pair (media, peer) and the
+    // address's binding without a peer are found directly; other peers of that dialog (an older
+    // SDP) among the address's kMaxStreamsPerLookup newest bindings. Port 0: no peer known.
+    void unbind(const Endpoint& media, const Endpoint& peer, std::string_view call_id, std::uint32_t dialog);
 
     // Finishes streams idle for stream_idle_timeout and drops stale pending bindings and
     // reported streams, all by packet time.
@@ -201,8 +195,9 @@ private:
     struct MediaEntry {
         std::uint32_t head = kNone;
         std::uint32_t streams = 0;
-        std::uint32_t bindings = 0;    // binding entries of this address
-        std::uint32_t latest = kNone;  // its newest binding
+        std::uint32_t bindings = 0;          // binding entries of this address
+        std::uint32_t latest = kNone;        // its newest binding
+        std::uint32_t binding_head = kNone;  // its bindings, linked through BindingEntry
     };
     struct BindingKey {
         Endpoint media;
@@ -211,8 +206,11 @@ private:
     };
     struct BindingEntry {
         Binding binding;
-        Timestamp idle_since;       // when the last stream left it (or its SDP time)
-        std::uint32_t streams = 0;  // streams that joined it
+        Timestamp idle_since;        // when the last stream left it (or its SDP time)
+        std::uint32_t streams = 0;   // streams that joined it
+        std::uint32_t prev = kNone;  // bindings of the same media address
+        std::uint32_t next = kNone;
+        bool released = false;  // its dialog ended: dropped when its last stream leaves
     };
     using StreamLru = LruTable<StreamKey, StreamSlot>;
     using MediaLru = LruTable<Endpoint, MediaEntry>;
@@ -243,6 +241,8 @@ private:
                             std::uint32_t lsr, std::uint32_t dlsr, std::uint32_t arrival);
     ReportedStream* reported_stream(std::string_view call_id, std::uint32_t ssrc, Timestamp now);
     void finish_reported(std::uint32_t at, FinishReason reason);
+    void note_reporter_binding(ReportedStream& reported, std::string_view call_id, const Endpoint& peer);
+    void release_binding(std::uint32_t b);
 
     // One rate-limited log line per kind of degraded event (packet time, 10 s apart).
     struct Throttles {

@@ -283,7 +283,7 @@ private:
             }
             if (h.batch->watermark > clock_) {
                 clock_ = h.batch->watermark;
-                worker().advance(clock_);
+                worker().advance(clock_, *this);
             }
             h.link->give_back(h.batch);
             held_.pop_front();
@@ -301,7 +301,7 @@ private:
                 for (const Datagram& d : b->datagrams()) worker().process(d, *this);
                 if (b->watermark > clock_) {
                     clock_ = b->watermark;
-                    worker().advance(clock_);
+                    worker().advance(clock_, *this);
                 }
                 l->give_back(b);
                 any = true;
@@ -340,7 +340,7 @@ private:
         // No packet yet: nothing can expire. A clock stepped back: start again from here.
         if (idle && clock_.us != 0 && elapsed > 0) {
             clock_.us += elapsed;
-            worker().advance(clock_);
+            worker().advance(clock_, *this);
         }
         return micros(period);
     }
@@ -480,7 +480,7 @@ void Pipeline::Producer::push(const Datagram& in) {
         w.process(in, *direct_);
         if (in.time > watermark_) {
             watermark_ = in.time;
-            w.advance(watermark_);
+            w.advance(watermark_, *direct_);
         }
         return;
     }

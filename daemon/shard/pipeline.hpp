@@ -44,8 +44,9 @@ public:
     virtual ~Worker() = default;
     virtual void process(const Datagram& d, BindingSink& out) = 0;
     virtual void bind(const MediaBinding& binding) = 0;
-    // The shard's packet-time clock moved (expiry runs here).
-    virtual void advance(Timestamp now) = 0;
+    // The shard's packet-time clock moved (expiry runs here; a dialog that ends may send the
+    // end of its bindings to `out`).
+    virtual void advance(Timestamp now, BindingSink& out) = 0;
     // Nothing more will arrive (end of an offline run, or shutdown).
     virtual void finish(Timestamp end) = 0;
 };

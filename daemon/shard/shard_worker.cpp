@@ -32,17 +32,30 @@ void ShardWorker::process(const Datagram& d, BindingSink& out) {
 }
 
 void ShardWorker::on_media_binding(const MediaBinding& binding) noexcept {
-    stats_.bindings_sent.add();
+    if (binding.dialog_ended) {
+        // At the end of a run (finish) there is nobody to tell: the stream tables end too.
+        if (out_ == nullptr) return;
+        stats_.unbinds_sent.add();
+    } else {
+        stats_.bindings_sent.add();
+    }
     if (out_ != nullptr) out_->send(binding);
 }
 
 void ShardWorker::bind(const MediaBinding& binding) {
+    if (binding.dialog_ended) {
+        stats_.unbinds_received.add();
+        streams_.unbind(binding.media, binding.peer, binding.call_id, binding.dialog);
+        return;
+    }
     stats_.bindings_received.add();
     streams_.bind(binding);
 }
 
-void ShardWorker::advance(Timestamp now) {
+void ShardWorker::advance(Timestamp now, BindingSink& out) {
+    out_ = &out;
     dialogs_.expire(now);
+    out_ = nullptr;
     streams_.expire(now);
 }
 

@@ -29,6 +29,8 @@ struct ShardStats {
     std::array<Counter, kPayloadClassCount> datagrams{};
     Counter bindings_sent;
     Counter bindings_received;
+    Counter unbinds_sent;  // ends of a dialog's bindings (MediaBinding::dialog_ended)
+    Counter unbinds_received;
 };
 
 class ShardWorker final : public Worker, private sip::MediaSink {
@@ -37,7 +39,7 @@ public:
 
     void process(const Datagram& d, BindingSink& out) override;
     void bind(const MediaBinding& binding) override;
-    void advance(Timestamp now) override;
+    void advance(Timestamp now, BindingSink& out) override;
     void finish(Timestamp end) override;
 
     const sip::DialogTable& dialogs() const noexcept { return dialogs_; }
@@ -55,7 +57,7 @@ private:
     rtp::StreamTable streams_;
     ShardStats stats_;
     bool flush_at_end_;
-    BindingSink* out_ = nullptr;  // set for the duration of process()
+    BindingSink* out_ = nullptr;  // set for the duration of process() and advance()
 };
 
 }  // namespace hepd::shard

@@ -547,7 +547,7 @@ std::uint32_t DialogTable::on_deadline(std::uint32_t at) {
     auto& entry = table_.entry(at);
     Dialog& d = entry.value;
     if (d.finished()) {
-        account_removed(entry, false);
+        account_removed(entry, false, at);
         table_.erase(at);
         return Table::kNone;
     }
@@ -598,14 +598,47 @@ void DialogTable::expire(Timestamp now) {
 void DialogTable::insert_entry(std::uint64_t hash, DialogKey key, const Dialog& record, std::uint32_t* at_out) {
     key_heap_bytes_ += key.heap_bytes();
     auto [at, evicted] = table_.insert(hash, std::move(key), record);
-    if (evicted) account_removed(*evicted, true);
+    // The victim's slot is the one reused: its SDP sides are still at `at`.
+    if (evicted) account_removed(*evicted, true, at);
     if (at < sdp_sides_.size()) sdp_sides_[at] = SdpSides{};
     stats_->dialogs_by_state[static_cast<std::size_t>(record.state)].add(1);
     set_deadline(table_[at], record.deadline);
     *at_out = at;
 }
 
-void DialogTable::account_removed(const Table::Entry& entry, bool evicted) {
+void DialogTable::end_media(std::uint32_t at, std::string_view call_id, std::string_view from_tag) {
+    if (sink_ == nullptr || at >= sdp_sides_.size()) return;
+    SdpSides& sides = sdp_sides_[at];
+    // Each media address with the other end of its media line on the same hop (as emit_sdp()
+    // paired them), once: the stream table finds that pair directly.
+    std::array<std::pair<Endpoint, Endpoint>, kSdpSides * kSdpMedia> sent{};
+    std::size_t count = 0;
+    MediaBinding ended;
+    ended.call_id = call_id;
+    ended.dialog = tag_id(from_tag);
+    ended.dialog_ended = true;
+    for (const SdpSide& side : sides) {
+        if (side.hop == 0) continue;
+        const auto other = std::find_if(sides.begin(), sides.end(), [&](const SdpSide& s) {
+            return s.hop == side.hop && s.forward != side.forward;
+        });
+        for (std::size_t i = 0; i < kSdpMedia; ++i) {
+            if (side.media[i].port == 0) continue;
+            const Endpoint peer = other != sides.end() ? other->media[i] : Endpoint{};
+            const std::pair<Endpoint, Endpoint> key{media_key(side.media[i]), peer.port != 0 ? media_key(peer) : peer};
+            const auto end = sent.begin() + static_cast<std::ptrdiff_t>(count);
+            if (std::find(sent.begin(), end, key) != end) continue;
+            sent[count++] = key;
+            ended.media = side.media[i];
+            ended.peer = peer;
+            sink_->on_media_binding(ended);
+        }
+    }
+    sides = SdpSides{};
+}
+
+void DialogTable::account_removed(const Table::Entry& entry, bool evicted, std::uint32_t at) {
+    end_media(at, entry.key.call_id(), entry.key.from_tag());
     if (removed_sink_ != nullptr)
         removed_sink_->on_dialog_removed(entry.key.call_id(), entry.key.from_tag(), entry.value, evicted);
     key_heap_bytes_ -= entry.key.heap_bytes();

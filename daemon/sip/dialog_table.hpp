@@ -10,7 +10,9 @@
 //  - a message seen again on the same hop in the same direction is a retransmission: counted,
 //    not applied. The copy a proxy relays on the next hop is not one.
 // Out-of-dialog non-INVITE requests go to the TransactionTable. SDP in INVITE, 1xx/2xx, ACK,
-// UPDATE and PRACK becomes MediaBinding records for the caller's sink.
+// UPDATE and PRACK becomes MediaBinding records for the caller's sink; when a dialog leaves the
+// table (end of its linger, eviction) the sink gets the end of its bindings, one record per
+// media address its SDP named (MediaBinding::dialog_ended).
 //
 // Not thread-safe: one table per shard (stats() may be read from the exporter thread). No
 // exceptions and no allocation on the per-message path, except one key string when a dialog or
@@ -147,7 +149,9 @@ private:
     void anomaly(DialogAnomaly a) noexcept;
     void defect(MessageDefect d) noexcept;
     void insert_entry(std::uint64_t hash, DialogKey key, const Dialog& record, std::uint32_t* at_out);
-    void account_removed(const Table::Entry& entry, bool evicted);
+    void account_removed(const Table::Entry& entry, bool evicted, std::uint32_t at);
+    // Tells the owners of the media addresses of the dialog at `at` that its bindings go.
+    void end_media(std::uint32_t at, std::string_view call_id, std::string_view from_tag);
 
     DialogConfig config_;
     MediaSink* sink_;

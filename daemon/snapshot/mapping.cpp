@@ -534,6 +534,11 @@ void to_proto(const ReportedRecord& in, ReportedStream& out) {
     out.set_last_us(in.stream.last.us);
     put_view(in.stream.view, *out.mutable_view());
     if (in.stream.reporter.port != 0) to_proto(in.stream.reporter, *out.mutable_reporter());
+    out.set_max_jitter(in.stream.max_jitter);
+    out.set_fraction_lost_sum(in.stream.fraction_lost_sum);
+    out.set_dialog(in.stream.dialog);
+    out.set_clock_rate(in.stream.clock_rate);
+    out.set_codec(static_cast<Codec>(in.stream.codec));
 }
 
 bool from_proto(const ReportedStream& in, ReportedRecord& out, std::string& why) {
@@ -546,6 +551,11 @@ bool from_proto(const ReportedStream& in, ReportedRecord& out, std::string& why)
     r.time("last_us", in.last_us(), out.stream.last);
     get_view(r, in.view(), out.stream.view);
     if (in.has_reporter()) r.endpoint("reporter", in.reporter(), out.stream.reporter);
+    out.stream.max_jitter = in.max_jitter();
+    out.stream.fraction_lost_sum = in.fraction_lost_sum();
+    out.stream.dialog = in.dialog();
+    out.stream.clock_rate = in.clock_rate();
+    r.enumeration("codec", in.codec(), Codec_ARRAYSIZE, out.stream.codec);
     return r.ok();
 }
 

@@ -161,12 +161,29 @@ TEST_CASE("a collector with no sources still shows every fixed series at zero", 
         CHECK(x.at(std::string(name) + "_bucket", {{"le", "+Inf"}}) == 0);
     }
     // Families labelled by peer groups: the other/other pair, at zero.
-    for (const char* name : {"hepd_dialog_pdd_seconds", "hepd_rtp_mos"}) {
-        INFO(name);
-        CHECK(x.at(std::string(name) + "_count", {{"caller_peer", "other"}, {"callee_peer", "other"}}) == 0);
-        CHECK(x.at(std::string(name) + "_bucket",
-                   {{"le", "+Inf"}, {"caller_peer", "other"}, {"callee_peer", "other"}}) == 0);
+    CHECK(x.at("hepd_dialog_pdd_seconds_count", {{"caller_peer", "other"}, {"callee_peer", "other"}}) == 0);
+    CHECK(x.at("hepd_dialog_pdd_seconds_bucket",
+               {{"le", "+Inf"}, {"caller_peer", "other"}, {"callee_peer", "other"}}) == 0);
+    // The per-stream families, for both sources (measured from RTP, reported over RTCP-JSON); MOS
+    // and jitter by peer groups too.
+    for (const char* source : {"measured", "rtcp"}) {
+        for (const char* name : {"hepd_rtp_mos", "hepd_rtp_jitter_seconds"}) {
+            INFO(name << " " << source);
+            CHECK(x.at(std::string(name) + "_count",
+                       {{"source", source}, {"caller_peer", "other"}, {"callee_peer", "other"}}) == 0);
+            CHECK(x.at(std::string(name) + "_bucket",
+                       {{"source", source}, {"caller_peer", "other"}, {"callee_peer", "other"}, {"le", "+Inf"}}) == 0);
+        }
+        for (const char* name : {"hepd_rtp_loss_ratio", "hepd_rtp_rtt_seconds"}) {
+            INFO(name << " " << source);
+            CHECK(x.at(std::string(name) + "_count", {{"source", source}}) == 0);
+            CHECK(x.at(std::string(name) + "_bucket", {{"source", source}, {"le", "+Inf"}}) == 0);
+        }
     }
+    CHECK(x.find("hepd_rtp_streams_finished_total").size() == 2 * 5);
+    CHECK(x.at("hepd_rtp_streams_finished_total", {{"source", "rtcp"}, {"reason", "idle"}}) == 0);
+    CHECK(x.find("hepd_rtp_lost_packets_total").size() == 2);
+    CHECK(x.find("hepd_shard_unbinds_total").size() == 2);
     // Small closed sets: every member, at zero.
     CHECK(x.find("hepd_dialogs_active").size() == 8);
     CHECK(x.find("hepd_dialogs_finished_total").size() == 5);
@@ -205,7 +222,7 @@ TEST_CASE("a collector with no sources still shows every fixed series at zero", 
     CHECK(x.find("hepd_sip_registrations_total").size() == 3);
     CHECK(x.at("hepd_sip_srd_seconds_count",
                {{"result", "failure"}, {"caller_peer", "other"}, {"callee_peer", "other"}}) == 0);
-    CHECK(test::check_histograms(x) == 11);  // every histogram but the per-method transaction delay
+    CHECK(test::check_histograms(x) == 17);  // every histogram but the per-method transaction delay
     test::check_label_hygiene(x, 0);
 }
 
@@ -301,12 +318,14 @@ TEST_CASE("peer groups label dialog and stream families by name", "[export][peer
           o.calls);
     CHECK(x.at("hepd_dialog_setup_seconds_count", pair) ==
           x.at("hepd_dialogs_final_status_total", with(pair, "code", "200")));
-    // Streams take their dialog's groups.
-    CHECK(x.at("hepd_rtp_mos_count", pair) == static_cast<double>(truth.streams.size()));
-    CHECK(x.at("hepd_rtp_jitter_seconds_count", pair) == static_cast<double>(truth.streams.size()));
-    CHECK(x.at("hepd_rtp_mos_count", none) == 0);
-    CHECK(x.at("hepd_rtp_lost_packets_total", pair) > 0);
-    CHECK(x.sum("hepd_rtp_lost_packets_total") == x.at("hepd_rtp_lost_packets_total", pair));
+    // Streams take their dialog's groups (measured from RTP here: nothing under source="rtcp").
+    const L measured = with(pair, "source", "measured");
+    CHECK(x.at("hepd_rtp_mos_count", measured) == static_cast<double>(truth.streams.size()));
+    CHECK(x.at("hepd_rtp_jitter_seconds_count", measured) == static_cast<double>(truth.streams.size()));
+    CHECK(x.at("hepd_rtp_mos_count", with(none, "source", "measured")) == 0);
+    CHECK(x.sum("hepd_rtp_mos_count", {{"source", "rtcp"}}) == 0);
+    CHECK(x.at("hepd_rtp_lost_packets_total", measured) > 0);
+    CHECK(x.sum("hepd_rtp_lost_packets_total") == x.at("hepd_rtp_lost_packets_total", measured));
     test::check_label_hygiene(x, 1);
 }
 

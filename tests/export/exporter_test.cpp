@@ -314,16 +314,22 @@ TEST_CASE("a scrape over HTTP reports the estate exactly", "[export][http]") {
         REQUIRE(streams == 2 * c.completed);
         CHECK(x.at("hepd_rtp_packets_total") == static_cast<double>(e.truth.rtp_packets));
         CHECK(x.at("hepd_rtp_payload_bytes_total") == 160.0 * static_cast<double>(e.truth.rtp_packets));
-        CHECK(x.at("hepd_rtp_lost_packets_total", {{"caller_peer", "other"}, {"callee_peer", "other"}}) == c.rtp_lost);
+        CHECK(x.at("hepd_rtp_lost_packets_total",
+                   {{"source", "measured"}, {"caller_peer", "other"}, {"callee_peer", "other"}}) == c.rtp_lost);
+        CHECK(x.sum("hepd_rtp_lost_packets_total", {{"source", "rtcp"}}) == 0);
         CHECK(c.rtp_lost > 0);
         CHECK(x.at("hepd_rtp_duplicate_packets_total") == 0);
         CHECK(x.at("hepd_rtp_streams_started_total") == streams);
-        CHECK(x.at("hepd_rtp_streams_finished_total", {{"reason", "flushed"}}) == streams);
-        CHECK(x.at("hepd_rtp_streams_finished_total", {{"reason", "idle"}}) == 0);
-        CHECK(x.at("hepd_rtp_streams_by_codec_total", {{"codec", "pcma"}}) == streams);
+        CHECK(x.at("hepd_rtp_streams_finished_total", {{"source", "measured"}, {"reason", "flushed"}}) == streams);
+        CHECK(x.at("hepd_rtp_streams_finished_total", {{"source", "measured"}, {"reason", "idle"}}) == 0);
+        CHECK(x.sum("hepd_rtp_streams_finished_total", {{"source", "rtcp"}}) == 0);
+        CHECK(x.at("hepd_rtp_streams_by_codec_total", {{"source", "measured"}, {"codec", "pcma"}}) == streams);
         CHECK(x.at("hepd_rtp_streams_active") == 0);
-        CHECK(x.at("hepd_rtp_jitter_seconds_count", {{"caller_peer", "other"}, {"callee_peer", "other"}}) == streams);
-        CHECK(x.at("hepd_rtp_mos_count", {{"caller_peer", "other"}, {"callee_peer", "other"}}) == streams);
+        const test::Labels measured_other{{"source", "measured"}, {"caller_peer", "other"}, {"callee_peer", "other"}};
+        CHECK(x.at("hepd_rtp_jitter_seconds_count", measured_other) == streams);
+        CHECK(x.at("hepd_rtp_mos_count", measured_other) == streams);
+        CHECK(x.at("hepd_rtp_loss_ratio_count", {{"source", "measured"}}) == streams);
+        CHECK(x.sum("hepd_rtp_mos_count", {{"source", "rtcp"}}) == 0);
         CHECK(x.sum("hepd_rtp_parse_errors_total") == 0);
         CHECK(x.at("hepd_rtcp_fraction_lost_count") == 0);
         CHECK(x.sum("hepd_table_evictions_total") == 0);
@@ -421,7 +427,7 @@ TEST_CASE("a scrape over HTTP reports the estate exactly", "[export][http]") {
     SECTION("histograms are cumulative and closed by +Inf == count") {
         // pdd, setup, duration, transaction delay (OPTIONS), jitter, mos, fraction lost, rtt; srd
         // (success, failure), sdd, rrd
-        CHECK(test::check_histograms(x) == 12);
+        CHECK(test::check_histograms(x) == 18);
     }
 
     SECTION("labels come from closed sets only") { CHECK(test::check_label_hygiene(x, 2) > 200); }

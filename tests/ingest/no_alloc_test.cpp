@@ -90,7 +90,7 @@ public:
         processed.fetch_add(1, std::memory_order_relaxed);
     }
     void bind(const MediaBinding&) override {}
-    void advance(Timestamp) override {}
+    void advance(Timestamp, shard::BindingSink&) override {}
     void finish(Timestamp) override {}
 
     void close() { closed_.store(true, std::memory_order_release); }

@@ -23,7 +23,7 @@ public:
         if (d.kind == PayloadClass::sip && d.agent == 1) ++from_agent;
     }
     void bind(const MediaBinding&) override {}
-    void advance(Timestamp) override {}
+    void advance(Timestamp, shard::BindingSink&) override {}
     void finish(Timestamp) override {}
     std::uint64_t processed = 0;
     std::uint64_t from_agent = 0;

@@ -18,7 +18,7 @@ public:
         processed.fetch_add(1, std::memory_order_relaxed);
     }
     void bind(const MediaBinding&) override {}
-    void advance(Timestamp) override {}
+    void advance(Timestamp, shard::BindingSink&) override {}
     void finish(Timestamp) override {}
     std::atomic<std::uint64_t> processed{0};
 };

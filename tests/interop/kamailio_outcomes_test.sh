@@ -85,8 +85,24 @@ uac busy busy "$BUSY" -sf "$WORK/uac_486.xml"
 uac unavailable unavail "$UNAVAILABLE" -sf "$WORK/uac_503.xml"
 uac cancelled ring "$CANCELLED" -sf "$HERE/uac_cancel.xml"
 uac unanswered ring "$UNANSWERED" -sf "$WORK/uac_408.xml"
-# The last dialogs end (hepd waits for nothing more: every call got its final response).
-sleep 2
+# The last dialogs end (hepd waits for nothing more: every call got its final response). Polled,
+# not slept: on a loaded machine the last BYE may take a while to be counted.
+# family_sum FAMILY [LABEL=VALUE...]: the sum of a family's samples with those labels, scraped now.
+family_sum() {
+    python3 - "$METRICS_PORT" "$@" <<'PY'
+import sys, urllib.request
+text = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=5).read().decode()
+family, wanted = sys.argv[2], [f'{kv.split("=", 1)[0]}="{kv.split("=", 1)[1]}"' for kv in sys.argv[3:]]
+print(int(sum(float(line.split()[-1]) for line in text.splitlines()
+              if line.startswith(family + "{") and all(w in line for w in wanted))))
+PY
+}
+CALLS=$((ANSWERED + BUSY + UNAVAILABLE + CANCELLED + UNANSWERED))
+for _ in $(seq 100); do
+    [ "$(family_sum hepd_dialogs_finished_total)" = "$CALLS" ] &&
+        [ "$(family_sum hepd_dialogs_final_status_total)" = "$CALLS" ] && break
+    sleep 0.2
+done
 curl -s "http://127.0.0.1:$METRICS_PORT/metrics" >"$WORK/metrics.txt"
 
 status=0
@@ -194,9 +210,12 @@ PY
 sed -i "s|cidr: \[\"$UAS_OK/32\", \"$UAS_BUSY/32\"\]|cidr: [\"$UAS_BUSY/32\"]\n  - name: carrier-c\n    cidr: [\"$UAS_OK/32\"]|" \
     "$WORK/hepd.yaml"
 kill -HUP "$HEPD_PID"
-sleep 0.5
+for _ in $(seq 100); do grep -q "SIGHUP: reloaded" "$WORK/hepd.log" && break; sleep 0.1; done
 uac reloaded ok 1 -sn uac -d 200
-sleep 1.5
+for _ in $(seq 100); do
+    [ "$(family_sum hepd_dialogs_final_status_total code=200 callee_peer=carrier-c)" = 1 ] && break
+    sleep 0.2
+done
 python3 - "$METRICS_PORT" "$ANSWERED" <<'PY' || status=1
 import re, sys, urllib.request
 text = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=5).read().decode()

@@ -174,3 +174,58 @@ TEST_CASE("report: copies dropped by the duplicate filter, by kind", "[report]")
     INFO(text);
     CHECK(contains(text, "\n  duplicates (copies from another agent, dropped): rtp 500, sip 7, evicted early 2\n"));
 }
+
+TEST_CASE("report: streams known only from RTCP-JSON, each under its call with its figures", "[report][rtcp_json]") {
+    Input input;
+    ShardCollector rtcp(20, rtp::QualityOptions{});
+    // rtpengine's view of one stream of a call: 4 reports of 25 % lost on average, the last
+    // cumulative count 20, jitter up to 160 units at PCMA's 8 kHz (20 ms), RTT 120 ms.
+    rtp::ReportedStream s;
+    s.reporter = Endpoint{IpAddress::v4(0x0a000009U), 20000};
+    s.first = Timestamp::from_parts(1796013063, 0);
+    s.last = Timestamp::from_parts(1796013068, 0);
+    s.view.reports = 4;
+    s.view.cumulative_lost = 20;
+    s.view.rtt_us = 120'000;
+    s.fraction_lost_sum = 4 * 64;
+    s.max_jitter = 160;
+    s.codec = rtp::Codec::pcma;
+    s.clock_rate = 8000;
+    rtcp.on_reported_stream_finished(rtp::ReportedKey{"engine-1@test", 0xE}, s, rtp::FinishReason::idle);
+    const rtp::ReportedSummary sum = rtp::summarize_reported(s, rtp::QualityOptions{});
+    REQUIRE(sum.has_quality);
+    input.streams.reported.finished[static_cast<std::size_t>(rtp::FinishReason::idle)].add();
+    input.streams.reported.lost_packets.add(20);
+    input.streams.reported.mos.observe(sum.mos);
+
+    RunInputs in;
+    in.capture = &input.capture;
+    in.dialogs = &input.dialogs;
+    in.streams = &input.streams;
+    in.collectors = {&input.collector, &rtcp};
+    const nlohmann::json r = build_report(input.info, in);
+    const auto& rep = r["streams"]["reported"];
+    CHECK(rep["finished"] == nlohmann::json{{"idle", 1}});
+    CHECK(rep["lost_packets"] == 20);
+    CHECK(rep["mos"]["count"] == 1);
+    CHECK(rep["mos"]["min"].get<double>() == Approx(sum.mos));
+    REQUIRE(rep["worst"].size() == 1);
+    const auto& w = rep["worst"][0];
+    CHECK(w["call_id"] == "engine-1@test");
+    CHECK(w["ssrc"] == 0xE);
+    CHECK(w["reporter"] == "10.0.0.9:20000");
+    CHECK(w["reports"] == 4);
+    CHECK(w["codec"] == "pcma");
+    CHECK(w["lost"] == 20);
+    CHECK(w["loss_percent"].get<double>() == Approx(25.0));
+    CHECK(w["max_jitter_ms"].get<double>() == Approx(20.0));
+    CHECK(w["rtt_ms"].get<double>() == Approx(120.0));
+    CHECK(w["mos"].get<double>() == Approx(sum.mos));
+
+    const std::string text = render_text(r);
+    INFO(text);
+    CHECK(contains(text, "  RTCP-reported streams (no RTP captured): finished: idle 1, lost 20\n"));
+    CHECK(contains(text,
+                   "    worst reported streams:\n      loss 25.00% (lost 20)  jitter 20.00 ms  RTT 120.0 ms  MOS "));
+    CHECK(contains(text, "  pcma  4 reports from 10.0.0.9:20000  engine-1@test\n"));
+}

@@ -39,7 +39,7 @@ public:
         }
     }
     void bind(const MediaBinding& b) override { bound.push_back({b.media.port, std::string(b.call_id)}); }
-    void advance(Timestamp now) override {
+    void advance(Timestamp now, shard::BindingSink&) override {
         if (now < clock) backwards = true;
         clock = now;
     }
@@ -464,7 +464,7 @@ public:
         for (int i = 0; i < spin; ++i) sink = sink + static_cast<std::uint64_t>(i);
     }
     void bind(const MediaBinding& b) override { log.push_back({b.order, true}); }
-    void advance(Timestamp) override {}
+    void advance(Timestamp, shard::BindingSink&) override {}
     void finish(Timestamp) override {}
 
     std::vector<std::pair<std::uint64_t, bool>> log;  // (order, is a binding)

@@ -66,7 +66,7 @@ public:
     void send(const MediaBinding& b) override { shards_[shard::shard_of_media(b.media, shards_.size())]->bind(b); }
     void feed(const shard::Datagram& d, Timestamp& next_tick) {
         if (d.time >= next_tick) {
-            for (auto* w : shards_) w->advance(d.time);
+            for (auto* w : shards_) w->advance(d.time, *this);
             next_tick = Timestamp{d.time.us + 100'000};
         }
         shards_[shard::shard_of(d, shards_.size())]->process(d, *this);
@@ -381,7 +381,8 @@ TEST_CASE("streams from several old shards expire in time order after the merge"
     Shards shards(1);
     REQUIRE(restore(file, shards.raw).streams.restored == 4);
     // Idle timeout 30 s: at 55 s the streams last seen at 10 s and 20 s are over.
-    shards.raw[0]->advance(Timestamp::from_parts(55, 0));
+    Router router(shards.raw);
+    shards.raw[0]->advance(Timestamp::from_parts(55, 0), router);
     const auto& table = shards.raw[0]->streams();
     CHECK(table.size() == 2);
     StreamRecord probe = sample_stream();

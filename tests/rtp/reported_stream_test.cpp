@@ -1,0 +1,308 @@
+// Streams known only from RTCP-JSON reports as first-class streams (their final figures in the
+// per-stream statistics under source="rtcp", their call and codec from the reporter's binding),
+// and a dialog's bindings going when the dialog ends (StreamTable::unbind).
+#include "rtp/reported_stream.hpp"
+
+#include "rtp/emodel.hpp"
+#include "rtp/ntp.hpp"
+#include "rtp/stream_table.hpp"
+#include "stream_test_support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <string>
+
+using namespace hepd;
+using namespace hepd::rtp;
+using namespace hepd::rtp::stream_test;
+
+namespace {
+
+const Endpoint uac = ep("10.0.0.1:30000");
+const Endpoint uac_rtcp = ep("10.0.0.1:30001");
+const Endpoint engine_a = ep("10.0.0.9:20000");  // rtpengine's address facing the caller
+const Endpoint engine_b = ep("10.0.0.9:20002");  // and the one facing the callee
+const Endpoint uas = ep("10.0.0.2:40000");
+
+StreamTableConfig small_config() {
+    StreamTableConfig c;
+    c.max_streams = 16;
+    c.max_pending_media = 16;
+    c.max_reported_streams = 16;
+    c.stream_idle_timeout_us = 5'000'000;
+    c.pending_media_timeout_us = 60'000'000;
+    return c;
+}
+
+std::string rtcp_json(std::uint32_t reporter, std::uint32_t source, int fraction_lost, int lost, int jitter,
+                      std::uint32_t lsr = 0, std::uint32_t dlsr = 0) {
+    return R"({"ssrc":)" + std::to_string(reporter) + R"(,"type":201,"report_count":1,"report_blocks":[{)" +
+           R"("source_ssrc":)" + std::to_string(source) + R"(,"highest_seq_no":500,"fraction_lost":)" +
+           std::to_string(fraction_lost) + R"(,"ia_jitter":)" + std::to_string(jitter) + R"(,"packets_lost":)" +
+           std::to_string(lost) + R"(,"lsr":)" + std::to_string(lsr) + R"(,"dlsr":)" + std::to_string(dlsr) + "}]}";
+}
+
+MediaBinding with_dialog(MediaBinding b, std::uint32_t dialog, const Endpoint& peer = {}) {
+    b.dialog = dialog;
+    b.peer = peer;
+    return b;
+}
+
+}  // namespace
+
+TEST_CASE("summarize_reported: mean loss, jitter at the codec clock, RTT, E-model MOS",
+          "[rtp][stream][rtcp_json][reported]") {
+    ReportedStream s;
+    s.view.reports = 4;
+    s.view.fraction_lost = 13;  // the last interval
+    s.view.cumulative_lost = 20;
+    s.view.jitter = 80;
+    s.view.rtt_us = 120'000;
+    s.fraction_lost_sum = 4 * 64;  // 25 % on average
+    s.max_jitter = 160;
+
+    SECTION("codec unknown: 8 kHz, G.711-like impairment") {
+        const ReportedSummary r = summarize_reported(s, QualityOptions{});
+        CHECK(r.reports == 4);
+        CHECK(r.lost == 20);
+        CHECK(r.lost_clamped == 20);
+        CHECK(r.fraction_lost == Approx(13 / 256.0));
+        CHECK(r.loss_percent == Approx(25.0));
+        CHECK(r.clock_rate == 8000);
+        CHECK(r.jitter_ms == Approx(10.0));
+        CHECK(r.max_jitter_ms == Approx(20.0));
+        REQUIRE(r.has_rtt);
+        CHECK(r.rtt_ms == Approx(120.0));
+        REQUIRE(r.has_quality);
+        CHECK(r.one_way_delay_ms == Approx(60.0 + 2.0 * 20.0));
+        const EmodelResult e = evaluate(codec_impairment(Codec::unknown), {25.0, 1.0, 100.0});
+        CHECK(r.mos == Approx(e.mos));
+        CHECK(r.r_factor == Approx(e.r));
+        CHECK(r.mos < 3.0);  // a quarter of the packets lost is a bad call
+    }
+    SECTION("G.722 binding: its 8 kHz RTP clock; opus: 48 kHz") {
+        s.codec = Codec::opus;
+        s.clock_rate = 48000;
+        const ReportedSummary r = summarize_reported(s, QualityOptions{});
+        CHECK(r.codec == Codec::opus);
+        CHECK(r.max_jitter_ms == Approx(160.0 / 48.0));
+    }
+    SECTION("no report block, no RTT: no quality") {
+        s.view = ReceiverView{};
+        s.fraction_lost_sum = 0;
+        const ReportedSummary r = summarize_reported(s, QualityOptions{});
+        CHECK_FALSE(r.has_quality);
+        CHECK_FALSE(r.has_rtt);
+        CHECK(r.mos == 0.0);
+    }
+    SECTION("a negative cumulative count (duplicates) is no loss") {
+        s.view.cumulative_lost = -3;
+        CHECK(summarize_reported(s, QualityOptions{}).lost_clamped == 0);
+    }
+}
+
+TEST_CASE("a reported stream that finishes feeds the stream statistics under source rtcp",
+          "[rtp][stream][rtcp_json][reported]") {
+    StreamTable t(small_config());
+    RecordingSink sink;
+    t.set_sink(&sink);
+    // The caller's SDP: G.729 at uac; rtpengine's answer to it: engine_a. No RTP is captured.
+    t.bind(with_dialog(media_binding(uac, "call-1", 0, {codec(18, "G729", 8000), codec(101, "telephone-event", 8000)}),
+                       7, engine_a));
+    t.bind(with_dialog(media_binding(engine_a, "call-1", 10, {codec(18, "G729", 8000)}), 7, uac));
+    REQUIRE(t.pending_size() == 2);
+
+    // The caller reports on what rtpengine sends it: three reports, 10 %, 20 %, 0 % lost.
+    const std::int64_t t0 = kBaseUs + 1'000'000;
+    const std::uint32_t lsr = ntp_middle32(ntp_from_unix_micros(t0));
+    t.on_rtcp_json(meta_at(1'000'000, uac_rtcp, engine_a), "call-1", span_of(rtcp_json(0xA, 0xE, 26, 5, 40)));
+    t.on_rtcp_json(meta_at(2'000'000, uac_rtcp, engine_a), "call-1", span_of(rtcp_json(0xA, 0xE, 51, 17, 240)));
+    // Sent 100 ms after the SR it answers, which it held for 50 ms: RTT 50 ms.
+    t.on_rtcp_json(PacketMeta{Timestamp{t0 + 100'000}, uac_rtcp, engine_a, 0}, "call-1",
+                   span_of(rtcp_json(0xA, 0xE, 0, 17, 80, lsr, 3277)));
+    REQUIRE(t.reported_size() == 1);
+    const ReportedStream* r = t.find_reported("call-1", 0xE);
+    REQUIRE(r != nullptr);
+    CHECK(r->dialog == 7);
+    CHECK(r->codec == Codec::g729);  // telephone-event is never the voice codec
+    CHECK(r->clock_rate == 8000);
+    CHECK(r->max_jitter == 240);
+    CHECK(r->fraction_lost_sum == 77);
+
+    const StreamStats& st = t.stats();
+    CHECK(st.reported.finished_total() == 0);
+    t.expire(Timestamp{kBaseUs + 2'100'000 + 5'000'000});
+    CHECK(t.reported_size() == 0);
+
+    REQUIRE(sink.reported.size() == 1);
+    const auto& [key, finished] = sink.reported[0];
+    CHECK(key.call_id == "call-1");
+    CHECK(key.ssrc == 0xE);
+    CHECK(finished.dialog == 7);
+    const ReportedSummary sum = summarize_reported(finished, t.config().quality);
+    CHECK(sum.loss_percent == Approx(100.0 * 77 / 256.0 / 3));
+    CHECK(sum.max_jitter_ms == Approx(30.0));
+    CHECK(sum.rtt_ms == Approx(50.0).margin(0.1));
+
+    CHECK(st.reported.finished[static_cast<std::size_t>(FinishReason::idle)].value() == 1);
+    CHECK(st.reported.by_codec[static_cast<std::size_t>(CodecLabel::g729)].value() == 1);
+    CHECK(st.reported.lost_packets.value() == 17);
+    CHECK(st.reported.jitter_seconds.count() == 1);
+    CHECK(st.reported.jitter_seconds.sum() == Approx(0.030));
+    CHECK(st.reported.loss_ratio.count() == 1);
+    CHECK(st.reported.loss_ratio.sum() == Approx(sum.loss_percent / 100.0));
+    CHECK(st.reported.mos.count() == 1);
+    CHECK(st.reported.mos.sum() == Approx(sum.mos));
+    CHECK(st.reported.rtt_seconds.count() == 1);
+    CHECK(st.reported.rtt_seconds.sum() == Approx(0.050).margin(1e-4));
+    // Nothing measured: the measured families stay where they were.
+    CHECK(st.streams_finished_total() == 0);
+    CHECK(st.mos.count() == 0);
+    CHECK(st.lost_packets.value() == 0);
+
+    StreamStats merged;
+    merged.merge(st);
+    merged.merge(st);
+    CHECK(merged.reported.finished_total() == 2);
+    CHECK(merged.reported.mos.count() == 2);
+    CHECK(merged.reported.lost_packets.value() == 34);
+}
+
+TEST_CASE("a reported stream without a binding of its call: dialog and codec unknown, 8 kHz",
+          "[rtp][stream][rtcp_json][reported]") {
+    StreamTable t(small_config());
+    t.bind(with_dialog(media_binding(uac, "another-call", 0, {codec(0, "PCMU", 8000)}), 3));
+    t.on_rtcp_json(meta_at(0, uac_rtcp, engine_a), "call-2", span_of(rtcp_json(1, 2, 0, 0, 16)));
+    const ReportedStream* r = t.find_reported("call-2", 2);
+    REQUIRE(r != nullptr);
+    CHECK(r->dialog == 0);
+    CHECK(r->codec == Codec::unknown);
+    t.finish_all(Timestamp{kBaseUs + 1});
+    const StreamStats& st = t.stats();
+    CHECK(st.reported.finished[static_cast<std::size_t>(FinishReason::flushed)].value() == 1);
+    CHECK(st.reported.by_codec[static_cast<std::size_t>(CodecLabel::other)].value() == 1);
+    CHECK(st.reported.jitter_seconds.sum() == Approx(0.002));
+    CHECK(st.reported.rtt_seconds.count() == 0);
+    CHECK(st.reported.mos.sum() == Approx(evaluate(codec_impairment(Codec::unknown), {0.0, 1.0, 4.0}).mos));
+}
+
+TEST_CASE("measured streams: per-stream loss ratio and RTT histograms", "[rtp][stream][reported]") {
+    StreamTable t(small_config());
+    RecordingSink sink;
+    t.set_sink(&sink);
+    // Sequence numbers 100..110 except 105: one lost.
+    for (int i = 0; i <= 10; ++i) {
+        if (i == 5) continue;
+        t.on_rtp(meta_at(i * 20'000LL, uac, uas),
+                 make_rtp(8, static_cast<std::uint16_t>(100 + i), static_cast<std::uint32_t>(i * 160), 0x77));
+    }
+    t.finish_all(Timestamp{kBaseUs + 1'000'000});
+    REQUIRE(sink.finished.size() == 1);
+    CHECK(sink.finished[0].summary.lost == 1);
+    CHECK(t.stats().loss_ratio.count() == 1);
+    CHECK(t.stats().loss_ratio.sum() > 0.0);
+    CHECK(t.stats().loss_ratio.sum() == Approx(sink.finished[0].summary.loss_percent / 100.0));
+    CHECK(t.stats().rtt_seconds.count() == 0);  // no RTCP about it
+    CHECK(t.stats().reported.finished_total() == 0);
+}
+
+TEST_CASE("unbind: the ended dialog's pending bindings of an address go, whatever their peer",
+          "[rtp][stream][binding][unbind]") {
+    StreamTable t(small_config());
+    // Offer (no peer), answer pairs it with engine_a (the answered offer's binding goes then);
+    // another dialog of the same Call-ID (a re-used Call-ID, From-tag 9) and another call share
+    // the address.
+    t.bind(with_dialog(media_binding(uac, "call-1", 0, {codec(8, "PCMA", 8000)}), 7));
+    t.bind(with_dialog(media_binding(uac, "call-1", 10, {}), 7, engine_a));
+    t.bind(with_dialog(media_binding(uac, "call-1", 20, {}), 9, engine_b));
+    t.bind(with_dialog(media_binding(uac, "call-2", 30, {}), 1, uas));
+    t.bind(with_dialog(media_binding(engine_a, "call-1", 10, {}), 7, uac));
+    t.bind(with_dialog(media_binding(uas, "call-1", 40, {}), 7));  // an offer on another leg
+    CHECK(t.pending_size() == 5);
+    CHECK(t.stats().pending_bindings.value() == 5);
+
+    // An address the dialog never named, or another dialog: nothing happens.
+    t.unbind(engine_b, uac, "call-1", 7);
+    t.unbind(uac, engine_a, "call-1", 8);
+    CHECK(t.pending_size() == 5);
+
+    // Its RTCP port (the same key), and no peer: found by the walk.
+    t.unbind(Endpoint{uac.address, static_cast<std::uint16_t>(uac.port + 1)}, Endpoint{}, "call-1", 7);
+    CHECK(t.pending_size() == 4);
+    CHECK(t.stats().bindings_released.value() == 1);
+    CHECK(t.find_binding(uac, engine_a) == nullptr);
+    REQUIRE(t.find_binding(uac, engine_b) != nullptr);
+    CHECK(t.find_binding(uac, engine_b)->dialog == 9);
+    REQUIRE(t.find_binding(uac, uas) != nullptr);
+
+    t.unbind(engine_a, uac, "call-1", 7);
+    t.unbind(uas, Endpoint{}, "call-1", 7);
+    t.unbind(uac, engine_b, "call-1", 9);
+    t.unbind(uac, uas, "call-2", 1);
+    CHECK(t.pending_size() == 0);
+    CHECK(t.bindings_size() == 0);
+    CHECK(t.media_size() == 0);  // nothing left at those addresses
+    CHECK(t.stats().pending_bindings.value() == 0);
+    CHECK(t.stats().bindings_released.value() == 5);
+    CHECK(t.stats().pending_bindings_expired.value() == 0);
+}
+
+TEST_CASE("unbind: a binding in use goes when its last stream leaves; until then its streams keep the call",
+          "[rtp][stream][binding][unbind]") {
+    StreamTable t(small_config());
+    RecordingSink sink;
+    t.set_sink(&sink);
+    t.bind(with_dialog(media_binding(uas, "call-1", 0, {codec(8, "PCMA", 8000)}), 7, uac));
+    for (int i = 0; i < 5; ++i)
+        t.on_rtp(meta_at(i * 20'000LL, uac, uas),
+                 make_rtp(8, static_cast<std::uint16_t>(i), static_cast<std::uint32_t>(i * 160), 0x1));
+    CHECK(t.pending_size() == 0);
+
+    t.unbind(uas, uac, "call-1", 7);
+    CHECK(t.bindings_size() == 1);  // still in use
+    CHECK(t.stats().bindings_released.value() == 0);
+    // A late packet still belongs to the call.
+    t.on_rtp(meta_at(100'000, uac, uas), make_rtp(8, 5, 800, 0x1));
+    REQUIRE(t.binding_of({uac, uas, 0x1}) != nullptr);
+
+    t.expire(Timestamp{kBaseUs + 100'000 + 5'000'000});
+    REQUIRE(sink.finished.size() == 1);
+    CHECK(sink.finished[0].bound);
+    CHECK(sink.finished[0].call_id == "call-1");
+    CHECK(t.bindings_size() == 0);
+    CHECK(t.pending_size() == 0);
+    CHECK(t.stats().pending_bindings.value() == 0);
+    CHECK(t.stats().bindings_released.value() == 1);
+    CHECK(t.media_size() == 0);
+
+    SECTION("the same dialog binding the address again makes it a call's binding again") {
+        t.bind(with_dialog(media_binding(uas, "call-1", 200'000, {}), 7, uac));
+        t.on_rtp(meta_at(300'000, uac, uas), make_rtp(8, 100, 0, 0x2));
+        t.unbind(uas, uac, "call-2", 7);
+        t.finish_all(Timestamp{kBaseUs + 400'000});
+        CHECK(t.bindings_size() == 1);  // not released: it stays for later streams
+        CHECK(t.pending_size() == 1);
+    }
+}
+
+TEST_CASE("unbind: on an address shared by many calls, each call's pair is found directly",
+          "[rtp][stream][binding][unbind]") {
+    StreamTableConfig c = small_config();
+    c.max_pending_media = 400;
+    StreamTable t(c);
+    // One media server port answering 300 calls, each from its own caller address.
+    const auto caller = [](int i) { return Endpoint{uac.address, static_cast<std::uint16_t>(10000 + 2 * i)}; };
+    for (int i = 0; i < 300; ++i)
+        t.bind(with_dialog(media_binding(uas, "call-" + std::to_string(i), i, {}), 5, caller(i)));
+    CHECK(t.pending_size() == 300);
+    // The oldest call, far beyond the walk's reach from the newest binding.
+    t.unbind(uas, caller(0), "call-0", 5);
+    CHECK(t.pending_size() == 299);
+    CHECK(t.find_binding(uas, caller(0)) == nullptr);
+    CHECK(t.stats().bindings_released.value() == 1);
+    for (int i = 1; i < 300; ++i) t.unbind(uas, caller(i), "call-" + std::to_string(i), 5);
+    CHECK(t.pending_size() == 0);
+    CHECK(t.media_size() == 0);
+    CHECK(t.stats().bindings_released.value() == 300);
+}
