@@ -145,4 +145,19 @@ CommandLine parse_command_line(int argc, char** argv) {
     return cl;
 }
 
+config::Config load_config(const std::string& path, const std::vector<Override>& overrides) {
+    config::Config cfg = path.empty() ? config::defaults() : config::load_file(path);
+    // A repeated --hep-listen builds one list; every other flag sets its key once more.
+    std::string listen;
+    for (const auto& o : overrides) {
+        if (o.key == "hep.listen") {
+            listen += (listen.empty() ? "" : ",") + o.value;
+        } else {
+            config::apply_override(cfg, o.key, o.value, o.flag);
+        }
+    }
+    if (!listen.empty()) config::apply_override(cfg, "hep.listen", listen, "--hep-listen");
+    return cfg;
+}
+
 }  // namespace hepd::app

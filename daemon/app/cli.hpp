@@ -1,6 +1,8 @@
 #pragma once
 // Command-line parsing: verbs, and flags that override configuration keys. Start-up code, so
 // errors are exceptions carrying the message shown to the operator.
+#include "config/config.hpp"
+
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -34,6 +36,9 @@ struct UsageError : std::runtime_error {
 };
 
 CommandLine parse_command_line(int argc, char** argv);
+// The configuration in force: the file (the embedded defaults when `path` is empty) with the
+// flags applied on top, at start-up and again on SIGHUP. Throws config::ConfigError.
+config::Config load_config(const std::string& path, const std::vector<Override>& overrides);
 std::string usage_text();
 
 }  // namespace hepd::app

@@ -87,16 +87,17 @@ void log_summary(const intake::IntakeStats& s, std::string_view when) {
         s.drops(intake::DropReason::auth), s.drops(intake::DropReason::not_allowed));
 }
 
-// SIGHUP: re-read the file and apply what can change live; say what could not.
-void reload(const std::string& path, config::Config& current, ingest::IngestControl& control,
-            peer::PeerDirectory& peers) {
+// SIGHUP: re-read the file, apply the command line's flags again (as at start-up, so that only
+// what the file changed is compared) and apply what can change live; say what could not.
+void reload(const std::string& path, const std::vector<Override>& overrides, config::Config& current,
+            ingest::IngestControl& control, peer::PeerDirectory& peers) {
     if (path.empty()) {
         spdlog::warn("SIGHUP: no --config file to reload (running on the embedded defaults)");
         return;
     }
     config::Config next;
     try {
-        next = config::load_file(path);
+        next = load_config(path, overrides);
     } catch (const config::ConfigError& e) {
         spdlog::error("SIGHUP: configuration not reloaded: {}", e.what());
         return;
@@ -135,8 +136,11 @@ void reload(const std::string& path, config::Config& current, ingest::IngestCont
 
 }  // namespace
 
-Daemon::Daemon(config::Config cfg, std::string config_path)
-    : cfg_(std::move(cfg)), config_path_(std::move(config_path)), snapshot_path_(cfg_.state.dir + "/hepd.snapshot") {}
+Daemon::Daemon(config::Config cfg, std::string config_path, std::vector<Override> overrides)
+    : cfg_(std::move(cfg)),
+      config_path_(std::move(config_path)),
+      overrides_(std::move(overrides)),
+      snapshot_path_(cfg_.state.dir + "/hepd.snapshot") {}
 
 Daemon::~Daemon() = default;
 
@@ -172,9 +176,10 @@ int Daemon::start() {
     sc.peers = &peers_;  // open calls go to the snapshot, not into the statistics
     std::vector<std::unique_ptr<shard::Worker>> owned;
     if (cfg_.records.enabled) {
-        records_ =
-            std::make_unique<records::RecordWriter>(app::record_writer_options(cfg_), shard_count, steady_, clock_);
-        spdlog::info("call records to {}", app::record_writer_options(cfg_).file.path);
+        auto options = app::record_writer_options(cfg_);
+        options.peers = &peers_;
+        spdlog::info("call records to {}", options.file.path);
+        records_ = std::make_unique<records::RecordWriter>(std::move(options), shard_count, steady_, clock_);
     }
     for (std::uint32_t i = 0; i < shard_count; ++i) {
         auto w = std::make_unique<shard::ShardWorker>(sc, records_ ? &records_->shard(i) : nullptr);
@@ -399,7 +404,7 @@ void Daemon::wait_signal() {
     signals_->async_wait([this](boost::system::error_code ec, int signo) {
         if (ec) return;
         if (signo == SIGHUP) {
-            reload(config_path_, cfg_, *control_, peers_);
+            reload(config_path_, overrides_, cfg_, *control_, peers_);
             wait_signal();
             return;
         }

@@ -3,6 +3,7 @@
 // periodic snapshots, signals and systemd notifications. run() starts it all, serves until SIGINT
 // or SIGTERM and shuts down in order; every part is a member that releases itself, so a start-up
 // failure half-way unwinds what was started.
+#include "app/cli.hpp"
 #include "app/snapshot_scheduler.hpp"
 #include "config/config.hpp"
 #include "core/time.hpp"
@@ -51,8 +52,9 @@ inline constexpr int kExitCantCreate = 73;   // EX_CANTCREAT: unusable state dir
 
 class Daemon {
 public:
-    // config_path: the file SIGHUP re-reads (empty when running on the embedded defaults).
-    Daemon(config::Config cfg, std::string config_path);
+    // config_path: the file SIGHUP re-reads (empty when running on the embedded defaults), with
+    // the command line's `overrides` applied again.
+    Daemon(config::Config cfg, std::string config_path, std::vector<Override> overrides);
     ~Daemon();
     Daemon(const Daemon&) = delete;
     Daemon& operator=(const Daemon&) = delete;
@@ -80,6 +82,7 @@ private:
 
     config::Config cfg_;
     const std::string config_path_;
+    const std::vector<Override> overrides_;
     const std::string snapshot_path_;
     const SystemClock clock_;
     const SteadyClock steady_;

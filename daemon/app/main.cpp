@@ -24,21 +24,6 @@ using namespace hepd;
 constexpr int kExitUsage = 64;      // EX_USAGE
 constexpr int kExitDataError = 65;  // EX_DATAERR: a file that is not what it should be
 
-config::Config load_config(const app::CommandLine& cl) {
-    config::Config cfg = cl.config_path.empty() ? config::defaults() : config::load_file(cl.config_path);
-    // A repeated --hep-listen builds one list; every other flag sets its key once more.
-    std::string listen;
-    for (const auto& o : cl.overrides) {
-        if (o.key == "hep.listen") {
-            listen += (listen.empty() ? "" : ",") + o.value;
-        } else {
-            config::apply_override(cfg, o.key, o.value, o.flag);
-        }
-    }
-    if (!listen.empty()) config::apply_override(cfg, "hep.listen", listen, "--hep-listen");
-    return cfg;
-}
-
 // glibc raises its mmap threshold to the size of every large block freed, after which blocks of
 // that size come from the heap arenas instead, where the pages stay resident after free and the
 // shard's small allocations settle between them. A snapshot capture copies each table into a
@@ -87,7 +72,7 @@ int main(int argc, char** argv) {
 
     config::Config cfg;
     try {
-        cfg = load_config(cl);
+        cfg = app::load_config(cl.config_path, cl.overrides);
     } catch (const config::ConfigError& e) {
         std::fprintf(stderr, "hepd: configuration error: %s\n", e.what());
         return config::kExitConfig;
@@ -110,5 +95,5 @@ int main(int argc, char** argv) {
         return app::run_pcap(args, cfg);
     }
     fix_mmap_threshold();
-    return app::Daemon(cfg, cl.config_path).run();
+    return app::Daemon(cfg, cl.config_path, cl.overrides).run();
 }

@@ -91,11 +91,11 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
     std::vector<shard::ShardWorker*> workers;
     std::vector<std::unique_ptr<shard::Worker>> owned;
     for (std::uint32_t i = 0; i < shards; ++i) {
-        collectors.push_back(std::make_unique<report::ShardCollector>(20, sc.streams.quality));
+        collectors.push_back(std::make_unique<report::ShardCollector>(20));
         rtp::StreamSink* stream_sink = collectors.back().get();
         sip::DialogSink* dialog_sink = collectors.back().get();
         if (!args.records_path.empty()) {
-            record_events.push_back(std::make_unique<records::ShardEvents>(stream_sink, dialog_sink));
+            record_events.push_back(std::make_unique<records::ShardEvents>(stream_sink, dialog_sink, &peers));
             stream_sink = record_events.back().get();
             dialog_sink = record_events.back().get();
         }

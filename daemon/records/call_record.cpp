@@ -8,13 +8,17 @@
 namespace hepd::records {
 
 DialogFigures dialog_figures(std::string_view call_id, std::string_view from_tag, const sip::Dialog& dialog,
-                             bool evicted) {
+                             bool evicted, const peer::PeerDirectory* peers) {
     DialogFigures f;
     f.call_id = std::string(call_id);
     f.from_tag = std::string(from_tag);
     f.dialog_id = sip::tag_id(from_tag);
     f.dialog = dialog;
     f.evicted = evicted;
+    if (peers != nullptr && peers->name_count() > 1) {
+        f.caller_group = std::string(peers->name(dialog.caller_peer));
+        f.callee_group = std::string(peers->name(dialog.callee_peer));
+    }
     return f;
 }
 
@@ -34,17 +38,17 @@ StreamFigures stream_figures(const rtp::FinishedStream& finished) {
     return f;
 }
 
-ReportedFigures reported_figures(const rtp::ReportedKey& key, const rtp::ReportedStream& stream,
-                                 rtp::FinishReason reason) {
+ReportedFigures reported_figures(const rtp::FinishedReported& finished) {
     ReportedFigures f;
-    f.call_id = key.call_id;
-    f.ssrc = key.ssrc;
-    f.reporter = stream.reporter;
-    f.reporter_ssrc = stream.reporter_ssrc;
-    f.first = stream.first;
-    f.last = stream.last;
-    f.view = stream.view;
-    f.reason = reason;
+    f.call_id = finished.key.call_id;
+    f.ssrc = finished.key.ssrc;
+    f.reporter = finished.stream.reporter;
+    f.reporter_ssrc = finished.stream.reporter_ssrc;
+    f.first = finished.stream.first;
+    f.last = finished.stream.last;
+    f.view = finished.stream.view;
+    f.summary = finished.summary;
+    f.reason = finished.reason;
     return f;
 }
 
@@ -212,6 +216,16 @@ void receiver_fields(Line& l, const rtp::ReceiverView& v, std::uint32_t clock_ra
     }
 }
 
+void quality_fields(Line& l, bool has_quality, double r_factor, double mos) {
+    if (!has_quality) {
+        l.null("r_factor");
+        l.null("mos");
+        return;
+    }
+    l.number("r_factor", r_factor, 2);
+    l.number("mos", mos, 2);
+}
+
 std::string_view outcome_text(const DialogFigures& f) {
     return f.evicted ? sip::to_string(sip::DialogOutcome::evicted) : sip::to_string(f.dialog.outcome());
 }
@@ -281,6 +295,7 @@ std::string record_line(const CallRecord& record) {
     l.text("to_host", d.to_party.host());
     l.address("caller_ip", "caller_port", d.caller);
     l.address("callee_ip", "callee_port", d.callee);
+    l.address("callee_side_ip", "callee_side_port", d.callee_side);
     if (!f.caller_group.empty()) l.text("caller_group", f.caller_group);
     if (!f.callee_group.empty()) l.text("callee_group", f.callee_group);
     l.text("user_agent", d.user_agent_view());
@@ -331,13 +346,7 @@ std::string record_line(const CallRecord& record) {
         l.number("loss_pct", m.loss_percent, 3);
         l.number("jitter_ms", m.jitter_ms, 3);
         l.number("max_jitter_ms", m.max_jitter_ms, 3);
-        if (m.has_quality) {
-            l.number("r_factor", m.r_factor, 2);
-            l.number("mos", m.mos, 2);
-        } else {
-            l.null("r_factor");
-            l.null("mos");
-        }
+        quality_fields(l, m.has_quality, m.r_factor, m.mos);
         l.text("end_reason", rtp::to_string(s.reason));
         if (s.receiver.reports == 0 && s.receiver.xr_reports == 0) {
             l.null("rtcp");
@@ -356,9 +365,13 @@ std::string record_line(const CallRecord& record) {
         l.integer("ssrc", r.ssrc);
         l.address("reporter_ip", "reporter_port", r.reporter);
         l.integer("reporter_ssrc", r.reporter_ssrc);
+        l.text("codec", rtp::to_string(r.summary.codec));
         l.time("first", r.first);
         l.time("last", r.last);
-        receiver_fields(l, r.view, 0);
+        receiver_fields(l, r.view, r.summary.clock_rate);
+        l.number("loss_pct", r.summary.loss_percent, 3);
+        l.number("max_jitter_ms", r.summary.max_jitter_ms, 3);
+        quality_fields(l, r.summary.has_quality, r.summary.r_factor, r.summary.mos);
         l.text("end_reason", rtp::to_string(r.reason));
         l.close();
     }

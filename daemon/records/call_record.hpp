@@ -5,6 +5,7 @@
 // another thread (record_writer.hpp) or at the end of an offline run (offline_records.hpp).
 #include "core/address.hpp"
 #include "core/time.hpp"
+#include "peer/peer_groups.hpp"
 #include "rtp/stream_table.hpp"
 #include "sip/dialog.hpp"
 
@@ -24,7 +25,8 @@ struct DialogFigures {
     std::uint32_t dialog_id = 0;  // sip::tag_id(from_tag): what MediaBinding::dialog names
     sip::Dialog dialog;
     bool evicted = false;  // removed unfinished by the table cap: outcome "evicted"
-    // Peer groups (issue 12 item 2) of the caller and callee side; written only when not empty.
+    // Peer groups (`peers:`) of the caller and callee side, "other" for a far end in none; both
+    // empty (and not written) when no group is configured.
     std::string caller_group;
     std::string callee_group;
 };
@@ -51,14 +53,15 @@ struct ReportedFigures {
     Timestamp first;
     Timestamp last;
     rtp::ReceiverView view;
+    rtp::ReportedSummary summary;  // the figures the stream statistics took (source="rtcp")
     rtp::FinishReason reason = rtp::FinishReason::idle;
 };
 
+// `peers` names the dialog's groups; null (or no group configured): no groups in the record.
 DialogFigures dialog_figures(std::string_view call_id, std::string_view from_tag, const sip::Dialog& dialog,
-                             bool evicted);
+                             bool evicted, const peer::PeerDirectory* peers);
 StreamFigures stream_figures(const rtp::FinishedStream& finished);
-ReportedFigures reported_figures(const rtp::ReportedKey& key, const rtp::ReportedStream& stream,
-                                 rtp::FinishReason reason);
+ReportedFigures reported_figures(const rtp::FinishedReported& finished);
 
 struct CallRecord {
     DialogFigures dialog;

@@ -10,22 +10,21 @@ void ShardEvents::on_stream_finished(const rtp::FinishedStream& finished) {
     if (next_streams_ != nullptr) next_streams_->on_stream_finished(finished);
 }
 
-void ShardEvents::on_reported_stream_finished(const rtp::ReportedKey& key, const rtp::ReportedStream& stream,
-                                              rtp::FinishReason reason) {
-    reported.push_back(reported_figures(key, stream, reason));
-    if (next_streams_ != nullptr) next_streams_->on_reported_stream_finished(key, stream, reason);
+void ShardEvents::on_reported_stream_finished(const rtp::FinishedReported& finished) {
+    reported.push_back(reported_figures(finished));
+    if (next_streams_ != nullptr) next_streams_->on_reported_stream_finished(finished);
 }
 
 void ShardEvents::on_dialog_removed(std::string_view call_id, std::string_view from_tag, const sip::Dialog& dialog,
                                     bool evicted) {
     if (dialog.finished() || evicted)
-        dialogs.push_back(dialog_figures(call_id, from_tag, dialog, evicted && !dialog.finished()));
+        dialogs.push_back(dialog_figures(call_id, from_tag, dialog, evicted && !dialog.finished(), peers_));
     if (next_dialogs_ != nullptr) next_dialogs_->on_dialog_removed(call_id, from_tag, dialog, evicted);
 }
 
 void ShardEvents::collect_remaining(const sip::DialogTable& table) {
     table.for_each([&](std::string_view call_id, std::string_view from_tag, const sip::Dialog& d) {
-        if (d.finished()) dialogs.push_back(dialog_figures(call_id, from_tag, d, false));
+        if (d.finished()) dialogs.push_back(dialog_figures(call_id, from_tag, d, false, peers_));
     });
 }
 

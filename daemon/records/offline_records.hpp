@@ -14,15 +14,15 @@
 
 namespace hepd::records {
 
-// One shard's sinks; forwards every event to `next_*` (the report's collector) as well.
+// One shard's sinks; forwards every event to `next_*` (the report's collector) as well. `peers`
+// names the calls' peer groups (may be null).
 class ShardEvents final : public rtp::StreamSink, public sip::DialogSink {
 public:
-    ShardEvents(rtp::StreamSink* next_streams, sip::DialogSink* next_dialogs)
-        : next_streams_(next_streams), next_dialogs_(next_dialogs) {}
+    ShardEvents(rtp::StreamSink* next_streams, sip::DialogSink* next_dialogs, const peer::PeerDirectory* peers)
+        : next_streams_(next_streams), next_dialogs_(next_dialogs), peers_(peers) {}
 
     void on_stream_finished(const rtp::FinishedStream& finished) override;
-    void on_reported_stream_finished(const rtp::ReportedKey& key, const rtp::ReportedStream& stream,
-                                     rtp::FinishReason reason) override;
+    void on_reported_stream_finished(const rtp::FinishedReported& finished) override;
     void on_dialog_removed(std::string_view call_id, std::string_view from_tag, const sip::Dialog& dialog,
                            bool evicted) override;
     // End of the run: finished dialogs still lingering in the table have their records too.
@@ -35,6 +35,7 @@ public:
 private:
     rtp::StreamSink* next_streams_;
     sip::DialogSink* next_dialogs_;
+    const peer::PeerDirectory* peers_;
 };
 
 struct OfflineResult {

@@ -23,21 +23,21 @@ void ShardRecorder::push(RecordEvent event) {
 
 void ShardRecorder::on_stream_finished(const rtp::FinishedStream& finished) { push(stream_figures(finished)); }
 
-void ShardRecorder::on_reported_stream_finished(const rtp::ReportedKey& key, const rtp::ReportedStream& stream,
-                                                rtp::FinishReason reason) {
-    push(reported_figures(key, stream, reason));
+void ShardRecorder::on_reported_stream_finished(const rtp::FinishedReported& finished) {
+    push(reported_figures(finished));
 }
 
 void ShardRecorder::on_dialog_removed(std::string_view call_id, std::string_view from_tag, const sip::Dialog& dialog,
                                       bool evicted) {
     // Only a finished dialog has a record, or one the table's cap pushed out unfinished.
     if (!dialog.finished() && !evicted) return;
-    push(dialog_figures(call_id, from_tag, dialog, evicted && !dialog.finished()));
+    push(dialog_figures(call_id, from_tag, dialog, evicted && !dialog.finished(), peers_));
 }
 
 RecordWriter::RecordWriter(RecordWriterOptions options, std::size_t shards, const Clock& steady, const Clock& wall)
     : options_(std::move(options)), steady_(steady), wall_(wall), joiner_(options_.join), file_(options_.file) {
-    for (std::size_t i = 0; i < shards; ++i) shards_.push_back(std::make_unique<ShardRecorder>(options_.queue_size));
+    for (std::size_t i = 0; i < shards; ++i)
+        shards_.push_back(std::make_unique<ShardRecorder>(options_.queue_size, options_.peers));
 }
 
 // Without stop(), what is held is lost: only the owner knows that the shards have stopped.

@@ -55,6 +55,7 @@ struct RecordWriterOptions {
     JoinerOptions join;
     std::size_t queue_size = 16384;
     std::int64_t flush_interval_us = 1'000'000;  // 0: after every batch
+    const peer::PeerDirectory* peers = nullptr;  // names the calls' peer groups; not owned
 };
 
 using RecordEvent = std::variant<DialogFigures, StreamFigures, ReportedFigures>;
@@ -62,11 +63,10 @@ using RecordEvent = std::variant<DialogFigures, StreamFigures, ReportedFigures>;
 // One shard's end of the queue: the tables' sinks. Called on the shard's thread only.
 class ShardRecorder final : public rtp::StreamSink, public sip::DialogSink {
 public:
-    explicit ShardRecorder(std::size_t queue_size) : queue_(queue_size) {}
+    ShardRecorder(std::size_t queue_size, const peer::PeerDirectory* peers) : queue_(queue_size), peers_(peers) {}
 
     void on_stream_finished(const rtp::FinishedStream& finished) override;
-    void on_reported_stream_finished(const rtp::ReportedKey& key, const rtp::ReportedStream& stream,
-                                     rtp::FinishReason reason) override;
+    void on_reported_stream_finished(const rtp::FinishedReported& finished) override;
     void on_dialog_removed(std::string_view call_id, std::string_view from_tag, const sip::Dialog& dialog,
                            bool evicted) override;
 
@@ -78,6 +78,7 @@ private:
     void push(RecordEvent event);
 
     shard::SpscQueue<std::unique_ptr<RecordEvent>> queue_;
+    const peer::PeerDirectory* peers_;
     Counter dropped_;
 };
 

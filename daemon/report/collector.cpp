@@ -51,9 +51,10 @@ bool ShardCollector::worse_reported(const ReportedRow& a, const ReportedRow& b) 
     return a.first < b.first;
 }
 
-void ShardCollector::on_reported_stream_finished(const rtp::ReportedKey& key, const rtp::ReportedStream& stream,
-                                                 rtp::FinishReason /*reason*/) {
-    const rtp::ReportedSummary s = rtp::summarize_reported(stream, quality_);
+void ShardCollector::on_reported_stream_finished(const rtp::FinishedReported& finished) {
+    const rtp::ReportedSummary& s = finished.summary;
+    const rtp::ReportedKey& key = finished.key;
+    const rtp::ReportedStream& stream = finished.stream;
     if (s.has_quality) reported_mos_.add(s.mos);
     ReportedRow row;
     row.loss_percent = s.loss_percent;

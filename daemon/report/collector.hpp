@@ -91,12 +91,8 @@ class ShardCollector final : public rtp::StreamSink, public sip::DialogSink {
 public:
     explicit ShardCollector(std::size_t keep = 20) : keep_(keep) {}
 
-    // `quality` must be the stream tables' (the same MOS as the statistics).
-    explicit ShardCollector(std::size_t keep, const rtp::QualityOptions& quality) : keep_(keep), quality_(quality) {}
-
     void on_stream_finished(const rtp::FinishedStream& finished) override;
-    void on_reported_stream_finished(const rtp::ReportedKey& key, const rtp::ReportedStream& stream,
-                                     rtp::FinishReason reason) override;
+    void on_reported_stream_finished(const rtp::FinishedReported& finished) override;
     void on_dialog_removed(std::string_view call_id, std::string_view from_tag, const sip::Dialog& dialog,
                            bool evicted) override;
     // End of the run: dialogs still in the table (lingering finished ones are counted here).
@@ -121,7 +117,6 @@ private:
     void finished_dialog(std::string_view call_id, std::string_view from_tag, const sip::Dialog& d);
 
     std::size_t keep_;
-    rtp::QualityOptions quality_;
     std::vector<StreamRow> worst_;
     std::vector<ReportedRow> worst_reported_;
     Range reported_mos_;

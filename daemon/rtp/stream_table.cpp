@@ -703,7 +703,7 @@ void StreamTable::finish_reported(std::uint32_t i, FinishReason reason) {
         s.loss_ratio.observe(summary.loss_percent / 100.0);
     }
     if (summary.has_rtt) s.rtt_seconds.observe(summary.rtt_ms / 1000.0);
-    if (sink_ != nullptr) sink_->on_reported_stream_finished(reported_.entry(i).key, reported_.entry(i).value, reason);
+    if (sink_ != nullptr) sink_->on_reported_stream_finished({reported_.entry(i).key, reported, summary, reason});
 }
 
 void StreamTable::on_rtcp_json(const PacketMeta& meta, std::string_view call_id, ByteSpan payload) {

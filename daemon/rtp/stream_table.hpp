@@ -74,16 +74,23 @@ struct FinishedStream {
     FinishReason reason;
 };
 
+// A reported stream as it finishes, with the figures the statistics took from it
+// (summarize_reported with the table's quality options).
+struct FinishedReported {
+    const ReportedKey& key;
+    const ReportedStream& stream;
+    const ReportedSummary& summary;
+    FinishReason reason;
+};
+
 // Receives every stream once, when it finishes (offline report, call records, logs). Called from
 // inside the table (expiry, flush, eviction while a packet is being handled): it must not modify
-// the table. A reported stream's figures are summarize_reported(stream, table.config().quality):
-// the same the statistics took.
+// the table.
 class StreamSink {
 public:
     virtual ~StreamSink() = default;
     virtual void on_stream_finished(const FinishedStream& finished) = 0;
-    virtual void on_reported_stream_finished(const ReportedKey& /*key*/, const ReportedStream& /*stream*/,
-                                             FinishReason /*reason*/) {}
+    virtual void on_reported_stream_finished(const FinishedReported& /*finished*/) {}
 };
 
 class StreamTable {

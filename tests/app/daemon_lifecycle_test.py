@@ -201,8 +201,14 @@ def main():
         tcp.close()
 
         d.send_hup = d.proc.send_signal(signal.SIGHUP)
-        time.sleep(0.3)
+        deadline = time.time() + 5
+        while time.time() < deadline and "SIGHUP: reloaded" not in d.text():
+            time.sleep(0.05)
         check("alive after SIGHUP", d.proc.poll(), None)
+        check("SIGHUP reloaded the file", "SIGHUP: reloaded" in d.text(), True)
+        # The flags (--hep-listen, --state-dir, --cores ...) apply to the re-read file too: an
+        # unchanged file changes nothing that needs a restart.
+        check("SIGHUP of an unchanged file: nothing needs a restart", "need a restart" in d.text(), False)
 
         rc, took = d.stop()
         check("exit status after SIGTERM", rc, 0)

@@ -9,9 +9,11 @@
 #  - count every relayed report, each with its Call-ID;
 #  - finish every reported stream into the stream families under source="rtcp": loss ratio,
 #    jitter, lost packets, RTT and the E-model MOS equal to what the sender reported;
-#  - drop every SDP media binding once the calls' dialogs end (hepd_rtp_pending_bindings back to 0).
-# The HEP it received is also recorded (tcpdump) and read by `hepd pcap --json`: the offline report
-# lists every reported stream under its own Call-ID with the same figures.
+#  - drop every SDP media binding once the calls' dialogs end (hepd_rtp_pending_bindings back to 0);
+#  - write one call record per call, holding that call's reported streams with the same figures.
+# The HEP it received is also recorded (tcpdump) and read by `hepd pcap --json --records`: the
+# offline report lists every reported stream under its own Call-ID with the same figures, and the
+# offline call records equal the live ones.
 #   rtpengine_rtcp_test.sh HEPD [CORES]      exit 77 = skipped (a tool is missing)
 # KEEP_WORK=1 keeps the work folder (logs, recording, reports).
 set -euo pipefail
@@ -102,11 +104,16 @@ ENGINE_MIN=$(free_udp_range 200)
 echo "ports: hep $HEP_PORT, metrics $METRICS_PORT, kamailio $KAM_PORT, uac $UAC_PORT (media $UAC_MEDIA), uas $UAS_PORT (media $UAS_MEDIA), rtpengine ng $NG_PORT (media $ENGINE_MIN+200), $CORES shard(s)"
 
 # Short timers so that the calls' records end within the test: dialogs linger 2 s after the BYE,
-# reported streams finish 3 s after their last report.
+# reported streams finish 3 s after their last report, records are written 10 s after their
+# dialog left (by then the reported streams have finished too) and flushed at once.
 cat >"$WORK/hepd.yaml" <<EOF
 timers:
   dialog_linger: 2s
   stream_idle_timeout: 3s
+records:
+  enabled: true
+  hold: 10s
+  flush_interval: 0s
 pcap:
   hep_ports: [$HEP_PORT]
 EOF
@@ -222,13 +229,15 @@ want_jitter = sum(s["jitter"] / 8000 for s in sides)
 want_lost = sum(s["cumulative_lost"] for s in sides)
 want_mos = sum(mos_of(100 * s["fraction_lost"] / 256) for s in sides)
 
-# Wait (bounded) for the dialogs to end (BYE + 2 s linger) and the reported streams to go idle (3 s).
-deadline = time.time() + 30
+# Wait (bounded) for the dialogs to end (BYE + 2 s linger), the reported streams to go idle (3 s)
+# and the records to be written (hold).
+deadline = time.time() + 40
 while True:
     m = scrape()
     done = metric(m, "hepd_rtp_streams_finished_total", source="rtcp")
     pending = metric(m, "hepd_rtp_pending_bindings")
-    if (done >= n and pending == 0) or time.time() > deadline:
+    written = metric(m, "hepd_records_written_total")
+    if (done >= n and pending == 0 and written >= calls) or time.time() > deadline:
         break
     time.sleep(0.5)
 
@@ -261,6 +270,33 @@ check("hepd bindings released with their dialogs", metric(m, "hepd_rtp_binding_e
 check("hepd bindings expired (none waited for the 4 h timeout)", metric(m, "hepd_rtp_binding_events_total", event="expired"), 0)
 check("hepd binding ends sent = received", metric(m, "hepd_shard_unbinds_total", direction="sent"),
       metric(m, "hepd_shard_unbinds_total", direction="received"))
+
+# The call records: one per call, each with its two reported streams and the sender's figures.
+check("hepd records written", metric(m, "hepd_records_written_total"), calls)
+check("hepd records dropped", metric(m, "hepd_records_dropped_total"), 0)
+records = [json.loads(line) for line in open(f"{work}/state/records/calls.jsonl")]
+check("call records (one per call)", len(records), calls)
+check("call records with outcome completed", sum(r["outcome"] == "completed" for r in records), calls)
+by_call = {r["call_id"]: r for r in records}
+check("call records, one per Call-ID", len(by_call), calls)
+bad = []
+for s in sides:
+    rows = [x for x in by_call.get(s["call_id"], {}).get("reported", []) if x["ssrc"] == s["source_ssrc"]]
+    if len(rows) != 1:
+        bad.append(f"{s['call_id']} SSRC {s['source_ssrc']}: {len(rows)} reported entries")
+        continue
+    x = rows[0]
+    loss = 100 * s["fraction_lost"] / 256
+    want = (s["reports"], s["cumulative_lost"], round(loss, 2), s["jitter"] / 8, round(loss, 3))
+    got = (x["reports"], x["cumulative_lost"], x["fraction_lost_pct"], x["jitter_ms"], x["loss_pct"])
+    if (got != want or x["mos"] is None or abs(x["mos"] - mos_of(loss)) > 0.005 + 1e-9
+            or x["codec"] not in ("pcma", "pcmu") or (s["with_lsr"] > 0) != (x["rtt_ms"] is not None)):
+        bad.append(f"{s['call_id']} SSRC {s['source_ssrc']}: (reports, lost, fraction %, jitter ms, loss %) "
+                   f"{got}, sent {want}; MOS {x['mos']} (E-model {mos_of(loss):.4f}), codec {x['codec']}, RTT {x['rtt_ms']}")
+for b in bad:
+    print("BAD record " + b)
+check("reported streams in the records with the sender's figures", len(sides) - len(bad), len(sides))
+check("reported streams in the records, all told", sum(len(r["reported"]) for r in records), len(sides))
 json.dump({"sides": sides}, open(f"{work}/expected.json", "w"))
 sys.exit(1 if failures else 0)
 PY
@@ -279,7 +315,7 @@ tail -3 "$WORK/tcpdump.log"
 TCPDUMP_DROPS=$(sed -n 's/^\([0-9]*\) packets dropped by kernel$/\1/p' "$WORK/tcpdump.log")
 
 "$HEPD" pcap "$WORK/hep.pcap" --config "$WORK/hepd.yaml" --cores "$CORES" --json "$WORK/report.json" \
-    >"$WORK/pcap.log" 2>&1 || { echo "BAD hepd pcap exit status"; cat "$WORK/pcap.log"; status=1; }
+    --records "$WORK/offline.jsonl" >"$WORK/pcap.log" 2>&1 || { echo "BAD hepd pcap exit status"; cat "$WORK/pcap.log"; status=1; }
 python3 - "$WORK" "${TCPDUMP_DROPS:-0}" <<'PY' || status=1
 import json, sys
 work, recording_drops = sys.argv[1], int(sys.argv[2])
@@ -310,6 +346,26 @@ for s in sides:
         print(f"BAD offline: {s['call_id']} SSRC {s['source_ssrc']}: (reports, lost, loss %, jitter ms) {got}, "
               f"sent {want}; MOS {w['mos']}, RTT {w['rtt_ms']}")
 check("rows with the figures the sender reported", len(failures), 0)
+
+# The offline records equal the live ones, but for how each reported stream ended (live: its call
+# or its idle timeout; offline: the end of the capture may come first).
+def comparable(path):
+    out = {}
+    for line in open(path):
+        r = json.loads(line)
+        for x in r["reported"]:
+            x.pop("end_reason")
+            if recording_drops:  # a report missing from the recording
+                x.pop("reports"), x.pop("last")
+        out[r["call_id"]] = r
+    return out
+live = comparable(f"{work}/state/records/calls.jsonl")
+offline = comparable(f"{work}/offline.jsonl")
+check("offline records: the same calls", sorted(offline), sorted(live))
+differ = [c for c in live if c in offline and live[c] != offline[c]]
+for c in differ[:3]:
+    print(f"BAD offline record {c}:\n  live    {json.dumps(live[c], sort_keys=True)}\n  offline {json.dumps(offline[c], sort_keys=True)}")
+check("offline records equal to the live ones", len(differ), 0)
 sys.exit(1 if failures else 0)
 PY
 

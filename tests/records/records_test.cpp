@@ -45,6 +45,7 @@ DialogFigures answered_call(const std::string& call_id, const std::string& from_
     d.end_time = d.bye_time;
     d.caller = ep("192.0.2.1:5060");
     d.callee = ep("[2001:db8::2]:5080");
+    d.callee_side = ep("[2001:db8::3]:5090");  // the proxy at `callee` relayed the INVITE here
     d.from_party = sip::party_name("sip:+4930123@carrier.example;user=phone");
     d.to_party = sip::party_name("sip:bob@pbx.example:5080");
     d.final_status = 200;
@@ -59,7 +60,7 @@ DialogFigures answered_call(const std::string& call_id, const std::string& from_
     const std::string ua = "sipp \"3.6\"";
     std::copy(ua.begin(), ua.end(), d.user_agent.begin());
     d.user_agent_size = static_cast<std::uint8_t>(ua.size());
-    return dialog_figures(call_id, from_tag, d, false);
+    return dialog_figures(call_id, from_tag, d, false, nullptr);
 }
 
 StreamFigures stream_of(const std::string& call_id, std::string_view from_tag, std::uint32_t ssrc, std::int64_t first) {
@@ -89,20 +90,27 @@ StreamFigures stream_of(const std::string& call_id, std::string_view from_tag, s
     return s;
 }
 
+// A PCMU stream rtpengine reported 4 times: 25 % lost in each interval, jitter up to 24 units.
 ReportedFigures report_of(const std::string& call_id, std::uint32_t ssrc) {
-    ReportedFigures r;
-    r.call_id = call_id;
-    r.ssrc = ssrc;
-    r.reporter = ep("198.51.100.7:30000");
-    r.reporter_ssrc = 77;
-    r.first = Timestamp{1'000'000};
-    r.last = Timestamp{5'000'000};
-    r.view.reports = 4;
-    r.view.jitter = 16;
-    r.view.xr_reports = 1;
-    r.view.xr_mos_lq_x10 = 41;
-    r.view.xr_r_factor = 88;
-    return r;
+    rtp::ReportedStream s;
+    s.reporter = ep("198.51.100.7:30000");
+    s.reporter_ssrc = 77;
+    s.first = Timestamp{1'000'000};
+    s.last = Timestamp{5'000'000};
+    s.view.reports = 4;
+    s.view.fraction_lost = 64;
+    s.view.cumulative_lost = 40;
+    s.view.jitter = 16;
+    s.view.xr_reports = 1;
+    s.view.xr_mos_lq_x10 = 41;
+    s.view.xr_r_factor = 88;
+    s.fraction_lost_sum = 4 * 64;
+    s.max_jitter = 24;
+    s.codec = rtp::Codec::pcmu;
+    s.clock_rate = 8000;
+    const rtp::ReportedKey key{call_id, ssrc};
+    const rtp::ReportedSummary summary = rtp::summarize_reported(s, rtp::QualityOptions{});
+    return reported_figures({key, s, summary, rtp::FinishReason::idle});
 }
 
 std::vector<std::string> lines_of(const std::string& path) {
@@ -223,6 +231,8 @@ TEST_CASE("record line: every field of a call with a stream and a reported strea
     CHECK(j["caller_port"] == 5060);
     CHECK(j["callee_ip"] == "2001:db8::2");
     CHECK(j["callee_port"] == 5080);
+    CHECK(j["callee_side_ip"] == "2001:db8::3");
+    CHECK(j["callee_side_port"] == 5090);
     CHECK_FALSE(j.contains("caller_group"));  // peer groups appear only when set
     CHECK_FALSE(j.contains("callee_group"));
     CHECK(j["user_agent"] == "sipp \"3.6\"");
@@ -277,12 +287,23 @@ TEST_CASE("record line: every field of a call with a stream and a reported strea
     CHECK(rep["reporter_port"] == 30000);
     CHECK(rep["reporter_ssrc"] == 77);
     CHECK(rep["first"] == "1970-01-01T00:00:01.000000Z");
+    CHECK(rep["codec"] == "pcmu");
     CHECK(rep["reports"] == 4);
+    CHECK(rep["fraction_lost_pct"] == 25.0);
+    CHECK(rep["cumulative_lost"] == 40);
     CHECK(rep["jitter_ts"] == 16);
-    CHECK(rep["jitter_ms"].is_null());  // no clock rate known for a reported stream
+    CHECK(rep["jitter_ms"] == 2.0);  // 16 units at PCMU's 8000 Hz
     CHECK(rep["rtt_ms"].is_null());
     CHECK(rep["xr_mos_lq"] == 4.1);
     CHECK(rep["xr_r_factor"] == 88);
+    // The figures the stream families took under source="rtcp".
+    const rtp::ReportedSummary& sum = r.reported[0].summary;
+    REQUIRE(sum.has_quality);
+    CHECK(rep["loss_pct"] == 25.0);
+    CHECK(rep["max_jitter_ms"] == 3.0);  // 24 units
+    CHECK(rep["r_factor"] == Approx(sum.r_factor).margin(0.005));
+    CHECK(rep["mos"] == Approx(sum.mos).margin(0.005));
+    CHECK(sum.mos < 3.0);  // a quarter of the packets lost
     CHECK(rep["end_reason"] == "idle");
 }
 
@@ -293,10 +314,13 @@ TEST_CASE("record line: an unanswered call has nulls, an evicted one its own out
     d.end_time = Timestamp{1'500'000};
     d.final_status = 486;
     d.state = sip::DialogState::failed;
+    // Groups by name from the directory the shards classify with; a far end in none is "other".
+    peer::PeerDirectory peers;
+    peers.publish({peer::PeerRule{"carrier-a", {}, {}}, peer::PeerRule{"pbx", {}, {}}});
+    d.caller_peer = 1;
+    d.callee_peer = 2;
     CallRecord r;
-    r.dialog = dialog_figures("c1", "t1", d, false);
-    r.dialog.caller_group = "carrier-a";
-    r.dialog.callee_group = "pbx";
+    r.dialog = dialog_figures("c1", "t1", d, false, &peers);
     Json j = Json::parse(record_line(r));
     CHECK(j["outcome"] == "failed");
     CHECK(j["final_status"] == 486);
@@ -311,9 +335,17 @@ TEST_CASE("record line: an unanswered call has nulls, an evicted one its own out
     CHECK(j["callee_group"] == "pbx");
     CHECK(j["streams"].empty());
     CHECK(j["reported"].empty());
+    d.callee_peer = peer::kOtherPeer;
+    j = Json::parse(record_line(CallRecord{dialog_figures("c1", "t1", d, false, &peers), {}, {}}));
+    CHECK(j["callee_group"] == "other");
+    // Without groups configured, none are written (not even "other").
+    peer::PeerDirectory none;
+    none.publish({});
+    j = Json::parse(record_line(CallRecord{dialog_figures("c1", "t1", d, false, &none), {}, {}}));
+    CHECK_FALSE(j.contains("caller_group"));
 
     d.state = sip::DialogState::early;
-    r.dialog = dialog_figures("c1", "t1", d, true);
+    r.dialog = dialog_figures("c1", "t1", d, true, nullptr);
     j = Json::parse(record_line(r));
     CHECK(j["outcome"] == "evicted");
     CHECK(j["state"] == "evicted");

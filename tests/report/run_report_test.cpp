@@ -177,7 +177,7 @@ TEST_CASE("report: copies dropped by the duplicate filter, by kind", "[report]")
 
 TEST_CASE("report: streams known only from RTCP-JSON, each under its call with its figures", "[report][rtcp_json]") {
     Input input;
-    ShardCollector rtcp(20, rtp::QualityOptions{});
+    ShardCollector rtcp(20);
     // rtpengine's view of one stream of a call: 4 reports of 25 % lost on average, the last
     // cumulative count 20, jitter up to 160 units at PCMA's 8 kHz (20 ms), RTT 120 ms.
     rtp::ReportedStream s;
@@ -191,8 +191,8 @@ TEST_CASE("report: streams known only from RTCP-JSON, each under its call with i
     s.max_jitter = 160;
     s.codec = rtp::Codec::pcma;
     s.clock_rate = 8000;
-    rtcp.on_reported_stream_finished(rtp::ReportedKey{"engine-1@test", 0xE}, s, rtp::FinishReason::idle);
     const rtp::ReportedSummary sum = rtp::summarize_reported(s, rtp::QualityOptions{});
+    rtcp.on_reported_stream_finished({rtp::ReportedKey{"engine-1@test", 0xE}, s, sum, rtp::FinishReason::idle});
     REQUIRE(sum.has_quality);
     input.streams.reported.finished[static_cast<std::size_t>(rtp::FinishReason::idle)].add();
     input.streams.reported.lost_packets.add(20);

@@ -179,9 +179,7 @@ struct RecordingSink : StreamSink {
         finished.push_back({f.key, f.stream, f.binding != nullptr,
                             f.binding != nullptr ? f.binding->call_id : std::string(), f.summary, f.reason});
     }
-    void on_reported_stream_finished(const ReportedKey& key, const ReportedStream& stream, FinishReason) override {
-        reported.emplace_back(key, stream);
-    }
+    void on_reported_stream_finished(const FinishedReported& f) override { reported.emplace_back(f.key, f.stream); }
     const Finished* by_ssrc(std::uint32_t ssrc) const {
         for (const Finished& f : finished)
             if (f.key.ssrc == ssrc) return &f;

@@ -62,9 +62,8 @@ public:
         ++records;
         collector.on_stream_finished(f);
     }
-    void on_reported_stream_finished(const rtp::ReportedKey& key, const rtp::ReportedStream& stream,
-                                     rtp::FinishReason) override {
-        reported[{key.call_id, key.ssrc}].push_back(stream);
+    void on_reported_stream_finished(const rtp::FinishedReported& f) override {
+        reported[{f.key.call_id, f.key.ssrc}].push_back(f.stream);
     }
     void on_dialog_removed(std::string_view call_id, std::string_view from_tag, const sip::Dialog& d,
                            bool evicted) override {

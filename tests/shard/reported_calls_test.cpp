@@ -27,9 +27,8 @@ struct Reported {
 class Recorder final : public rtp::StreamSink {
 public:
     void on_stream_finished(const rtp::FinishedStream&) override { ++measured; }
-    void on_reported_stream_finished(const rtp::ReportedKey& key, const rtp::ReportedStream& stream,
-                                     rtp::FinishReason reason) override {
-        reported[{key.call_id, key.ssrc}].push_back({stream, std::string(rtp::to_string(reason))});
+    void on_reported_stream_finished(const rtp::FinishedReported& f) override {
+        reported[{f.key.call_id, f.key.ssrc}].push_back({f.stream, std::string(rtp::to_string(f.reason))});
     }
     std::map<std::pair<std::string, std::uint32_t>, std::vector<Reported>> reported;
     std::uint64_t measured = 0;
