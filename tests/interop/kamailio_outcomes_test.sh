@@ -6,20 +6,36 @@
 # report each final status, outcome and pair of groups as sipp saw them; and the recording rules
 # of config/prometheus/hepd-rules.yml, evaluated by promtool on hepd's counters, must give the
 # ASR, NER and SER computed from sipp's own statistics (-trace_stat). Loopback only; bounded.
+# Call records (daemon/records/RECORDS.md) are on: the record file has one line per call sipp
+# placed (by its Call-ID, from sipp's message trace) with that scenario's outcome, final status,
+# addresses and delays; and `hepd pcap --records` on a tcpdump recording of the HEP hepd received
+# gives the same records, field for field.
 #   kamailio_outcomes_test.sh HEPD_BINARY
-# Exit 77 (skipped) when kamailio, sipp or promtool is not installed.
+# Exit 77 (skipped) when kamailio, sipp, promtool or tcpdump is not installed or cannot capture.
+# KEEP_WORK=1 keeps the work folder (logs, recording, record files).
 set -euo pipefail
 HEPD=$1
 HERE=$(cd "$(dirname "$0")" && pwd)
 RULES=$(cd "$HERE/../../config/prometheus" && pwd)/hepd-rules.yml
-for tool in kamailio sipp promtool; do
+for tool in kamailio sipp promtool tcpdump; do
     command -v "$tool" >/dev/null || { echo "$tool missing: skipped"; exit 77; }
 done
 
 WORK=$(mktemp -d /tmp/hepd-outcomes.XXXXXX)
-PIDS=()
+TCPDUMP_USER=()
+[ "$(id -u)" -ne 0 ] || TCPDUMP_USER=(-Z root)
+PIDS=(); TCPDUMP_PID=""
+stop_tcpdump() {
+    [ -n "$TCPDUMP_PID" ] || return 0
+    kill -INT "$TCPDUMP_PID" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$TCPDUMP_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$TCPDUMP_PID" 2>/dev/null || true
+    wait "$TCPDUMP_PID" 2>/dev/null || true
+    TCPDUMP_PID=""
+}
 cleanup() {
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    stop_tcpdump
     sleep 0.3
     [ -n "${KEEP_WORK:-}" ] && echo "kept $WORK" || rm -rf "$WORK"
 }
@@ -33,7 +49,19 @@ UAC=127.0.0.10; UAS_OK=127.0.0.21; UAS_BUSY=127.0.0.22; UAS_UNAVAIL=127.0.0.23; 
 ANSWERED=4; BUSY=3; UNAVAILABLE=2; CANCELLED=2; UNANSWERED=2
 
 mkdir -p "$WORK/state"
+# Records written soon after each call: dialogs leave the table 2 s after their end and their
+# record is written at once (no media to wait for), each batch as it comes.
+RECORDS=$WORK/state/records/calls.jsonl
 cat >"$WORK/hepd.yaml" <<YAML
+timers:
+  dialog_linger: 2s
+records:
+  enabled: true
+  path: records/calls.jsonl
+  hold: 0s
+  flush_interval: 0s
+pcap:
+  hep_ports: [$HEP_PORT]
 peers:
   - name: customers
     cidr: ["$UAC/32"]
@@ -46,6 +74,20 @@ YAML
     --state-dir "$WORK/state" --cores 2 >"$WORK/hepd.log" 2>&1 &
 HEPD_PID=$!
 PIDS+=("$HEPD_PID")
+
+# What hepd receives, for `hepd pcap --records`.
+tcpdump -i lo -n -U --immediate-mode -B 8192 "${TCPDUMP_USER[@]}" -w "$WORK/hep.pcap" "udp and dst port $HEP_PORT" \
+    2>"$WORK/tcpdump.log" &
+TCPDUMP_PID=$!
+for _ in $(seq 100); do
+    grep -q "listening on" "$WORK/tcpdump.log" && break
+    if ! kill -0 "$TCPDUMP_PID" 2>/dev/null; then
+        cat "$WORK/tcpdump.log"
+        if grep -qi "permission\|not permitted" "$WORK/tcpdump.log"; then echo "tcpdump cannot capture here: skipped"; exit 77; fi
+        echo "BAD tcpdump did not start"; exit 1
+    fi
+    sleep 0.1
+done
 
 sed -e "s/@KAMAILIO_PORT@/$KAM_PORT/" -e "s/@HEP_PORT@/$HEP_PORT/" -e "s/@UAS_OK@/$UAS_OK:$SIP_PORT/" \
     -e "s/@UAS_BUSY@/$UAS_BUSY:$SIP_PORT/" -e "s/@UAS_UNAVAIL@/$UAS_UNAVAIL:$SIP_PORT/" \
@@ -74,11 +116,13 @@ for _ in $(seq 50); do
 done
 sleep 1
 
+# Each caller's messages are traced (-trace_msg): the Call-IDs of its INVITEs name its calls.
 uac() {  # uac NAME USER CALLS SCENARIO-ARGS...
     local name=$1 user=$2 calls=$3
     shift 3
     timeout 60 sipp "$@" "127.0.0.1:$KAM_PORT" -s "$user" -m "$calls" -r 5 -i "$UAC" -p "$SIP_PORT" -nostdin \
-        -trace_stat -stf "$WORK/$name.csv" >"$WORK/uac_$name.log" 2>&1 || true
+        -trace_stat -stf "$WORK/$name.csv" -trace_msg -message_file "$WORK/$name.messages" \
+        >"$WORK/uac_$name.log" 2>&1 || true
 }
 uac answered ok "$ANSWERED" -sn uac -d 500
 uac busy busy "$BUSY" -sf "$WORK/uac_486.xml"
@@ -94,7 +138,7 @@ import sys, urllib.request
 text = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=5).read().decode()
 family, wanted = sys.argv[2], [f'{kv.split("=", 1)[0]}="{kv.split("=", 1)[1]}"' for kv in sys.argv[3:]]
 print(int(sum(float(line.split()[-1]) for line in text.splitlines()
-              if line.startswith(family + "{") and all(w in line for w in wanted))))
+              if line.startswith((family + "{", family + " ")) and all(w in line for w in wanted))))
 PY
 }
 CALLS=$((ANSWERED + BUSY + UNAVAILABLE + CANCELLED + UNANSWERED))
@@ -231,10 +275,150 @@ for what, got, want in [("after SIGHUP: answered, customers -> carrier-c", final
 sys.exit(1 if bad else 0)
 PY
 
+# The calls sipp placed, by the Call-IDs of the INVITEs each caller sent (a retransmission is the
+# same call); each call's record is due 2 s after its end.
+PLACED=$(python3 - "$WORK" <<'PY'
+import json, re, sys
+work = sys.argv[1]
+calls = {}
+for name in ["answered", "busy", "unavailable", "cancelled", "unanswered", "reloaded"]:
+    # -trace_msg: each message follows a dashed line, a "UDP message sent/received" line and a
+    # blank one.
+    for block in re.split(r"^-{10,}.*$", open(f"{work}/{name}.messages").read(), flags=re.M):
+        text = block.strip().split("\n", 2)
+        if len(text) == 3 and " message sent" in text[0] and text[2].startswith("INVITE "):
+            call_id = re.search(r"^(?:Call-ID|i)\s*:\s*(\S+)", text[2], flags=re.M | re.I).group(1)
+            calls[call_id] = name
+json.dump(calls, open(f"{work}/calls.json", "w"))
+print(len(calls))
+PY
+)
+echo "calls sipp placed: $PLACED"
+for _ in $(seq 100); do
+    [ "$(family_sum hepd_records_written_total)" -ge "$PLACED" ] && break
+    sleep 0.2
+done
+curl -s "http://127.0.0.1:$METRICS_PORT/metrics" >"$WORK/metrics_records.txt"
+
+# Stop hepd first (its shutdown must be clean and write no record twice), then the recording.
 kill -TERM "$HEPD_PID"
 for _ in $(seq 50); do kill -0 "$HEPD_PID" 2>/dev/null || break; sleep 0.1; done
 wait "$HEPD_PID" && rc=0 || rc=$?
 [ "$rc" -eq 0 ] || { echo "BAD hepd exit status $rc"; status=1; }
+stop_tcpdump
+tail -3 "$WORK/tcpdump.log"
+# A busy machine may drop a packet from the recording (not from hepd's socket): then the offline
+# records may lack what it carried, and only the live ones are held to sipp's calls.
+TCPDUMP_DROPS=$(sed -n 's/^\([0-9]*\) packets dropped by kernel$/\1/p' "$WORK/tcpdump.log")
+"$HEPD" pcap "$WORK/hep.pcap" --config "$WORK/hepd.yaml" --records "$WORK/offline.jsonl" >"$WORK/pcap.log" 2>&1 ||
+    { echo "BAD hepd pcap exit status"; cat "$WORK/pcap.log"; status=1; }
+
+python3 - "$WORK" "$RECORDS" "$UAC" "$SIP_PORT" "$KAM_PORT" "${TCPDUMP_DROPS:-0}" <<'PY' || status=1
+import json, re, sys
+work, records, uac, sip_port, kam_port, recording_drops = sys.argv[1:7]
+sip_port, kam_port, recording_drops = int(sip_port), int(kam_port), int(recording_drops)
+calls = json.load(open(f"{work}/calls.json"))
+failures = []
+def check(what, got, want):
+    ok = got == want
+    print(("ok  " if ok else "BAD ") + f"{what}: {got!r} (expected {want!r})")
+    if not ok:
+        failures.append(what)
+
+samples = {}
+for line in open(f"{work}/metrics_records.txt"):
+    m = re.match(r'([a-zA-Z0-9_:]+)(\{.*\})? ([0-9.e+-]+)$', line.strip())
+    if m:
+        samples[m.group(1)] = samples.get(m.group(1), 0) + float(m.group(3))
+check("hepd records written", samples.get("hepd_records_written_total"), len(calls))
+check("hepd records dropped", samples.get("hepd_records_dropped_total", 0), 0)
+check("hepd records write errors", samples.get("hepd_records_write_errors_total"), 0)
+
+def load(path):
+    text = open(path, encoding="utf-8").read()
+    check(f"{path.rsplit('/', 1)[-1]} ends with a whole line", text.endswith("\n"), True)
+    return [json.loads(line) for line in text.splitlines()]
+live = load(records)
+check("record lines (one per call sipp placed)", len(live), len(calls))
+check("records with schema version 1", sum(r.get("v") == 1 for r in live), len(live))
+check("Call-IDs in the records and not placed by sipp, or placed and in no record",
+      sorted({r["call_id"] for r in live} ^ set(calls)), [])
+
+# What each scenario is, as a record: outcome, final status, state, who hung up, the answer to
+# the BYE, the fields each must have and those it cannot have. sipp's built-in UAS rings (180)
+# before it answers; the ringer rings until the CANCEL, the caller's or Kamailio's on its timer.
+answered = dict(outcome="completed", final_status=200, state="terminated", hangup="caller", bye_status=200,
+                present=["ringing", "answer", "bye", "end", "srd_ms", "pdd_ms", "setup_ms", "duration_ms", "sdd_ms"],
+                absent=["cancel", "q850_cause"])
+refused = dict(outcome="failed", state="failed", hangup=None, bye_status=None, present=["end", "srd_ms"],
+               absent=["ringing", "answer", "cancel", "bye", "pdd_ms", "setup_ms", "duration_ms", "sdd_ms"])
+scenario = {
+    "answered": dict(answered, user="ok", pause_ms=500),
+    "reloaded": dict(answered, user="ok", pause_ms=200),
+    "busy": dict(refused, user="busy", final_status=486),
+    "unavailable": dict(refused, user="unavail", final_status=503),
+    "cancelled": dict(outcome="cancelled", final_status=487, state="cancelled", user="ring", hangup=None,
+                      bye_status=None, present=["ringing", "cancel", "end", "srd_ms", "pdd_ms"],
+                      absent=["answer", "bye", "setup_ms", "duration_ms", "sdd_ms"]),
+    "unanswered": dict(outcome="failed", final_status=408, state="failed", user="ring", hangup=None, bye_status=None,
+                       present=["ringing", "end", "srd_ms", "pdd_ms"],
+                       absent=["answer", "bye", "setup_ms", "duration_ms", "sdd_ms"]),
+}
+wrong = 0
+for r in live:
+    want = scenario.get(calls.get(r["call_id"]))
+    if want is None:  # not sipp's: counted above
+        continue
+    # The caller is sipp's address; the INVITE's first hop goes to Kamailio (the callee side of
+    # a relayed call, RECORDS.md).
+    got = {k: r.get(k) for k in ["outcome", "final_status", "state", "hangup", "bye_status", "to_user",
+                                 "caller_ip", "caller_port", "callee_ip", "callee_port", "hops", "streams", "reported"]}
+    expect = {k: want[k] for k in ["outcome", "final_status", "state", "hangup", "bye_status"]}
+    expect.update(to_user=want["user"], caller_ip=uac, caller_port=sip_port, callee_ip="127.0.0.1",
+                  callee_port=kam_port, hops=2, streams=[], reported=[])
+    problems = [f"{k} {got[k]!r}, not {expect[k]!r}" for k in expect if got[k] != expect[k]]
+    problems += [f"{k} missing" for k in want["present"] if r.get(k) is None]
+    problems += [f"{k} {r[k]!r}, not null" for k in want["absent"] if r.get(k) is not None]
+    # sipp pauses this long between its ACK and its BYE: the call lasted at least that.
+    if "pause_ms" in want and (r.get("duration_ms") or 0) < want["pause_ms"]:
+        problems.append(f"duration_ms {r.get('duration_ms')!r} under sipp's pause of {want['pause_ms']} ms")
+    if problems:
+        wrong += 1
+        print(f"BAD record of {r['call_id']} ({calls[r['call_id']]}): " + "; ".join(problems))
+check("records as sipp's scenario made the call", wrong, 0)
+
+# The offline records of the recording: the same, field for field, whatever fields the records
+# have. Expected differences, each with its reason:
+def regrouped(field, live_record, offline_record):
+    # The offline run reads the configuration as it is after the SIGHUP, under which the answering
+    # callee is in carrier-c; the live records of the calls placed before it kept carrier-a.
+    return (field == "callee_group" and calls.get(live_record["call_id"]) == "answered" and
+            live_record.get(field) == "carrier-a" and offline_record.get(field) == "carrier-c")
+expected_differences = [regrouped]
+# Records pair by their dialog (Call-ID, From-tag); each pair is compared on every field either has.
+offline = load(f"{work}/offline.jsonl")
+dialog = lambda r: (r["call_id"], r["from_tag"])
+live_by, offline_by = {dialog(r): r for r in live}, {dialog(r): r for r in offline}
+differences = [f"{k[0]}: only live" for k in live_by.keys() - offline_by.keys()]
+differences += [f"{k[0]}: only offline" for k in offline_by.keys() - live_by.keys()]
+for a in sorted(live, key=lambda r: (r["start"], r["call_id"])):
+    b = offline_by.get(dialog(a))
+    if b is None:
+        continue
+    for field in sorted(set(a) | set(b)):
+        if a.get(field, "(absent)") != b.get(field, "(absent)") and not any(e(field, a, b) for e in expected_differences):
+            differences.append(f"{a['call_id']}: {field} live {a.get(field, '(absent)')!r}, "
+                               f"offline {b.get(field, '(absent)')!r}")
+for d in differences:
+    print(("note " if recording_drops else "BAD  ") + "offline record: " + d)
+if recording_drops:
+    print(f"tcpdump dropped {recording_drops} packets: the offline records are not held to the live ones")
+else:
+    check("offline records (hepd pcap --records) different from the live ones", len(differences), 0)
+    check("offline records", len(offline), len(calls))
+sys.exit(1 if failures else 0)
+PY
+
 if [ "$status" -ne 0 ]; then
     echo "--- hepd log"; tail -20 "$WORK/hepd.log"
     echo "--- kamailio log"; tail -20 "$WORK/kamailio.log"
