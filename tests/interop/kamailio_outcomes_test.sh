@@ -313,9 +313,11 @@ TCPDUMP_DROPS=$(sed -n 's/^\([0-9]*\) packets dropped by kernel$/\1/p' "$WORK/tc
 "$HEPD" pcap "$WORK/hep.pcap" --config "$WORK/hepd.yaml" --records "$WORK/offline.jsonl" >"$WORK/pcap.log" 2>&1 ||
     { echo "BAD hepd pcap exit status"; cat "$WORK/pcap.log"; status=1; }
 
-python3 - "$WORK" "$RECORDS" "$UAC" "$SIP_PORT" "$KAM_PORT" "${TCPDUMP_DROPS:-0}" <<'PY' || status=1
+python3 - "$WORK" "$RECORDS" "$UAC" "$SIP_PORT" "$KAM_PORT" "${TCPDUMP_DROPS:-0}" \
+    "$UAS_OK" "$UAS_BUSY" "$UAS_UNAVAIL" "$UAS_RING" <<'PY' || status=1
 import json, re, sys
 work, records, uac, sip_port, kam_port, recording_drops = sys.argv[1:7]
+uas_ok, uas_busy, uas_unavail, uas_ring = sys.argv[7:11]
 sip_port, kam_port, recording_drops = int(sip_port), int(kam_port), int(recording_drops)
 calls = json.load(open(f"{work}/calls.json"))
 failures = []
@@ -352,15 +354,19 @@ answered = dict(outcome="completed", final_status=200, state="terminated", hangu
                 absent=["cancel", "q850_cause"])
 refused = dict(outcome="failed", state="failed", hangup=None, bye_status=None, present=["end", "srd_ms"],
                absent=["ringing", "answer", "cancel", "bye", "pdd_ms", "setup_ms", "duration_ms", "sdd_ms"])
+# The callee side is the UAS Kamailio relayed the INVITE to; the groups are those of the
+# configuration in force when the call started (the SIGHUP moved the answering UAS to carrier-c).
 scenario = {
-    "answered": dict(answered, user="ok", pause_ms=500),
-    "reloaded": dict(answered, user="ok", pause_ms=200),
-    "busy": dict(refused, user="busy", final_status=486),
-    "unavailable": dict(refused, user="unavail", final_status=503),
+    "answered": dict(answered, user="ok", pause_ms=500, uas=uas_ok, group="carrier-a"),
+    "reloaded": dict(answered, user="ok", pause_ms=200, uas=uas_ok, group="carrier-c"),
+    "busy": dict(refused, user="busy", final_status=486, uas=uas_busy, group="carrier-a"),
+    "unavailable": dict(refused, user="unavail", final_status=503, uas=uas_unavail, group="carrier-b"),
     "cancelled": dict(outcome="cancelled", final_status=487, state="cancelled", user="ring", hangup=None,
+                      uas=uas_ring, group="carrier-b",
                       bye_status=None, present=["ringing", "cancel", "end", "srd_ms", "pdd_ms"],
                       absent=["answer", "bye", "setup_ms", "duration_ms", "sdd_ms"]),
     "unanswered": dict(outcome="failed", final_status=408, state="failed", user="ring", hangup=None, bye_status=None,
+                       uas=uas_ring, group="carrier-b",
                        present=["ringing", "end", "srd_ms", "pdd_ms"],
                        absent=["answer", "bye", "setup_ms", "duration_ms", "sdd_ms"]),
 }
@@ -369,13 +375,16 @@ for r in live:
     want = scenario.get(calls.get(r["call_id"]))
     if want is None:  # not sipp's: counted above
         continue
-    # The caller is sipp's address; the INVITE's first hop goes to Kamailio (the callee side of
-    # a relayed call, RECORDS.md).
-    got = {k: r.get(k) for k in ["outcome", "final_status", "state", "hangup", "bye_status", "to_user",
-                                 "caller_ip", "caller_port", "callee_ip", "callee_port", "hops", "streams", "reported"]}
+    # The caller is sipp's address; the INVITE's first hop goes to Kamailio (callee_*), its last
+    # from Kamailio to the UAS (callee_side_*, RECORDS.md).
+    fields = ["outcome", "final_status", "state", "hangup", "bye_status", "to_user", "caller_ip", "caller_port",
+              "callee_ip", "callee_port", "callee_side_ip", "callee_side_port", "caller_group", "callee_group",
+              "hops", "streams", "reported"]
+    got = {k: r.get(k) for k in fields}
     expect = {k: want[k] for k in ["outcome", "final_status", "state", "hangup", "bye_status"]}
     expect.update(to_user=want["user"], caller_ip=uac, caller_port=sip_port, callee_ip="127.0.0.1",
-                  callee_port=kam_port, hops=2, streams=[], reported=[])
+                  callee_port=kam_port, callee_side_ip=want["uas"], callee_side_port=sip_port,
+                  caller_group="customers", callee_group=want["group"], hops=2, streams=[], reported=[])
     problems = [f"{k} {got[k]!r}, not {expect[k]!r}" for k in expect if got[k] != expect[k]]
     problems += [f"{k} missing" for k in want["present"] if r.get(k) is None]
     problems += [f"{k} {r[k]!r}, not null" for k in want["absent"] if r.get(k) is not None]
