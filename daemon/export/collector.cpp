@@ -589,8 +589,9 @@ void Collector::collect_records(Writer& out) const {
     out.add(as_double(f.write_errors));
     out.counter("hepd_records_dropped_total",
                 "Dialogs, streams or lines that did not reach the call-record file, by reason.");
-    for (std::size_t r = 0; r < kRecordDropReasons.size(); ++r)
-        out.add(as_double(r < f.dropped.size() ? f.dropped[r] : 0), {{"reason", std::string(kRecordDropReasons[r])}});
+    for (std::size_t r = 0; r < f.dropped.size(); ++r)
+        out.add(as_double(f.dropped[r]),
+                {{"reason", std::string(records::to_string(static_cast<records::DropReason>(r)))}});
     out.counter("hepd_records_unbound_streams_total",
                 "Finished streams no SDP bound to a call: measured, but in no call record.");
     out.add(as_double(f.unbound_streams));

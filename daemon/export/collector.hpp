@@ -6,6 +6,8 @@
 // Thread-safety: register every source (add_*, set_*) before the exporter starts serving;
 // afterwards Collect() only reads, from the HTTP server's threads, possibly two at a time. The
 // sources must outlive the exporter (destroy or stop() the Exporter first).
+#include "records/drop_reason.hpp"
+
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
 
@@ -71,15 +73,11 @@ struct RecordFigures {
     std::uint64_t bytes = 0;
     std::uint64_t rotations = 0;
     std::uint64_t write_errors = 0;
-    // By reason, in the order of kRecordDropReasons.
-    std::vector<std::uint64_t> dropped;
+    std::array<std::uint64_t, records::kDropReasonCount> dropped{};  // by records::DropReason
     std::uint64_t unbound_streams = 0;
     std::int64_t held = 0;
     std::int64_t waiting = 0;
 };
-// records::DropReason names, in its order.
-inline constexpr std::array<std::string_view, 5> kRecordDropReasons{"queue_full", "media_cap", "media_expired",
-                                                                    "write_error", "shutdown"};
 
 // "other" then every name of the map, by agent index: CollectorOptions::agent_names.
 std::vector<std::string> agent_names(const intake::AgentMap& agents);

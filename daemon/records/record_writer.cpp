@@ -5,17 +5,6 @@
 
 namespace hepd::records {
 
-std::string_view to_string(DropReason reason) noexcept {
-    switch (reason) {
-    case DropReason::queue_full: return "queue_full";
-    case DropReason::media_cap: return "media_cap";
-    case DropReason::media_expired: return "media_expired";
-    case DropReason::write_error: return "write_error";
-    case DropReason::shutdown: return "shutdown";
-    }
-    return "unknown";
-}
-
 void ShardRecorder::push(RecordEvent event) {
     auto boxed = std::make_unique<RecordEvent>(std::move(event));
     if (!queue_.try_push(boxed)) dropped_.add();

@@ -10,6 +10,7 @@
 #include "core/stats.hpp"
 #include "core/time.hpp"
 #include "records/call_record.hpp"
+#include "records/drop_reason.hpp"
 #include "records/record_file.hpp"
 #include "records/record_joiner.hpp"
 #include "rtp/stream_table.hpp"
@@ -27,17 +28,6 @@
 #include <vector>
 
 namespace hepd::records {
-
-// Why a dialog or stream did not reach the file (hepd_records_dropped_total{reason}).
-enum class DropReason : std::uint8_t {
-    queue_full,     // a shard's queue to the writer was full: the event was dropped
-    media_cap,      // a finished stream waited for its dialog beyond max_waiting_media
-    media_expired,  // a finished stream waited longer than the longest call for its dialog
-    write_error,    // the line was built but the write failed (disk full, ...)
-    shutdown,       // a stream still waiting for its dialog when the daemon stopped
-};
-inline constexpr std::size_t kDropReasonCount = 5;
-std::string_view to_string(DropReason reason) noexcept;
 
 struct RecordStats {
     Counter written;  // lines written to the file
