@@ -513,11 +513,14 @@ void DialogTable::classify_peers(Dialog& d) {
 
 // The INVITE relayed on: a copy sent by the current callee side (same endpoint, or the same host
 // from another port as over TCP) moves the callee side one hop further. Copies arriving in
-// another order, or from elsewhere, leave it where it is.
+// another order, or from elsewhere, leave it where it is, and so does a copy going back to the
+// caller's host (a spiral), unless every party is on one host (a lab, a loopback test).
 void DialogTable::follow_callee_side(Dialog& d, const PacketMeta& meta) {
     const bool relayed = meta.src == d.callee_side ||
                          (meta.src.address == d.callee_side.address && meta.dst.address != meta.src.address);
-    if (!relayed || meta.dst == d.callee_side || meta.dst.address == d.caller.address) return;
+    const bool back_to_caller =
+        meta.dst == d.caller || (meta.dst.address == d.caller.address && meta.dst.address != meta.src.address);
+    if (!relayed || meta.dst == d.callee_side || back_to_caller) return;
     d.callee_side = meta.dst;
     d.callee_agent = static_cast<std::uint8_t>(meta.agent < kMaxAgents ? meta.agent : 0);
     d.callee_peer = peers_.classify(d.callee_side.address, d.callee_agent);

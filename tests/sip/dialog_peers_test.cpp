@@ -128,6 +128,14 @@ TEST_CASE("peer groups: caller side is the first hop's sender, callee side the l
         CHECK(h.dialog()->callee_side == ep(P));
         CHECK(h.dialog()->callee_peer == 2);
     }
+    SECTION("every party on one host (loopback): the ports tell the hops apart") {
+        const Sip inv_a = Sip{};
+        h.send(inv_a, "127.0.0.1:5061", "127.0.0.1:5060", ms(0));
+        h.send(inv_a.with_branch("z9hG4bK-p1"), "127.0.0.1:5060", "127.0.0.1:5070", ms(1));
+        CHECK(h.dialog()->callee_side == ep("127.0.0.1:5070"));
+        h.send(inv_a.with_branch("z9hG4bK-spiral"), "127.0.0.1:5070", "127.0.0.1:5061", ms(2));
+        CHECK(h.dialog()->callee_side == ep("127.0.0.1:5070"));  // back to the caller itself
+    }
     SECTION("over TCP the proxy sends from another port of the same host") {
         const Sip inv_a = Sip{};
         h.send(inv_a, A, P, ms(0));
