@@ -22,17 +22,9 @@ for tool in kamailio sipp promtool tcpdump; do
 done
 
 WORK=$(mktemp -d /tmp/hepd-outcomes.XXXXXX)
-TCPDUMP_USER=()
-[ "$(id -u)" -ne 0 ] || TCPDUMP_USER=(-Z root)
-PIDS=(); TCPDUMP_PID=""
-stop_tcpdump() {
-    [ -n "$TCPDUMP_PID" ] || return 0
-    kill -INT "$TCPDUMP_PID" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$TCPDUMP_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$TCPDUMP_PID" 2>/dev/null || true
-    wait "$TCPDUMP_PID" 2>/dev/null || true
-    TCPDUMP_PID=""
-}
+PIDS=()
+# shellcheck source=capture.sh
+source "$HERE/capture.sh"
 cleanup() {
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
     stop_tcpdump
@@ -76,18 +68,7 @@ HEPD_PID=$!
 PIDS+=("$HEPD_PID")
 
 # What hepd receives, for `hepd pcap --records`.
-tcpdump -i lo -n -U --immediate-mode -B 8192 "${TCPDUMP_USER[@]}" -w "$WORK/hep.pcap" "udp and dst port $HEP_PORT" \
-    2>"$WORK/tcpdump.log" &
-TCPDUMP_PID=$!
-for _ in $(seq 100); do
-    grep -q "listening on" "$WORK/tcpdump.log" && break
-    if ! kill -0 "$TCPDUMP_PID" 2>/dev/null; then
-        cat "$WORK/tcpdump.log"
-        if grep -qi "permission\|not permitted" "$WORK/tcpdump.log"; then echo "tcpdump cannot capture here: skipped"; exit 77; fi
-        echo "BAD tcpdump did not start"; exit 1
-    fi
-    sleep 0.1
-done
+start_tcpdump "$WORK/hep.pcap" "udp and dst port $HEP_PORT" -B 8192
 
 sed -e "s/@KAMAILIO_PORT@/$KAM_PORT/" -e "s/@HEP_PORT@/$HEP_PORT/" -e "s/@UAS_OK@/$UAS_OK:$SIP_PORT/" \
     -e "s/@UAS_BUSY@/$UAS_BUSY:$SIP_PORT/" -e "s/@UAS_UNAVAIL@/$UAS_UNAVAIL:$SIP_PORT/" \
@@ -309,11 +290,11 @@ stop_tcpdump
 tail -3 "$WORK/tcpdump.log"
 # A busy machine may drop a packet from the recording (not from hepd's socket): then the offline
 # records may lack what it carried, and only the live ones are held to sipp's calls.
-TCPDUMP_DROPS=$(sed -n 's/^\([0-9]*\) packets dropped by kernel$/\1/p' "$WORK/tcpdump.log")
+TCPDUMP_DROPS=$(tcpdump_drops)
 "$HEPD" pcap "$WORK/hep.pcap" --config "$WORK/hepd.yaml" --records "$WORK/offline.jsonl" >"$WORK/pcap.log" 2>&1 ||
     { echo "BAD hepd pcap exit status"; cat "$WORK/pcap.log"; status=1; }
 
-python3 - "$WORK" "$RECORDS" "$UAC" "$SIP_PORT" "$KAM_PORT" "${TCPDUMP_DROPS:-0}" \
+python3 - "$WORK" "$RECORDS" "$UAC" "$SIP_PORT" "$KAM_PORT" "$TCPDUMP_DROPS" \
     "$UAS_OK" "$UAS_BUSY" "$UAS_UNAVAIL" "$UAS_RING" <<'PY' || status=1
 import json, re, sys
 work, records, uac, sip_port, kam_port, recording_drops = sys.argv[1:7]

@@ -28,11 +28,9 @@ DTMF_PCAP=$(dpkg -L sip-tester 2>/dev/null | grep '/dtmf_2833_1\.pcap$' | head -
 if [ ! -r "$G711A_PCAP" ] || [ ! -r "$DTMF_PCAP" ]; then echo "sipp's sample pcaps missing: skipped"; exit 77; fi
 
 WORK=$(mktemp -d /tmp/hepd-interop-media.XXXXXX)
-# As root, tcpdump drops to its own user before it creates the output file (in a private folder,
-# or a fixture folder owned by root): keep root for this short capture.
-TCPDUMP_USER=()
-[ "$(id -u)" -ne 0 ] || TCPDUMP_USER=(-Z root)
-TCPDUMP_PID=""; KAMAILIO_PID=""; PIDS=()
+KAMAILIO_PID=""; PIDS=()
+# shellcheck source=capture.sh
+source "$HERE/capture.sh"
 stop_kamailio() {
     [ -n "$KAMAILIO_PID" ] || return 0
     # The main process stops its children on SIGTERM; whatever survives it is found by this
@@ -41,14 +39,6 @@ stop_kamailio() {
     wait "$KAMAILIO_PID" 2>/dev/null || true
     for p in $(pgrep -f "kamailio -f $WORK/kamailio.cfg" || true); do kill -KILL "$p" 2>/dev/null || true; done
     KAMAILIO_PID=""
-}
-stop_tcpdump() {  # SIGINT makes tcpdump flush and close the file; then wait for it
-    [ -n "$TCPDUMP_PID" ] || return 0
-    kill -INT "$TCPDUMP_PID" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$TCPDUMP_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$TCPDUMP_PID" 2>/dev/null || true
-    wait "$TCPDUMP_PID" 2>/dev/null || true
-    TCPDUMP_PID=""
 }
 cleanup() {
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -116,22 +106,9 @@ UAC_MEDIA_LAST=$((UAC_MEDIA + 4 * CALLS + 3))
 PCAP=${RECORD:-$WORK/calls.pcap}
 echo "ports: kamailio $KAM_PORT, uac $UAC_PORT (media $UAC_MEDIA-$UAC_MEDIA_LAST), uas $UAS_PORT (media $UAS_MEDIA)"
 
-# Loopback, only this test's ports. -U writes each packet as it comes and --immediate-mode hands
-# it over at once: without it the kernel delivers whole buffer blocks (up to a second late) and
-# a SIGINT loses the last block, i.e. the end of the last calls.
+# Loopback, only this test's ports.
 FILTER="udp and (port $KAM_PORT or port $UAC_PORT or port $UAS_PORT or portrange $UAC_MEDIA-$UAC_MEDIA_LAST or portrange $UAS_MEDIA-$((UAS_MEDIA + 3)))"
-tcpdump -i lo -n -U --immediate-mode "${TCPDUMP_USER[@]}" -w "$PCAP" "$FILTER" 2>"$WORK/tcpdump.log" &
-TCPDUMP_PID=$!
-for _ in $(seq 100); do
-    grep -q "listening on" "$WORK/tcpdump.log" && break
-    if ! kill -0 "$TCPDUMP_PID" 2>/dev/null; then
-        cat "$WORK/tcpdump.log"
-        if grep -qi "permission\|not permitted" "$WORK/tcpdump.log"; then echo "tcpdump cannot capture here: skipped"; exit 77; fi
-        echo "BAD tcpdump did not start"; exit 1
-    fi
-    sleep 0.1
-done
-grep -q "listening on" "$WORK/tcpdump.log" || { echo "BAD tcpdump not listening after 10 s"; exit 1; }
+start_tcpdump "$PCAP" "$FILTER"
 
 sed -e "s/@KAMAILIO_PORT@/$KAM_PORT/" -e "s/@HEP_PORT@/9/" -e "s/@UAS_PORT@/$UAS_PORT/" \
     -e "s/@BUSY_PORT@/$UAS_PORT/" "$HERE/kamailio.cfg.in" >"$WORK/kamailio.cfg"

@@ -29,9 +29,9 @@ G711A_PCAP=$(dpkg -L sip-tester 2>/dev/null | grep '/g711a\.pcap$' | head -1 || 
 
 CALLS=10; RATE=5; SPEECH_PAUSE_MS=3000
 WORK=$(mktemp -d /tmp/hepd-interop-rtpengine.XXXXXX)
-TCPDUMP_USER=()
-[ "$(id -u)" -ne 0 ] || TCPDUMP_USER=(-Z root)
-HEPD_PID=""; KAMAILIO_PID=""; RTPENGINE_PID=""; TCPDUMP_PID=""; PIDS=()
+HEPD_PID=""; KAMAILIO_PID=""; RTPENGINE_PID=""; PIDS=()
+# shellcheck source=capture.sh
+source "$HERE/capture.sh"
 stop() {  # pid: TERM, then KILL after 5 s
     [ -n "$1" ] || return 0
     kill -TERM "$1" 2>/dev/null || true
@@ -44,14 +44,6 @@ stop_kamailio() {
     stop "$KAMAILIO_PID"
     for p in $(pgrep -f "kamailio -f $WORK/kamailio.cfg" || true); do kill -KILL "$p" 2>/dev/null || true; done
     KAMAILIO_PID=""
-}
-stop_tcpdump() {
-    [ -n "$TCPDUMP_PID" ] || return 0
-    kill -INT "$TCPDUMP_PID" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$TCPDUMP_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$TCPDUMP_PID" 2>/dev/null || true
-    wait "$TCPDUMP_PID" 2>/dev/null || true
-    TCPDUMP_PID=""
 }
 cleanup() {
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -122,18 +114,7 @@ EOF
 HEPD_PID=$!
 
 # What hepd receives, for the offline half.
-tcpdump -i lo -n -U --immediate-mode -B 8192 "${TCPDUMP_USER[@]}" -w "$WORK/hep.pcap" "udp and dst port $HEP_PORT" \
-    2>"$WORK/tcpdump.log" &
-TCPDUMP_PID=$!
-for _ in $(seq 100); do
-    grep -q "listening on" "$WORK/tcpdump.log" && break
-    if ! kill -0 "$TCPDUMP_PID" 2>/dev/null; then
-        cat "$WORK/tcpdump.log"
-        if grep -qi "permission\|not permitted" "$WORK/tcpdump.log"; then echo "tcpdump cannot capture here: skipped"; exit 77; fi
-        echo "BAD tcpdump did not start"; exit 1
-    fi
-    sleep 0.1
-done
+start_tcpdump "$WORK/hep.pcap" "udp and dst port $HEP_PORT" -B 8192
 
 # User space only (--table=-1): no kernel module, nothing to clean up in the kernel. Its own
 # ports, so a packaged rtpengine service (Debian's listens on 2223) does not collide with it.
@@ -312,11 +293,11 @@ stop_tcpdump
 tail -3 "$WORK/tcpdump.log"
 # A busy machine may still drop a packet from the recording (not from hepd's socket): then a
 # stream may count fewer reports offline; its figures stay (the sender's are the same each time).
-TCPDUMP_DROPS=$(sed -n 's/^\([0-9]*\) packets dropped by kernel$/\1/p' "$WORK/tcpdump.log")
+TCPDUMP_DROPS=$(tcpdump_drops)
 
 "$HEPD" pcap "$WORK/hep.pcap" --config "$WORK/hepd.yaml" --cores "$CORES" --json "$WORK/report.json" \
     --records "$WORK/offline.jsonl" >"$WORK/pcap.log" 2>&1 || { echo "BAD hepd pcap exit status"; cat "$WORK/pcap.log"; status=1; }
-python3 - "$WORK" "${TCPDUMP_DROPS:-0}" <<'PY' || status=1
+python3 - "$WORK" "$TCPDUMP_DROPS" <<'PY' || status=1
 import json, sys
 work, recording_drops = sys.argv[1], int(sys.argv[2])
 sides = json.load(open(f"{work}/rtcp.json"))
