@@ -399,10 +399,14 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, Binding binding)
 void StreamTable::bind(const MediaBinding& binding) { apply_binding(media_key(binding.media), make_binding(binding)); }
 
 // Its dialog has ended: gone now if no stream uses it, else when the last one leaves (join()).
-// Its reported streams are that call's receiver views: they finish now, whatever still uses it.
-void StreamTable::release_binding(std::uint32_t b) {
-    while (bindings_.entry(b).value.reported_head != kNone)
-        end_reported(bindings_.entry(b).value.reported_head, FinishReason::call_ended);
+// Its reported streams are that call's receiver views: they finish now, whatever still uses it
+// (those already idle at `when` as expire() would have finished them).
+void StreamTable::release_binding(std::uint32_t b, Timestamp when) {
+    while (bindings_.entry(b).value.reported_head != kNone) {
+        const std::uint32_t r = bindings_.entry(b).value.reported_head;
+        const bool idle = reported_.entry(r).value.stream.last.us + config_.stream_idle_timeout_us <= when.us;
+        end_reported(r, idle ? FinishReason::idle : FinishReason::call_ended);
+    }
     BindingEntry& e = bindings_[b];
     if (e.streams != 0) {
         e.released = true;
@@ -412,7 +416,8 @@ void StreamTable::release_binding(std::uint32_t b) {
     drop_binding(b);
 }
 
-void StreamTable::unbind(const Endpoint& media, const Endpoint& peer, std::string_view call_id, std::uint32_t dialog) {
+void StreamTable::unbind(const Endpoint& media, const Endpoint& peer, std::string_view call_id, std::uint32_t dialog,
+                         Timestamp when) {
     const Endpoint key = media_key(media);
     const auto of_dialog = [&](std::uint32_t b) {
         const Binding& binding = bindings_.entry(b).value.binding;
@@ -422,8 +427,9 @@ void StreamTable::unbind(const Endpoint& media, const Endpoint& peer, std::strin
     // so the walk below can stay short.
     if (peer.port != 0)
         if (const std::uint32_t b = find_binding_index(key, media_key(peer)); b != kNone && of_dialog(b))
-            release_binding(b);
-    if (const std::uint32_t b = find_binding_index(key, Endpoint{}); b != kNone && of_dialog(b)) release_binding(b);
+            release_binding(b, when);
+    if (const std::uint32_t b = find_binding_index(key, Endpoint{}); b != kNone && of_dialog(b))
+        release_binding(b, when);
     const std::uint32_t m = media_entry(key, false);
     if (m == kNone) return;
     // Dropping the last binding of an address without streams releases the media entry: the
@@ -431,7 +437,7 @@ void StreamTable::unbind(const Endpoint& media, const Endpoint& peer, std::strin
     std::uint32_t b = media_.entry(m).value.binding_head;
     for (std::size_t walked = 0; b != kNone && walked < kMaxStreamsPerLookup; ++walked) {
         const std::uint32_t next = bindings_.entry(b).value.next;
-        if (of_dialog(b) && !bindings_.entry(b).value.released) release_binding(b);
+        if (of_dialog(b) && !bindings_.entry(b).value.released) release_binding(b, when);
         b = next;
     }
 }

@@ -139,7 +139,11 @@ public:
     // stream uses them, else when the last one leaves. Counted. The pair (media, peer) and the
     // address's binding without a peer are found directly; other peers of that dialog (an older
     // SDP) among the address's kMaxStreamsPerLookup newest bindings. Port 0: no peer known.
-    void unbind(const Endpoint& media, const Endpoint& peer, std::string_view call_id, std::uint32_t dialog);
+    // Their reported streams finish: `call_ended`, or `idle` for those whose last report was
+    // stream_idle_timeout or more before `when` (the dialog left its table then; 0: unknown),
+    // so that the reason does not depend on when expire() last ran.
+    void unbind(const Endpoint& media, const Endpoint& peer, std::string_view call_id, std::uint32_t dialog,
+                Timestamp when = {});
 
     // Finishes streams idle for stream_idle_timeout and drops stale pending bindings and
     // reported streams, all by packet time.
@@ -270,7 +274,7 @@ private:
     void link_reported(std::uint32_t at, std::uint32_t binding);
     void unlink_reported(std::uint32_t at);
     void unlink_reported_of(std::uint32_t binding);
-    void release_binding(std::uint32_t b);
+    void release_binding(std::uint32_t b, Timestamp when);
 
     // One rate-limited log line per kind of degraded event (packet time, 10 s apart).
     struct Throttles {

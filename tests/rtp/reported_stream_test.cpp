@@ -479,3 +479,23 @@ TEST_CASE("a binding dropped for another reason than its call's end: its reporte
     }
     CHECK(t.reported_size() == 0);
 }
+
+TEST_CASE("a reported stream already idle when its call ended finishes as idle, whenever expire() runs",
+          "[rtp][stream][rtcp_json][reported][unbind]") {
+    StreamTable t(small_config());
+    RecordingSink sink;
+    t.set_sink(&sink);
+    t.bind(with_dialog(media_binding(uac, "call-1", 0, {codec(8, "PCMA", 8000)}), 7, engine_a));
+    t.on_rtcp_json(meta_at(1'000'000, uac_rtcp, engine_a), "call-1", span_of(rtcp_json(0xA, 0xE, 0, 0, 40)));
+    t.on_rtcp_json(meta_at(2'000'000, uac_rtcp, engine_a), "call-1", span_of(rtcp_json(0xA, 0xD, 0, 0, 40)));
+    // The dialog left its table 6 s in (no expire() ran meanwhile): 0xE's last report was 5 s
+    // (stream_idle_timeout) before, 0xD's 4 s.
+    t.unbind(uac, engine_a, "call-1", 7, Timestamp{kBaseUs + 6'000'000});
+    REQUIRE(sink.reported.size() == 2);
+    for (std::size_t i = 0; i < 2; ++i) {
+        INFO("SSRC " << sink.reported[i].first.ssrc);
+        CHECK(sink.reported_reasons[i] ==
+              (sink.reported[i].first.ssrc == 0xE ? FinishReason::idle : FinishReason::call_ended));
+    }
+    CHECK(t.reported_size() == 0);
+}
