@@ -36,12 +36,13 @@
 // A dialog's bindings go when the dialog ends (unbind(), sent by the shard that owns the
 // dialog to the one that owns the media address, like the bindings): those no stream uses at
 // once, those in use when their last stream leaves. Until then late packets still join the call.
-// The reported streams linked to a released binding finish at once (`call_ended`), in use or
-// not. An offer's binding that its answer replaces hands them to the answer's; a binding dropped
-// for any other reason (evicted, expired, taken by another call) only unlinks them: they finish
-// by idle as before. Reports that arrive
-// after the unbind (late) make a reported stream linked to no binding, which finishes by idle;
-// so do reported streams restored from a snapshot (links are not snapshotted).
+// The reported streams linked to a released binding finish at once (`call_ended`; `idle` if
+// their last report was stream_idle_timeout before the dialog left), in use or not. An offer's
+// binding that its answer replaces hands them to the answer's; a binding dropped for any other
+// reason (evicted, expired, taken by another call) only unlinks them: they finish by idle as
+// before. Reports that arrive after the unbind (late) make a new reported stream of the same
+// key, linked to no binding, which finishes by idle (the stream is then counted twice); so do
+// reported streams restored from a snapshot (links are not snapshotted).
 //
 // Not thread-safe: one table per shard. The statistics are readable from another thread.
 #include "core/address.hpp"
