@@ -36,7 +36,7 @@ struct MediaBinding {
     // `peer` to `media` belongs to this call even where `media` is shared by many calls (a UAS
     // or media server port). Port 0 when not known (an offer not answered yet).
     Endpoint peer;
-    Timestamp time;  // time of the SIP message that carried the SDP
+    Timestamp time;  // time of the SIP message that carried the SDP; for an end, when the dialog left its table
     // Position of that SIP message in the input (pipeline order): offline, a shard applies
     // bindings from other shards exactly where a single shard would have.
     std::uint64_t order = 0;

@@ -424,7 +424,7 @@ void Collector::collect_rtp(Writer& out, const rtp::StreamStats& s) const {
     const rtp::ReportedStreamStats& r = s.reported;
     out.counter("hepd_rtp_streams_finished_total",
                 "RTP streams ended, by source (measured, rtcp) and reason (idle, evicted, flushed, rebound, "
-                "restarted).");
+                "restarted, call_ended).");
     for (std::size_t i = 0; i < rtp::kFinishReasonCount; ++i) {
         const auto reason = to_string(static_cast<rtp::FinishReason>(i));
         out.add(as_double(value_of(s.streams_finished[i])), {{"source", measured}, {"reason", reason}});

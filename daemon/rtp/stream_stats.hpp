@@ -18,13 +18,14 @@
 namespace hepd::rtp {
 
 enum class FinishReason : std::uint8_t {
-    idle,       // no packet for stream_idle_timeout (packet time)
-    evicted,    // the table was at its cap: least recently active stream made room
-    flushed,    // finish_all(): end of an offline run or shutdown
-    rebound,    // a newer SDP (another call, or moved media) bound the stream's address pair
-    restarted,  // the sender restarted its sequence or timestamps (RFC 3550 A.1, confirmed)
+    idle,        // no packet for stream_idle_timeout (packet time)
+    evicted,     // the table was at its cap: least recently active stream made room
+    flushed,     // finish_all(): end of an offline run or shutdown
+    rebound,     // a newer SDP (another call, or moved media) bound the stream's address pair
+    restarted,   // the sender restarted its sequence or timestamps (RFC 3550 A.1, confirmed)
+    call_ended,  // reported streams only: their call's dialog ended (its unbind reached the reporter's shard)
 };
-inline constexpr std::size_t kFinishReasonCount = 5;
+inline constexpr std::size_t kFinishReasonCount = static_cast<std::size_t>(FinishReason::call_ended) + 1;
 std::string_view to_string(FinishReason reason) noexcept;
 
 // Where a finished stream's figures come from (`source` label of the per-stream families):

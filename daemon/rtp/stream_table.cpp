@@ -20,6 +20,7 @@ std::string_view to_string(FinishReason reason) noexcept {
     case FinishReason::flushed: return "flushed";
     case FinishReason::rebound: return "rebound";
     case FinishReason::restarted: return "restarted";
+    case FinishReason::call_ended: return "call_ended";
     }
     return "unknown";
 }
@@ -305,6 +306,7 @@ void StreamTable::join(std::uint32_t stream, std::uint32_t binding, Timestamp wh
 
 // Erases a binding; streams that joined it keep measuring, unbound.
 void StreamTable::drop_binding(std::uint32_t b) {
+    unlink_reported_of(b);  // they finish by idle, as reported streams of no known binding
     const BindingKey key = bindings_.entry(b).key;
     const std::uint32_t m = media_entry(key.media, false);
     bindings_[b].released = false;  // its streams leave below: no second drop
@@ -337,6 +339,8 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, Binding binding)
     const std::uint64_t hash = mix64(hash_endpoint(media) ^ (hash_endpoint(binding.peer) << 1));
     std::uint32_t b = find_binding_index(media, binding.peer);
     if (b != kNone) {
+        // Another call's reports are not this call's to finish.
+        if (!bindings_.entry(b).value.binding.same_call(binding)) unlink_reported_of(b);
         BindingEntry& e = bindings_[b];
         if (binding.codec_count == 0 && e.binding.same_call(binding)) {
             // The answer names the offerer's address again, without the offer's codecs.
@@ -395,7 +399,14 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, Binding binding)
 void StreamTable::bind(const MediaBinding& binding) { apply_binding(media_key(binding.media), make_binding(binding)); }
 
 // Its dialog has ended: gone now if no stream uses it, else when the last one leaves (join()).
-void StreamTable::release_binding(std::uint32_t b) {
+// Its reported streams are that call's receiver views: they finish now, whatever still uses it
+// (those already idle at `when` as expire() would have finished them).
+void StreamTable::release_binding(std::uint32_t b, Timestamp when) {
+    while (bindings_.entry(b).value.reported_head != kNone) {
+        const std::uint32_t r = bindings_.entry(b).value.reported_head;
+        const bool idle = reported_.entry(r).value.stream.last.us + config_.stream_idle_timeout_us <= when.us;
+        end_reported(r, idle ? FinishReason::idle : FinishReason::call_ended);
+    }
     BindingEntry& e = bindings_[b];
     if (e.streams != 0) {
         e.released = true;
@@ -405,7 +416,8 @@ void StreamTable::release_binding(std::uint32_t b) {
     drop_binding(b);
 }
 
-void StreamTable::unbind(const Endpoint& media, const Endpoint& peer, std::string_view call_id, std::uint32_t dialog) {
+void StreamTable::unbind(const Endpoint& media, const Endpoint& peer, std::string_view call_id, std::uint32_t dialog,
+                         Timestamp when) {
     const Endpoint key = media_key(media);
     const auto of_dialog = [&](std::uint32_t b) {
         const Binding& binding = bindings_.entry(b).value.binding;
@@ -415,8 +427,9 @@ void StreamTable::unbind(const Endpoint& media, const Endpoint& peer, std::strin
     // so the walk below can stay short.
     if (peer.port != 0)
         if (const std::uint32_t b = find_binding_index(key, media_key(peer)); b != kNone && of_dialog(b))
-            release_binding(b);
-    if (const std::uint32_t b = find_binding_index(key, Endpoint{}); b != kNone && of_dialog(b)) release_binding(b);
+            release_binding(b, when);
+    if (const std::uint32_t b = find_binding_index(key, Endpoint{}); b != kNone && of_dialog(b))
+        release_binding(b, when);
     const std::uint32_t m = media_entry(key, false);
     if (m == kNone) return;
     // Dropping the last binding of an address without streams releases the media entry: the
@@ -424,7 +437,7 @@ void StreamTable::unbind(const Endpoint& media, const Endpoint& peer, std::strin
     std::uint32_t b = media_.entry(m).value.binding_head;
     for (std::size_t walked = 0; b != kNone && walked < kMaxStreamsPerLookup; ++walked) {
         const std::uint32_t next = bindings_.entry(b).value.next;
-        if (of_dialog(b) && !bindings_.entry(b).value.released) release_binding(b);
+        if (of_dialog(b) && !bindings_.entry(b).value.released) release_binding(b, when);
         b = next;
     }
 }
@@ -506,8 +519,11 @@ void StreamTable::apply_binding(const Endpoint& media, Binding binding) {
     if (known_peer) {
         const std::uint32_t offer = find_binding_index(media, Endpoint{});
         if (offer != kNone && bindings_.entry(offer).value.streams == 0 &&
-            bindings_.entry(offer).value.binding.same_call(identity))
+            bindings_.entry(offer).value.binding.same_call(identity)) {
+            while (bindings_.entry(offer).value.reported_head != kNone)
+                link_reported(bindings_.entry(offer).value.reported_head, b);
             drop_binding(offer);
+        }
     }
 }
 
@@ -631,15 +647,13 @@ void StreamTable::on_rtcp(const PacketMeta& meta, ByteSpan payload) {
     }
 }
 
-ReportedStream* StreamTable::reported_stream(std::string_view call_id, std::uint32_t ssrc, Timestamp now) {
+std::uint32_t StreamTable::reported_stream(std::string_view call_id, std::uint32_t ssrc, Timestamp now) {
     const std::uint64_t hash = hash_reported(call_id, ssrc);
     std::uint32_t i =
         reported_.find(hash, [&](const ReportedKey& k) { return k.ssrc == ssrc && k.call_id == call_id; });
     if (i == kNone) {
         if (reported_.full()) {
-            const std::uint32_t victim = reported_.oldest();
-            finish_reported(victim, FinishReason::evicted);
-            reported_.erase(victim);
+            end_reported(reported_.oldest(), FinishReason::evicted);
             counter_at(stats_.evictions, StreamTableKind::reported_streams).add();
             log_throttled(logs_.reported_evictions, now, spdlog::level::warn, [&](auto level, std::uint64_t more) {
                 spdlog::log(level,
@@ -648,19 +662,22 @@ ReportedStream* StreamTable::reported_stream(std::string_view call_id, std::uint
                             more, config_.max_reported_streams);
             });
         }
-        ReportedStream fresh;
-        fresh.first = now;
+        ReportedSlot fresh;
+        fresh.stream.first = now;
         i = reported_.insert(hash, ReportedKey{std::string(call_id), ssrc}, fresh).first;
         stats_.reported_streams_active.add(1);
     } else {
         reported_.touch(i);
     }
-    return &reported_[i];
+    return i;
 }
 
 // The reporter's own address is in the call's SDP (it receives the stream it reports on): its
-// binding of the same Call-ID names the dialog and the codec that the jitter is measured in.
-void StreamTable::note_reporter_binding(ReportedStream& reported, std::string_view call_id, const Endpoint& peer) {
+// binding of the same Call-ID names the dialog and the codec that the jitter is measured in, and
+// its release (the dialog's end) finishes the reported stream. One already released (a late
+// report) links nothing: the stream finishes by idle.
+void StreamTable::note_reporter_binding(std::uint32_t at, std::string_view call_id, const Endpoint& peer) {
+    ReportedStream& reported = reported_[at].stream;
     // Its pair with the address the reports go to, else its offer, else its newest: direct
     // lookups, as this runs per report until found (a shared address has a binding per call).
     const std::uint32_t m = media_entry(reported.reporter, false);
@@ -671,6 +688,7 @@ void StreamTable::note_reporter_binding(ReportedStream& reported, std::string_vi
         if (b == kNone) continue;
         const Binding& binding = bindings_.entry(b).value.binding;
         if (binding.call_id != call_id) continue;
+        if (!bindings_.entry(b).value.released) link_reported(at, b);
         reported.dialog = binding.dialog;
         reported.caller_peer = binding.caller_peer;
         reported.callee_peer = binding.callee_peer;
@@ -685,9 +703,15 @@ void StreamTable::note_reporter_binding(ReportedStream& reported, std::string_vi
     }
 }
 
+void StreamTable::end_reported(std::uint32_t at, FinishReason reason) {
+    finish_reported(at, reason);
+    unlink_reported(at);
+    reported_.erase(at);
+}
+
 void StreamTable::finish_reported(std::uint32_t i, FinishReason reason) {
     stats_.reported_streams_active.add(-1);
-    const ReportedStream& reported = reported_.entry(i).value;
+    const ReportedStream& reported = reported_.entry(i).value.stream;
     const ReportedSummary summary = summarize_reported(reported, config_.quality);
     ReportedStreamStats& s = stats_.reported;
     auto& by_peers = stats_.by_peers.at(reported.caller_peer, reported.callee_peer).of(StreamSource::rtcp);
@@ -704,6 +728,34 @@ void StreamTable::finish_reported(std::uint32_t i, FinishReason reason) {
     }
     if (summary.has_rtt) s.rtt_seconds.observe(summary.rtt_ms / 1000.0);
     if (sink_ != nullptr) sink_->on_reported_stream_finished({reported_.entry(i).key, reported, summary, reason});
+}
+
+void StreamTable::link_reported(std::uint32_t at, std::uint32_t binding) {
+    if (reported_.entry(at).value.binding == binding) return;
+    unlink_reported(at);
+    ReportedSlot& slot = reported_[at];
+    BindingEntry& entry = bindings_[binding];
+    slot.binding = binding;
+    slot.next = entry.reported_head;
+    if (entry.reported_head != kNone) reported_[entry.reported_head].prev = at;
+    entry.reported_head = at;
+}
+
+void StreamTable::unlink_reported(std::uint32_t at) {
+    ReportedSlot& slot = reported_[at];
+    if (slot.binding == kNone) return;
+    if (slot.prev != kNone) {
+        reported_[slot.prev].next = slot.next;
+    } else {
+        bindings_[slot.binding].reported_head = slot.next;
+    }
+    if (slot.next != kNone) reported_[slot.next].prev = slot.prev;
+    slot.binding = slot.prev = slot.next = kNone;
+}
+
+void StreamTable::unlink_reported_of(std::uint32_t binding) {
+    while (bindings_.entry(binding).value.reported_head != kNone)
+        unlink_reported(bindings_.entry(binding).value.reported_head);
 }
 
 void StreamTable::on_rtcp_json(const PacketMeta& meta, std::string_view call_id, ByteSpan payload) {
@@ -729,7 +781,8 @@ void StreamTable::on_rtcp_json(const PacketMeta& meta, std::string_view call_id,
             i != kNone) {
             view = &streams_[i].stream.receiver;
         } else if (!call_id.empty()) {
-            ReportedStream& reported = *reported_stream(call_id, block.source_ssrc, meta.time);
+            const std::uint32_t r = reported_stream(call_id, block.source_ssrc, meta.time);
+            ReportedStream& reported = reported_[r].stream;
             reported.reporter = reporter;
             reported.reporter_ssrc = report->ssrc;
             reported.last = std::max(reported.last, meta.time);
@@ -737,7 +790,7 @@ void StreamTable::on_rtcp_json(const PacketMeta& meta, std::string_view call_id,
             // Summed only while the count is exact, so that their ratio stays a mean.
             if (reported.view.reports < std::numeric_limits<std::uint16_t>::max())
                 reported.fraction_lost_sum += block.fraction_lost;
-            if (reported.dialog == 0) note_reporter_binding(reported, call_id, media_key(meta.dst));
+            if (reported.dialog == 0) note_reporter_binding(r, call_id, media_key(meta.dst));
             view = &reported.view;
         } else {
             kept_all = false;
@@ -786,19 +839,14 @@ void StreamTable::expire(Timestamp now) {
     }
     while (reported_.size() > 0) {
         const std::uint32_t i = reported_.oldest();
-        if (reported_.entry(i).value.last.us + idle > now.us) break;
-        finish_reported(i, FinishReason::idle);
-        reported_.erase(i);
+        if (reported_.entry(i).value.stream.last.us + idle > now.us) break;
+        end_reported(i, FinishReason::idle);
     }
 }
 
 void StreamTable::finish_all(Timestamp /*now*/) {
     while (streams_.size() > 0) end_stream(streams_.oldest(), FinishReason::flushed);
-    while (reported_.size() > 0) {
-        const std::uint32_t i = reported_.oldest();
-        finish_reported(i, FinishReason::flushed);
-        reported_.erase(i);
-    }
+    while (reported_.size() > 0) end_reported(reported_.oldest(), FinishReason::flushed);
 }
 
 // ---- lookups and snapshot support ----------------------------------------------------------
@@ -830,7 +878,7 @@ const Binding* StreamTable::pending_binding(const Endpoint& media) const noexcep
 const ReportedStream* StreamTable::find_reported(std::string_view call_id, std::uint32_t ssrc) const noexcept {
     const std::uint32_t i = reported_.find(
         hash_reported(call_id, ssrc), [&](const ReportedKey& k) { return k.ssrc == ssrc && k.call_id == call_id; });
-    return i == kNone ? nullptr : &reported_.entry(i).value;
+    return i == kNone ? nullptr : &reported_.entry(i).value.stream;
 }
 
 StreamSummary StreamTable::summary(const StreamKey& key) const noexcept {
@@ -849,7 +897,7 @@ bool StreamTable::insert(const StreamKey& key, const Stream& stream) {
 
 bool StreamTable::insert_reported(const ReportedKey& key, const ReportedStream& stream) {
     if (find_reported(key.call_id, key.ssrc) != nullptr) return false;
-    *reported_stream(key.call_id, key.ssrc, stream.first) = stream;
+    reported_[reported_stream(key.call_id, key.ssrc, stream.first)].stream = stream;
     return true;
 }
 

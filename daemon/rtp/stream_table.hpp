@@ -29,11 +29,20 @@
 //                   its newest binding;
 //  - reported       receiver views from RTCP-JSON about streams not measured here, keyed by
 //                   (Call-ID, SSRC), cap max_reported_streams, finished after
-//                   stream_idle_timeout without a report (reported_stream.hpp).
+//                   stream_idle_timeout without a report (reported_stream.hpp). Each is linked
+//                   to the binding of the reporter's address that named its dialog (a list per
+//                   binding entry), so that the end of that binding's dialog finishes it.
 //
 // A dialog's bindings go when the dialog ends (unbind(), sent by the shard that owns the
 // dialog to the one that owns the media address, like the bindings): those no stream uses at
 // once, those in use when their last stream leaves. Until then late packets still join the call.
+// The reported streams linked to a released binding finish at once (`call_ended`; `idle` if
+// their last report was stream_idle_timeout before the dialog left), in use or not. An offer's
+// binding that its answer replaces hands them to the answer's; a binding dropped for any other
+// reason (evicted, expired, taken by another call) only unlinks them: they finish by idle as
+// before. Reports that arrive after the unbind (late) make a new reported stream of the same
+// key, linked to no binding, which finishes by idle (the stream is then counted twice); so do
+// reported streams restored from a snapshot (links are not snapshotted).
 //
 // Not thread-safe: one table per shard. The statistics are readable from another thread.
 #include "core/address.hpp"
@@ -131,7 +140,11 @@ public:
     // stream uses them, else when the last one leaves. Counted. The pair (media, peer) and the
     // address's binding without a peer are found directly; other peers of that dialog (an older
     // SDP) among the address's kMaxStreamsPerLookup newest bindings. Port 0: no peer known.
-    void unbind(const Endpoint& media, const Endpoint& peer, std::string_view call_id, std::uint32_t dialog);
+    // Their reported streams finish: `call_ended`, or `idle` for those whose last report was
+    // stream_idle_timeout or more before `when` (the dialog left its table then; 0: unknown),
+    // so that the reason does not depend on when expire() last ran.
+    void unbind(const Endpoint& media, const Endpoint& peer, std::string_view call_id, std::uint32_t dialog,
+                Timestamp when = {});
 
     // Finishes streams idle for stream_idle_timeout and drops stale pending bindings and
     // reported streams, all by packet time.
@@ -172,7 +185,7 @@ public:
     }
     template <class F>  // f(const ReportedKey&, const ReportedStream&)
     void for_each_reported(F&& f) const {
-        reported_.for_each([&](std::uint32_t, const typename ReportedLru::Entry& e) { f(e.key, e.value); });
+        reported_.for_each([&](std::uint32_t, const typename ReportedLru::Entry& e) { f(e.key, e.value.stream); });
     }
     bool insert(const StreamKey& key, const Stream& stream);      // false if the key is live
     void insert_binding(const Endpoint& media, Binding binding);  // binding.peer names the pair
@@ -217,12 +230,21 @@ private:
         std::uint32_t streams = 0;   // streams that joined it
         std::uint32_t prev = kNone;  // bindings of the same media address
         std::uint32_t next = kNone;
-        bool released = false;  // its dialog ended: dropped when its last stream leaves
+        std::uint32_t reported_head = kNone;  // reported streams linked to it (ReportedSlot)
+        bool released = false;                // its dialog ended: dropped when its last stream leaves
     };
     using StreamLru = LruTable<StreamKey, StreamSlot>;
     using MediaLru = LruTable<Endpoint, MediaEntry>;
     using BindingLru = LruTable<BindingKey, BindingEntry>;
-    using ReportedLru = LruTable<ReportedKey, ReportedStream>;
+    // A reported stream and its place in the list of its binding's reported streams (not in
+    // snapshots: restored reported streams are linked to no binding).
+    struct ReportedSlot {
+        ReportedStream stream;
+        std::uint32_t binding = kNone;  // the binding whose release finishes it, or kNone
+        std::uint32_t prev = kNone;     // reported streams of the same binding
+        std::uint32_t next = kNone;
+    };
+    using ReportedLru = LruTable<ReportedKey, ReportedSlot>;
 
     const Binding* bound(const StreamSlot& slot) const noexcept;
     std::uint32_t find_stream(const StreamKey& key, std::uint64_t hash) const noexcept;
@@ -246,10 +268,14 @@ private:
     void apply_report_block(const PacketMeta& meta, const Endpoint& reporter, std::uint32_t ssrc,
                             std::uint8_t fraction_lost, std::int32_t cumulative_lost, std::uint32_t jitter,
                             std::uint32_t lsr, std::uint32_t dlsr, std::uint32_t arrival);
-    ReportedStream* reported_stream(std::string_view call_id, std::uint32_t ssrc, Timestamp now);
+    std::uint32_t reported_stream(std::string_view call_id, std::uint32_t ssrc, Timestamp now);
+    void end_reported(std::uint32_t at, FinishReason reason);  // finish, unlink and erase
     void finish_reported(std::uint32_t at, FinishReason reason);
-    void note_reporter_binding(ReportedStream& reported, std::string_view call_id, const Endpoint& peer);
-    void release_binding(std::uint32_t b);
+    void note_reporter_binding(std::uint32_t at, std::string_view call_id, const Endpoint& peer);
+    void link_reported(std::uint32_t at, std::uint32_t binding);
+    void unlink_reported(std::uint32_t at);
+    void unlink_reported_of(std::uint32_t binding);
+    void release_binding(std::uint32_t b, Timestamp when);
 
     // One rate-limited log line per kind of degraded event (packet time, 10 s apart).
     struct Throttles {

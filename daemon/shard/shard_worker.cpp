@@ -45,7 +45,7 @@ void ShardWorker::on_media_binding(const MediaBinding& binding) noexcept {
 void ShardWorker::bind(const MediaBinding& binding) {
     if (binding.dialog_ended) {
         stats_.unbinds_received.add();
-        streams_.unbind(binding.media, binding.peer, binding.call_id, binding.dialog);
+        streams_.unbind(binding.media, binding.peer, binding.call_id, binding.dialog, binding.time);
         return;
     }
     stats_.bindings_received.add();

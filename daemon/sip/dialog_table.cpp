@@ -217,7 +217,7 @@ Disposition DialogTable::create(const Message& m, const PacketMeta& meta, Hop ho
     if (d.to_party.user_size == 0) d.to_party = party_name(m.request_uri);
 
     std::uint32_t at = Table::kNone;
-    insert_entry(dialog_hash(call_hash, m.from.tag), DialogKey(m.call_id, m.from.tag), d, &at);
+    insert_entry(dialog_hash(call_hash, m.from.tag), DialogKey(m.call_id, m.from.tag), d, &at, meta.time);
     stats_->dialogs_created.add();
     emit_sdp(at, m, hop, meta.time);
     return Disposition::dialog_created;
@@ -550,7 +550,7 @@ std::uint32_t DialogTable::on_deadline(std::uint32_t at) {
     auto& entry = table_.entry(at);
     Dialog& d = entry.value;
     if (d.finished()) {
-        account_removed(entry, false, at);
+        account_removed(entry, false, at, d.deadline);  // the end of its linger
         table_.erase(at);
         return Table::kNone;
     }
@@ -598,18 +598,19 @@ void DialogTable::expire(Timestamp now) {
 // ---------------------------------------------------------------------------------------------
 // Insertion, eviction, restore
 
-void DialogTable::insert_entry(std::uint64_t hash, DialogKey key, const Dialog& record, std::uint32_t* at_out) {
+void DialogTable::insert_entry(std::uint64_t hash, DialogKey key, const Dialog& record, std::uint32_t* at_out,
+                               Timestamp now) {
     key_heap_bytes_ += key.heap_bytes();
     auto [at, evicted] = table_.insert(hash, std::move(key), record);
     // The victim's slot is the one reused: its SDP sides are still at `at`.
-    if (evicted) account_removed(*evicted, true, at);
+    if (evicted) account_removed(*evicted, true, at, now);
     if (at < sdp_sides_.size()) sdp_sides_[at] = SdpSides{};
     stats_->dialogs_by_state[static_cast<std::size_t>(record.state)].add(1);
     set_deadline(table_[at], record.deadline);
     *at_out = at;
 }
 
-void DialogTable::end_media(std::uint32_t at, std::string_view call_id, std::string_view from_tag) {
+void DialogTable::end_media(std::uint32_t at, std::string_view call_id, std::string_view from_tag, Timestamp when) {
     if (sink_ == nullptr || at >= sdp_sides_.size()) return;
     SdpSides& sides = sdp_sides_[at];
     // Each media address with the other end of its media line on the same hop (as emit_sdp()
@@ -620,6 +621,7 @@ void DialogTable::end_media(std::uint32_t at, std::string_view call_id, std::str
     ended.call_id = call_id;
     ended.dialog = tag_id(from_tag);
     ended.dialog_ended = true;
+    ended.time = when;
     for (const SdpSide& side : sides) {
         if (side.hop == 0) continue;
         const auto other = std::find_if(sides.begin(), sides.end(), [&](const SdpSide& s) {
@@ -640,8 +642,8 @@ void DialogTable::end_media(std::uint32_t at, std::string_view call_id, std::str
     sides = SdpSides{};
 }
 
-void DialogTable::account_removed(const Table::Entry& entry, bool evicted, std::uint32_t at) {
-    end_media(at, entry.key.call_id(), entry.key.from_tag());
+void DialogTable::account_removed(const Table::Entry& entry, bool evicted, std::uint32_t at, Timestamp when) {
+    end_media(at, entry.key.call_id(), entry.key.from_tag(), when);
     if (removed_sink_ != nullptr)
         removed_sink_->on_dialog_removed(entry.key.call_id(), entry.key.from_tag(), entry.value, evicted);
     key_heap_bytes_ -= entry.key.heap_bytes();
@@ -666,7 +668,7 @@ bool DialogTable::restore(std::string_view call_id, std::string_view from_tag, c
     Dialog restored = record;
     classify_peers(restored);
     std::uint32_t at = Table::kNone;
-    insert_entry(dialog_hash(call_hash, from_tag), DialogKey(call_id, from_tag), restored, &at);
+    insert_entry(dialog_hash(call_hash, from_tag), DialogKey(call_id, from_tag), restored, &at, Timestamp{});
     return true;
 }
 

@@ -148,10 +148,11 @@ private:
     std::int64_t interval(Timestamp from, Timestamp to) noexcept;
     void anomaly(DialogAnomaly a) noexcept;
     void defect(MessageDefect d) noexcept;
-    void insert_entry(std::uint64_t hash, DialogKey key, const Dialog& record, std::uint32_t* at_out);
-    void account_removed(const Table::Entry& entry, bool evicted, std::uint32_t at);
+    // `now`/`when`: when a dialog leaves the table (dates the end of its bindings; 0 at restore).
+    void insert_entry(std::uint64_t hash, DialogKey key, const Dialog& record, std::uint32_t* at_out, Timestamp now);
+    void account_removed(const Table::Entry& entry, bool evicted, std::uint32_t at, Timestamp when);
     // Tells the owners of the media addresses of the dialog at `at` that its bindings go.
-    void end_media(std::uint32_t at, std::string_view call_id, std::string_view from_tag);
+    void end_media(std::uint32_t at, std::string_view call_id, std::string_view from_tag, Timestamp when);
 
     DialogConfig config_;
     MediaSink* sink_;

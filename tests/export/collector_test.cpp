@@ -180,8 +180,9 @@ TEST_CASE("a collector with no sources still shows every fixed series at zero", 
             CHECK(x.at(std::string(name) + "_bucket", {{"source", source}, {"le", "+Inf"}}) == 0);
         }
     }
-    CHECK(x.find("hepd_rtp_streams_finished_total").size() == 2 * 5);
+    CHECK(x.find("hepd_rtp_streams_finished_total").size() == 2 * 6);
     CHECK(x.at("hepd_rtp_streams_finished_total", {{"source", "rtcp"}, {"reason", "idle"}}) == 0);
+    CHECK(x.at("hepd_rtp_streams_finished_total", {{"source", "rtcp"}, {"reason", "call_ended"}}) == 0);
     CHECK(x.find("hepd_rtp_lost_packets_total").size() == 2);
     CHECK(x.find("hepd_shard_unbinds_total").size() == 2);
     // Small closed sets: every member, at zero.

@@ -306,3 +306,196 @@ TEST_CASE("unbind: on an address shared by many calls, each call's pair is found
     CHECK(t.media_size() == 0);
     CHECK(t.stats().bindings_released.value() == 300);
 }
+
+TEST_CASE("the end of its call finishes a reported stream at once (call_ended); other calls' stay",
+          "[rtp][stream][rtcp_json][reported][unbind]") {
+    StreamTable t(small_config());
+    RecordingSink sink;
+    t.set_sink(&sink);
+    // The caller's address carries two calls, each paired with its own rtpengine address.
+    t.bind(with_dialog(media_binding(uac, "call-1", 0, {codec(8, "PCMA", 8000)}), 7, engine_a));
+    t.bind(with_dialog(media_binding(uac, "call-2", 0, {codec(0, "PCMU", 8000)}), 3, engine_b));
+    // call-1: reports on two SSRCs (rtpengine changed its SSRC); call-2: one.
+    t.on_rtcp_json(meta_at(1'000'000, uac_rtcp, engine_a), "call-1", span_of(rtcp_json(0xA, 0xE, 26, 5, 40)));
+    t.on_rtcp_json(meta_at(2'000'000, uac_rtcp, engine_a), "call-1", span_of(rtcp_json(0xA, 0xE, 51, 17, 240)));
+    t.on_rtcp_json(meta_at(2'000'000, uac_rtcp, engine_a), "call-1", span_of(rtcp_json(0xA, 0xD, 0, 0, 8)));
+    t.on_rtcp_json(meta_at(2'000'000, uac_rtcp, engine_b), "call-2", span_of(rtcp_json(0xB, 0xF, 0, 1, 16)));
+    REQUIRE(t.reported_size() == 3);
+    // RTP of call-1 captured to the caller keeps its binding in use past the call's end.
+    for (int i = 0; i < 5; ++i)
+        t.on_rtp(meta_at(i * 20'000LL, engine_a, uac),
+                 make_rtp(8, static_cast<std::uint16_t>(i), static_cast<std::uint32_t>(i * 160), 0x55));
+    const ReportedStream before = *t.find_reported("call-1", 0xE);
+    CHECK(before.dialog == 7);
+
+    t.unbind(uac, engine_a, "call-1", 7);
+    REQUIRE(sink.reported.size() == 2);
+    for (std::size_t i = 0; i < 2; ++i) {
+        CHECK(sink.reported[i].first.call_id == "call-1");
+        CHECK(sink.reported_reasons[i] == FinishReason::call_ended);
+    }
+    const auto e = sink.reported[0].first.ssrc == 0xE ? sink.reported[0] : sink.reported[1];
+    CHECK(e.first.ssrc == 0xE);
+    CHECK(e.second == before);  // its figures, as they were
+    CHECK(t.find_reported("call-1", 0xE) == nullptr);
+    CHECK(t.find_reported("call-1", 0xD) == nullptr);
+    REQUIRE(t.find_reported("call-2", 0xF) != nullptr);
+    CHECK(t.reported_size() == 1);
+    const StreamStats& st = t.stats();
+    CHECK(st.reported.finished[static_cast<std::size_t>(FinishReason::call_ended)].value() == 2);
+    CHECK(st.reported.finished_total() == 2);
+    CHECK(st.reported.by_codec[static_cast<std::size_t>(CodecLabel::pcma)].value() == 2);
+    CHECK(st.reported.mos.count() == 2);
+    CHECK(st.reported.lost_packets.value() == 17);
+    CHECK(st.reported_streams_active.value() == 1);
+    // The measured stream goes on, and its binding (released) with it.
+    CHECK(st.streams_finished_total() == 0);
+    CHECK(t.find_binding(uac, engine_a) != nullptr);
+    CHECK(st.bindings_released.value() == 0);
+
+    SECTION("a late report while the binding lingers: a new reported stream, linked to nothing, ends by idle") {
+        t.on_rtcp_json(meta_at(3'000'000, uac_rtcp, engine_a), "call-1", span_of(rtcp_json(0xA, 0xE, 0, 17, 40)));
+        REQUIRE(t.find_reported("call-1", 0xE) != nullptr);
+        CHECK(t.find_reported("call-1", 0xE)->dialog == 7);  // still named by the released binding
+        t.unbind(uac, engine_a, "call-1", 7);                // the end again: nothing left to finish
+        CHECK(sink.reported.size() == 2);
+        t.expire(Timestamp{kBaseUs + 9'000'000});
+        REQUIRE(sink.reported.size() == 4);  // call-2's and the late one
+        CHECK(sink.reported_reasons[2] == FinishReason::idle);
+        CHECK(sink.reported_reasons[3] == FinishReason::idle);
+        CHECK(sink.reported[3].first.call_id == "call-1");
+        CHECK(t.reported_size() == 0);
+        CHECK(st.reported_streams_active.value() == 0);
+        CHECK(st.bindings_released.value() == 1);  // with its last measured stream
+        CHECK(t.bindings_size() == 1);             // call-2's
+    }
+    SECTION("a late report once the binding is gone names no dialog and ends by idle") {
+        t.expire(Timestamp{kBaseUs + 7'000'000});
+        CHECK(t.find_binding(uac, engine_a) == nullptr);
+        CHECK(st.bindings_released.value() == 1);
+        t.on_rtcp_json(meta_at(8'000'000, uac_rtcp, engine_a), "call-1", span_of(rtcp_json(0xA, 0xE, 0, 17, 40)));
+        const ReportedStream* late = t.find_reported("call-1", 0xE);
+        REQUIRE(late != nullptr);
+        CHECK(late->dialog == 0);
+        t.unbind(uac, engine_a, "call-1", 7);
+        CHECK(t.reported_size() == 1);
+        t.expire(Timestamp{kBaseUs + 14'000'000});
+        CHECK(t.reported_size() == 0);
+        REQUIRE(sink.reported.size() == 4);
+        CHECK(sink.reported_reasons.back() == FinishReason::idle);
+        CHECK(st.reported.finished[static_cast<std::size_t>(FinishReason::idle)].value() == 2);
+        CHECK(st.reported.finished[static_cast<std::size_t>(FinishReason::call_ended)].value() == 2);
+    }
+}
+
+TEST_CASE("a reported stream linked to an offer's binding is the answer's when the answer comes",
+          "[rtp][stream][rtcp_json][reported][unbind]") {
+    StreamTable t(small_config());
+    RecordingSink sink;
+    t.set_sink(&sink);
+    t.bind(with_dialog(media_binding(uac, "call-1", 0, {codec(8, "PCMA", 8000)}), 7));
+    // Early media: reports before the answer, matched to the offer (no peer yet).
+    t.on_rtcp_json(meta_at(1'000'000, uac_rtcp, engine_a), "call-1", span_of(rtcp_json(0xA, 0xE, 0, 0, 40)));
+    REQUIRE(t.find_reported("call-1", 0xE) != nullptr);
+    CHECK(t.find_reported("call-1", 0xE)->dialog == 7);
+    t.bind(with_dialog(media_binding(uac, "call-1", 1'500'000, {}), 7, engine_a));
+    CHECK(t.find_binding(uac) == nullptr);  // the offer's binding went, answered
+    t.unbind(uac, engine_a, "call-1", 7);
+    REQUIRE(sink.reported.size() == 1);
+    CHECK(sink.reported_reasons[0] == FinishReason::call_ended);
+    CHECK(t.reported_size() == 0);
+    CHECK(t.bindings_size() == 0);
+}
+
+TEST_CASE("a binding dropped for another reason than its call's end: its reported streams end by idle",
+          "[rtp][stream][rtcp_json][reported][unbind]") {
+    StreamTableConfig c = small_config();
+    c.max_pending_media = 2;
+    c.pending_media_timeout_us = 2'000'000;
+    StreamTable t(c);
+    RecordingSink sink;
+    t.set_sink(&sink);
+    t.bind(with_dialog(media_binding(uac, "call-1", 0, {codec(8, "PCMA", 8000)}), 7, engine_a));
+    std::int64_t last_report = 1'000'000;
+    bool other_call_reports = false;
+    t.on_rtcp_json(meta_at(last_report, uac_rtcp, engine_a), "call-1", span_of(rtcp_json(0xA, 0xE, 0, 0, 40)));
+    REQUIRE(t.find_reported("call-1", 0xE) != nullptr);
+    REQUIRE(t.find_reported("call-1", 0xE)->dialog == 7);
+
+    SECTION("expired: no stream came within pending_media_timeout") {
+        t.expire(Timestamp{kBaseUs + 2'500'000});
+        CHECK(t.stats().pending_bindings_expired.value() == 1);
+    }
+    SECTION("evicted: the binding table was full") {
+        t.bind(with_dialog(media_binding(uas, "call-8", 100'000, {}), 1, engine_b));
+        t.bind(with_dialog(media_binding(engine_b, "call-9", 200'000, {}), 2, uas));
+        CHECK(t.stats().evictions[static_cast<std::size_t>(StreamTableKind::pending_media)].value() == 1);
+        other_call_reports = true;  // below
+    }
+    SECTION("taken: another call's SDP for the same pair, whose end must not finish this call's reports") {
+        t.bind(with_dialog(media_binding(uac, "call-9", 1'500'000, {}), 4, engine_a));
+        t.unbind(uac, engine_a, "call-9", 4);
+        CHECK(t.stats().bindings_released.value() == 1);
+    }
+    SECTION("restored from a snapshot: links are not restored") {
+        ReportedStream restored = *t.find_reported("call-1", 0xE);
+        restored.last = Timestamp{kBaseUs + 1'800'000};
+        last_report = 1'800'000;
+        StreamTable again(c);
+        again.set_sink(&sink);
+        again.bind(with_dialog(media_binding(uac, "call-1", 0, {codec(8, "PCMA", 8000)}), 7, engine_a));
+        REQUIRE(again.insert_reported(ReportedKey{"call-1", 0xE}, restored));
+        again.unbind(uac, engine_a, "call-1", 7);
+        CHECK(again.bindings_size() == 0);
+        CHECK(again.reported_size() == 1);
+        again.expire(Timestamp{kBaseUs + last_report + 5'000'000});
+        REQUIRE(sink.reported.size() == 1);
+        CHECK(sink.reported_reasons[0] == FinishReason::idle);
+        CHECK(again.reported_size() == 0);
+        return;
+    }
+    CHECK(t.find_binding(uac, engine_a) == nullptr);  // that call's binding is gone
+    t.unbind(uac, engine_a, "call-1", 7);
+    CHECK(sink.reported.empty());
+    CHECK(t.reported_size() == 1);
+    t.on_rtcp_json(meta_at(1'900'000, uac_rtcp, engine_a), "call-1", span_of(rtcp_json(0xA, 0xE, 0, 0, 40)));
+    last_report = 1'900'000;
+    // After an eviction, call-9's binding has taken call-1's place; its report links to it and
+    // must stay linked when call-1's stream unlinks itself below. (RTP keeps the binding from
+    // expiring as a pending one.)
+    if (other_call_reports) {
+        t.on_rtp(meta_at(1'950'000, uas, engine_b), make_rtp(0, 1, 0, 0x77));
+        t.on_rtcp_json(meta_at(1'950'000, engine_b, uas), "call-9", span_of(rtcp_json(0xB, 0x9, 0, 0, 40)));
+    }
+    t.expire(Timestamp{kBaseUs + last_report + 5'000'000});
+    REQUIRE(sink.reported.size() == 1);
+    CHECK(sink.reported_reasons[0] == FinishReason::idle);
+    CHECK(t.stats().reported.finished[static_cast<std::size_t>(FinishReason::call_ended)].value() == 0);
+    if (other_call_reports) {
+        t.unbind(engine_b, uas, "call-9", 2);
+        REQUIRE(sink.reported.size() == 2);
+        CHECK(sink.reported[1].first.call_id == "call-9");
+        CHECK(sink.reported_reasons[1] == FinishReason::call_ended);
+    }
+    CHECK(t.reported_size() == 0);
+}
+
+TEST_CASE("a reported stream already idle when its call ended finishes as idle, whenever expire() runs",
+          "[rtp][stream][rtcp_json][reported][unbind]") {
+    StreamTable t(small_config());
+    RecordingSink sink;
+    t.set_sink(&sink);
+    t.bind(with_dialog(media_binding(uac, "call-1", 0, {codec(8, "PCMA", 8000)}), 7, engine_a));
+    t.on_rtcp_json(meta_at(1'000'000, uac_rtcp, engine_a), "call-1", span_of(rtcp_json(0xA, 0xE, 0, 0, 40)));
+    t.on_rtcp_json(meta_at(2'000'000, uac_rtcp, engine_a), "call-1", span_of(rtcp_json(0xA, 0xD, 0, 0, 40)));
+    // The dialog left its table 6 s in (no expire() ran meanwhile): 0xE's last report was 5 s
+    // (stream_idle_timeout) before, 0xD's 4 s.
+    t.unbind(uac, engine_a, "call-1", 7, Timestamp{kBaseUs + 6'000'000});
+    REQUIRE(sink.reported.size() == 2);
+    for (std::size_t i = 0; i < 2; ++i) {
+        INFO("SSRC " << sink.reported[i].first.ssrc);
+        CHECK(sink.reported_reasons[i] ==
+              (sink.reported[i].first.ssrc == 0xE ? FinishReason::idle : FinishReason::call_ended));
+    }
+    CHECK(t.reported_size() == 0);
+}

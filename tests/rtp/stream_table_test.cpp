@@ -650,6 +650,8 @@ TEST_CASE("memory per stream and per media binding", "[rtp][stream][memory]") {
     CHECK(sizeof(Stream) <= 192);  // 176 before the held packet of a possible restart (16)
     CHECK(sizes.stream <= 280);
     CHECK(sizes.media <= 136);
+    CHECK(sizes.binding <= 200);   // 192 before the list of its reported streams (8)
+    CHECK(sizes.reported <= 168);  // 152 before the link to their binding (16)
 }
 
 TEST_CASE("catalogue: RTP with a CSRC count past the end is counted as csrc_truncated, state untouched",

@@ -174,12 +174,16 @@ struct Finished {
 struct RecordingSink : StreamSink {
     std::vector<Finished> finished;
     std::vector<std::pair<ReportedKey, ReportedStream>> reported;
+    std::vector<FinishReason> reported_reasons;  // beside `reported`
 
     void on_stream_finished(const FinishedStream& f) override {
         finished.push_back({f.key, f.stream, f.binding != nullptr,
                             f.binding != nullptr ? f.binding->call_id : std::string(), f.summary, f.reason});
     }
-    void on_reported_stream_finished(const FinishedReported& f) override { reported.emplace_back(f.key, f.stream); }
+    void on_reported_stream_finished(const FinishedReported& f) override {
+        reported.emplace_back(f.key, f.stream);
+        reported_reasons.push_back(f.reason);
+    }
     const Finished* by_ssrc(std::uint32_t ssrc) const {
         for (const Finished& f : finished)
             if (f.key.ssrc == ssrc) return &f;

@@ -48,10 +48,11 @@ struct Outcome {
 constexpr std::int64_t kIdleUs = 5'000'000;
 
 // `after_us` after the last generated packet, every shard sees one more datagram: its clock
-// moves past the dialogs' linger and the streams' idle timeout.
-Outcome run(const gen::CorpusOptions& o, std::size_t shards, std::int64_t after_us, gen::Truth& truth) {
+// moves past the dialogs' linger and (unless `idle_us` is longer) the streams' idle timeout.
+Outcome run(const gen::CorpusOptions& o, std::size_t shards, std::int64_t after_us, gen::Truth& truth,
+            std::int64_t idle_us = kIdleUs) {
     shard::ShardConfig config;
-    config.streams.stream_idle_timeout_us = kIdleUs;
+    config.streams.stream_idle_timeout_us = idle_us;
     std::vector<std::unique_ptr<Recorder>> recorders;
     std::vector<shard::ShardWorker*> workers;
     std::vector<std::unique_ptr<shard::Worker>> owned;
@@ -212,4 +213,36 @@ TEST_CASE("before the linger ends the bindings stay: late reports and packets st
     CHECK(early.unbinds_sent == 0);
     CHECK(early.pending > 0);
     CHECK(early.streams.bindings_released.value() == 0);
+}
+
+TEST_CASE("a dialog's end finishes its reported streams (call_ended) on the shard of their reporter",
+          "[shard][rtcp_json][unbind]") {
+    const gen::CorpusOptions o = corpus();
+    gen::Truth truth;
+    const Outcome by_idle = run(o, 1, 40'000'000, truth);
+    REQUIRE(!by_idle.reported.empty());
+    // Idle timeout 60 s: at 40 s the dialogs have left their tables (32 s linger), the reported
+    // streams have not gone idle.
+    for (const std::size_t n : {1, 2, 4}) {
+        INFO(n << " shards");
+        gen::Truth again;
+        const Outcome ended = run(o, n, 40'000'000, again, 60'000'000);
+        CHECK(ended.reported.size() == by_idle.reported.size());
+        for (const auto& [key, list] : by_idle.reported) {
+            INFO(key.first << " SSRC " << key.second);
+            const auto it = ended.reported.find(key);
+            REQUIRE(it != ended.reported.end());
+            REQUIRE(it->second.size() == 1);  // once
+            CHECK(it->second.front().reason == "call_ended");
+            CHECK(it->second.front().stream == list.front().stream);  // with the same figures
+        }
+        const rtp::ReportedStreamStats& rs = ended.streams.reported;
+        CHECK(rs.finished[static_cast<std::size_t>(rtp::FinishReason::call_ended)].value() == by_idle.reported.size());
+        CHECK(rs.finished_total() == by_idle.reported.size());
+        CHECK(rs.mos.count() == by_idle.streams.reported.mos.count());
+        CHECK(rs.mos.sum() == Approx(by_idle.streams.reported.mos.sum()));
+        CHECK(ended.streams.reported_streams_active.value() == 0);
+        CHECK(ended.bindings == 0);
+        CHECK(ended.unbinds_received == ended.unbinds_sent);
+    }
 }

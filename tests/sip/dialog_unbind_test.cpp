@@ -87,6 +87,9 @@ TEST_CASE("unbind: a dialog leaving the table ends the bindings of every media a
         CHECK(c.call_id == "call-1@example.net");
         CHECK(c.binding.dialog == tag_id("caller-tag"));
         CHECK(c.binding.codec_count == 0);
+        // Dated when the dialog left: the end of its linger, not whenever expire() noticed it.
+        CHECK(c.binding.time.us >= ms(10'000 + 32'000).us);
+        CHECK(c.binding.time.us <= ms(10'015 + 32'000).us);
     }
     // Nothing more later on.
     h.table.expire(ms(200'000));
@@ -109,7 +112,8 @@ TEST_CASE("unbind: an evicted dialog ends its bindings too; a dialog without SDP
     REQUIRE(list.size() == 1);
     CHECK(list[0].call_id == "call-1@example.net");
     CHECK(list[0].binding.media == ep("192.0.2.10:49170"));
-    CHECK(list[0].binding.peer.port == 0);  // never answered
+    CHECK(list[0].binding.peer.port == 0);        // never answered
+    CHECK(list[0].binding.time.us == ms(10).us);  // dated by the message that evicted it
 
     Sip third;
     third.call_id = "call-3@example.net";
