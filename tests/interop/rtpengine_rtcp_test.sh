@@ -7,8 +7,9 @@
 # loss and jitter, LSR/DLSR from the other end's relayed reports). hepd captures no RTP at all.
 # The live daemon (--cores N) must:
 #  - count every relayed report, each with its Call-ID;
-#  - finish every reported stream into the stream families under source="rtcp": loss ratio,
-#    jitter, lost packets, RTT and the E-model MOS equal to what the sender reported;
+#  - finish every reported stream with its call (reason call_ended) into the stream families under
+#    source="rtcp": loss ratio, jitter, lost packets, RTT and the E-model MOS equal to what the
+#    sender reported;
 #  - drop every SDP media binding once the calls' dialogs end (hepd_rtp_pending_bindings back to 0);
 #  - write one call record per call, holding that call's reported streams with the same figures.
 # The HEP it received is also recorded (tcpdump) and read by `hepd pcap --json --records`: the
@@ -95,16 +96,18 @@ UAS_MEDIA=$(free_udp_range 4)
 ENGINE_MIN=$(free_udp_range 200)
 echo "ports: hep $HEP_PORT, metrics $METRICS_PORT, kamailio $KAM_PORT, uac $UAC_PORT (media $UAC_MEDIA), uas $UAS_PORT (media $UAS_MEDIA), rtpengine ng $NG_PORT (media $ENGINE_MIN+200), $CORES shard(s)"
 
-# Short timers so that the calls' records end within the test: dialogs linger 2 s after the BYE,
-# reported streams finish 3 s after their last report, records are written 10 s after their
-# dialog left (by then the reported streams have finished too) and flushed at once.
+# Short timers so that the calls' records end within the test. rtpengine deletes a call 30 s after
+# Kamailio asks it to and relays RTCP until then: the sender's reports go on a few seconds past the
+# BYE. Dialogs linger 10 s after the BYE, longer than that tail; when one leaves its table, its
+# reported streams finish with it (call_ended), well before their 20 s idle timeout; the record
+# is written 1 s later and flushed at once.
 cat >"$WORK/hepd.yaml" <<EOF
 timers:
-  dialog_linger: 2s
-  stream_idle_timeout: 3s
+  dialog_linger: 10s
+  stream_idle_timeout: 20s
 records:
   enabled: true
-  hold: 10s
+  hold: 1s
   flush_interval: 0s
 pcap:
   hep_ports: [$HEP_PORT]
@@ -210,8 +213,8 @@ want_jitter = sum(s["jitter"] / 8000 for s in sides)
 want_lost = sum(s["cumulative_lost"] for s in sides)
 want_mos = sum(mos_of(100 * s["fraction_lost"] / 256) for s in sides)
 
-# Wait (bounded) for the dialogs to end (BYE + 2 s linger), the reported streams to go idle (3 s)
-# and the records to be written (hold).
+# Wait (bounded) for the dialogs to leave (BYE + 10 s linger), their reported streams to finish
+# with them and the records to be written (hold).
 deadline = time.time() + 40
 while True:
     m = scrape()
@@ -228,6 +231,8 @@ check("hepd RTCP-JSON parse errors", metric(m, "hepd_rtcp_json_parse_errors_tota
 check("hepd RTP captured (none: rtpengine sends only RTCP stats)", metric(m, "hepd_rtp_packets_total"), 0)
 check("hepd completed dialogs", metric(m, "hepd_dialogs_finished_total", outcome="completed"), calls)
 check("hepd reported streams finished (source=rtcp)", metric(m, "hepd_rtp_streams_finished_total", source="rtcp"), n)
+check("hepd reported streams finished with their call",
+      metric(m, "hepd_rtp_streams_finished_total", source="rtcp", reason="call_ended"), n)
 check("hepd measured streams finished", metric(m, "hepd_rtp_streams_finished_total", source="measured"), 0)
 check("hepd reported streams by codec (PCMA offer, PCMU answer)",
       metric(m, "hepd_rtp_streams_by_codec_total", source="rtcp", codec="pcma")
@@ -271,9 +276,11 @@ for s in sides:
     want = (s["reports"], s["cumulative_lost"], round(loss, 2), s["jitter"] / 8, round(loss, 3))
     got = (x["reports"], x["cumulative_lost"], x["fraction_lost_pct"], x["jitter_ms"], x["loss_pct"])
     if (got != want or x["mos"] is None or abs(x["mos"] - mos_of(loss)) > 0.005 + 1e-9
-            or x["codec"] not in ("pcma", "pcmu") or (s["with_lsr"] > 0) != (x["rtt_ms"] is not None)):
+            or x["codec"] not in ("pcma", "pcmu") or (s["with_lsr"] > 0) != (x["rtt_ms"] is not None)
+            or x["end_reason"] != "call_ended"):
         bad.append(f"{s['call_id']} SSRC {s['source_ssrc']}: (reports, lost, fraction %, jitter ms, loss %) "
-                   f"{got}, sent {want}; MOS {x['mos']} (E-model {mos_of(loss):.4f}), codec {x['codec']}, RTT {x['rtt_ms']}")
+                   f"{got}, sent {want}; MOS {x['mos']} (E-model {mos_of(loss):.4f}), codec {x['codec']}, "
+                   f"RTT {x['rtt_ms']}, end {x['end_reason']}")
 for b in bad:
     print("BAD record " + b)
 check("reported streams in the records with the sender's figures", len(sides) - len(bad), len(sides))
