@@ -6,9 +6,12 @@
 // least recently touched entry and hands it to the caller to account for.
 //
 // Not thread-safe: one table belongs to one shard.
+#include "core/reserved_memory.hpp"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -34,6 +37,12 @@ public:
         while (slots < capacity_ * 2 && slots < (std::size_t{1} << 31)) slots <<= 1;
         max_slots_ = slots;
         index_.assign(16, Slot{});
+        // Room for the cap at once: entries never move, and untouched room costs no memory.
+        // Strict overcommit may refuse the reservation; the table then grows by doubling.
+        try {
+            entries_.reserve(capacity_);
+        } catch (const std::bad_alloc&) {
+        }
     }
 
     std::size_t size() const noexcept { return size_; }
@@ -68,6 +77,10 @@ public:
             // Grow by doubling, but never past the cap: a full table holds exactly `capacity`.
             if (entries_.size() == entries_.capacity())
                 entries_.reserve(std::min(capacity_, std::max<std::size_t>(16, entries_.capacity() * 2)));
+            // Accounted as grown by doubling whatever was reserved: what the entries can have
+            // touched of their room.
+            if (entries_.size() == accounted_entries_)
+                accounted_entries_ = std::min(capacity_, std::max<std::size_t>(16, accounted_entries_ * 2));
             at = static_cast<std::uint32_t>(entries_.size());
             entries_.emplace_back();
         }
@@ -136,7 +149,7 @@ public:
 
     // Bytes held by the table's own structures (not by heap memory that keys or values own).
     std::size_t memory_bytes() const noexcept {
-        return entries_.capacity() * sizeof(Entry) + index_.capacity() * sizeof(Slot) +
+        return accounted_entries_ * sizeof(Entry) + index_.capacity() * sizeof(Slot) +
                free_.capacity() * sizeof(std::uint32_t);
     }
 
@@ -196,7 +209,8 @@ private:
 
     std::size_t capacity_;
     std::size_t max_slots_ = 16;
-    std::vector<Entry> entries_;
+    std::vector<Entry, ReservingAllocator<Entry>> entries_;
+    std::size_t accounted_entries_ = 0;
     std::vector<Slot> index_;
     std::vector<std::uint32_t> free_;
     std::size_t size_ = 0;

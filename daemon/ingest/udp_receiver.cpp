@@ -83,7 +83,7 @@ UdpBatchSocket::UdpBatchSocket(asio::io_context& io, const Endpoint& at, bool re
                                std::size_t receive_buffer_bytes, std::size_t batch_size)
     : socket_(io),
       batch_size_(batch_size == 0 ? 1 : batch_size),
-      slots_(new std::uint8_t[batch_size_ * kSlotBytes]),
+      slots_(new std::uint8_t[batch_size_ * kSlotStride]),
       native_(std::make_unique<Native>(batch_size_)) {
     const udp::endpoint ep(to_asio(at.address), at.port);
     socket_.open(ep.protocol());
@@ -112,7 +112,7 @@ UdpBatchSocket::UdpBatchSocket(asio::io_context& io, const Endpoint& at, bool re
     packets_.resize(batch_size_);
     Native& n = *native_;
     for (std::size_t i = 0; i < batch_size_; ++i) {
-        n.iov[i].iov_base = slots_.get() + i * kSlotBytes;
+        n.iov[i].iov_base = slots_.get() + i * kSlotStride;
         n.iov[i].iov_len = kSlotBytes;
 #if defined(__linux__)
         // Set up once; receive() resets only what the kernel writes back.
@@ -160,7 +160,7 @@ std::span<const Packet> UdpBatchSocket::receive() noexcept {
     got = static_cast<std::size_t>(r);
     for (std::size_t i = 0; i < got; ++i) {
         packets_[i].bytes =
-            ByteSpan(slots_.get() + i * kSlotBytes, std::min<std::size_t>(n.headers[i].msg_len, kSlotBytes));
+            ByteSpan(slots_.get() + i * kSlotStride, std::min<std::size_t>(n.headers[i].msg_len, kSlotBytes));
         packets_[i].from = from_sockaddr(n.addresses[i]);
     }
 #else
@@ -180,7 +180,7 @@ std::span<const Packet> UdpBatchSocket::receive() noexcept {
             break;
         }
         packets_[got].bytes =
-            ByteSpan(slots_.get() + got * kSlotBytes, std::min<std::size_t>(static_cast<std::size_t>(r), kSlotBytes));
+            ByteSpan(slots_.get() + got * kSlotStride, std::min<std::size_t>(static_cast<std::size_t>(r), kSlotBytes));
         packets_[got].from = from_sockaddr(n.addresses[got]);
     }
 #endif

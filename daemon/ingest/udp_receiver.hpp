@@ -41,6 +41,11 @@ public:
     // Any UDP payload fits: the 16-bit UDP length caps it at 65,527 bytes (65,507 over IPv4), so
     // the kernel never truncates a datagram into a slot.
     static constexpr std::size_t kSlotBytes = 65536;
+    // Slots lie this far apart: 17 cache lines more than a slot, so that the heads of a batch's
+    // datagrams (all that a typical one occupies) fall into different cache sets. At a stride of
+    // exactly 64 KiB they all map to the same few sets and evict one another between the
+    // kernel's copy and the decode.
+    static constexpr std::size_t kSlotStride = kSlotBytes + 17 * 64;
 
     // Opens and binds (v6_only on IPv6). Throws boost::system::system_error (start-up).
     UdpBatchSocket(boost::asio::io_context& io, const Endpoint& at, bool reuse_port, std::size_t receive_buffer_bytes,
@@ -69,7 +74,7 @@ private:
     std::size_t batch_size_;
     bool counts_drops_ = false;
     std::uint32_t last_drop_count_ = 0;
-    std::unique_ptr<std::uint8_t[]> slots_;  // batch_size * kSlotBytes, left uninitialised
+    std::unique_ptr<std::uint8_t[]> slots_;  // batch_size * kSlotStride, left uninitialised
     std::unique_ptr<Native> native_;
     std::vector<Packet> packets_;
     UdpSocketStats stats_;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <new>
 
 namespace hepd::sip {
 
@@ -71,7 +72,14 @@ DialogTable::DialogTable(const DialogConfig& config, MediaSink* sink)
       table_(config.max_dialogs),
       transactions_(config, *stats_),
       message_(std::make_unique<Message>()),
-      sdp_(std::make_unique<SessionDescription>()) {}
+      sdp_(std::make_unique<SessionDescription>()) {
+    // Like the table's entries: room for the cap at once, so the sides never move (when strict
+    // overcommit refuses the room, they grow by doubling).
+    try {
+        sdp_sides_.reserve(config.max_dialogs);
+    } catch (const std::bad_alloc&) {
+    }
+}
 
 Disposition DialogTable::process(std::string_view text, const PacketMeta& meta) {
     if (const auto error = parse_message_into(text, *message_)) {
@@ -140,7 +148,7 @@ std::size_t DialogTable::active_count() const noexcept {
 
 std::size_t DialogTable::memory_bytes() const noexcept {
     return table_.memory_bytes() + key_heap_bytes_ + transactions_.memory_bytes() +
-           sdp_sides_.capacity() * sizeof(SdpSides);
+           sdp_sides_.size() * sizeof(SdpSides);  // grown by doubling: what can have been touched
 }
 
 void DialogTable::anomaly(DialogAnomaly a) noexcept { stats_->anomalies[static_cast<std::size_t>(a)].add(); }

@@ -19,6 +19,7 @@
 // transaction is created (and the tables' own growth until they reach their caps).
 #include "core/lru_table.hpp"
 #include "core/packet_meta.hpp"
+#include "core/reserved_memory.hpp"
 #include "core/time.hpp"
 #include "sip/dialog.hpp"
 #include "sip/dialog_media.hpp"
@@ -169,7 +170,7 @@ private:
     // Scratch buffers reused across messages (a Message and a SessionDescription are kilobytes).
     std::unique_ptr<Message> message_;
     std::unique_ptr<SessionDescription> sdp_;
-    std::vector<SdpSides> sdp_sides_;  // by dialog entry index; grows with the table
+    std::vector<SdpSides, ReservingAllocator<SdpSides>> sdp_sides_;  // by dialog entry index; grows with the table
 };
 
 }  // namespace hepd::sip

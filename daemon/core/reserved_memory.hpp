@@ -1,0 +1,49 @@
+#pragma once
+// Storage for the capped tables (LruTable entries, per-dialog side arrays): a table reserves
+// room for its whole cap once, so it never relocates its entries as it grows, yet costs only
+// the pages its entries have touched. A large allocation is a private anonymous mapping of its
+// own, reserved (NORESERVE: address space, not commit) and, past its first huge page, advised
+// for transparent huge pages: a young table growing under load then takes one page fault per
+// huge page instead of one per base page (a fault costs microseconds, the more so in a VM), and
+// a small table pays no huge page. Smaller allocations are plain operator new.
+#include <cstddef>
+#include <memory>
+#include <new>
+
+namespace hepd {
+
+// The mapping behind a large allocation; nullptr when the system refuses it.
+void* map_reserved(std::size_t bytes) noexcept;
+void unmap_reserved(void* at, std::size_t bytes) noexcept;
+
+// Allocations from this size on are mappings (below it, the heap is as good and finer grained).
+inline constexpr std::size_t kReservedMappingBytes = std::size_t{1} << 20;
+
+template <class T>
+class ReservingAllocator {
+public:
+    using value_type = T;
+
+    ReservingAllocator() noexcept = default;
+    template <class U>
+    ReservingAllocator(const ReservingAllocator<U>&) noexcept {}  // NOLINT: rebinding is implicit
+
+    T* allocate(std::size_t n) {
+        if (n * sizeof(T) < kReservedMappingBytes) return std::allocator<T>{}.allocate(n);
+        void* p = map_reserved(n * sizeof(T));
+        if (p == nullptr) throw std::bad_alloc();
+        return static_cast<T*>(p);
+    }
+
+    void deallocate(T* p, std::size_t n) noexcept {
+        if (n * sizeof(T) < kReservedMappingBytes) {
+            std::allocator<T>{}.deallocate(p, n);
+        } else {
+            unmap_reserved(p, n * sizeof(T));
+        }
+    }
+
+    friend bool operator==(const ReservingAllocator&, const ReservingAllocator&) noexcept { return true; }
+};
+
+}  // namespace hepd
