@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The daemon end to end over loopback: HEP in over UDP and TCP, a real Prometheus scrape,
 SIGTERM with a final snapshot, a restart that restores the call in progress (which then completes
-correctly), SIGHUP, and a corrupt snapshot refused at start-up. Then an idle daemon stopped
+correctly and, once it leaves its table, releases its media bindings), SIGHUP, and a corrupt snapshot refused at start-up. Then an idle daemon stopped
 (promptly, its ports closed behind it), and steady TCP intake across periodic snapshots taken every
 second (the io thread that serves TCP never waits for one). Bounded: every wait has a deadline.
 
