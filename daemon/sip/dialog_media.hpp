@@ -6,7 +6,9 @@
 #include "core/time.hpp"
 #include "sip/sdp.hpp"
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -21,6 +23,23 @@ public:
     virtual ~MediaSink() = default;
     virtual void on_media_binding(const MediaBinding& binding) noexcept = 0;
 };
+
+// The media addresses of the last SDP sent in one direction of one hop of a dialog. An SDP that
+// goes the other way on the same hop answers it (or offers anew against it): together they name
+// both ends of each media line, which is what ties a stream to this call rather than to another
+// one that shares one of its addresses. When the dialog leaves its table, every address here is
+// told that the dialog's bindings end. The dialog table keeps them beside its records, so that
+// dialog records stay as they are; snapshots carry them with the dialog.
+inline constexpr std::size_t kSdpMedia = 2;  // m= lines paired (audio and video)
+inline constexpr std::size_t kSdpSides = 4;  // two hops, both directions
+struct SdpSide {
+    std::uint32_t hop = 0;  // Hop::id; 0: empty
+    bool forward = false;
+    std::array<Endpoint, kSdpMedia> media{};  // by m= line; port 0: no usable address
+
+    friend bool operator==(const SdpSide&, const SdpSide&) = default;
+};
+using SdpSides = std::array<SdpSide, kSdpSides>;  // most recent first, empty ones last
 
 struct MediaEmitResult {
     std::size_t emitted = 0;   // bindings handed to the sink

@@ -438,8 +438,7 @@ void DialogTable::emit_sdp(std::uint32_t at, const Message& m, Hop hop, Timestam
     for (std::size_t i = 0; i < kSdpMedia; ++i)
         if (const auto media = usable_media(*sdp_, i)) mine.media[i] = *media;
 
-    if (sdp_sides_.size() <= at) sdp_sides_.resize(std::max<std::size_t>(at + 1, sdp_sides_.size() * 2));
-    SdpSides& sides = sdp_sides_[at];
+    SdpSides& sides = sdp_sides_at(at);
     const auto other = std::find_if(sides.begin(), sides.end(),
                                     [&](const SdpSide& s) { return s.hop == hop.id && s.forward != hop.forward; });
     const std::array<Endpoint, kSdpMedia> peers =
@@ -618,6 +617,11 @@ void DialogTable::insert_entry(std::uint64_t hash, DialogKey key, const Dialog& 
     *at_out = at;
 }
 
+SdpSides& DialogTable::sdp_sides_at(std::uint32_t at) {
+    if (sdp_sides_.size() <= at) sdp_sides_.resize(std::max<std::size_t>(at + 1, sdp_sides_.size() * 2));
+    return sdp_sides_[at];
+}
+
 void DialogTable::end_media(std::uint32_t at, std::string_view call_id, std::string_view from_tag, Timestamp when) {
     if (sink_ == nullptr || at >= sdp_sides_.size()) return;
     SdpSides& sides = sdp_sides_[at];
@@ -668,7 +672,8 @@ void DialogTable::account_removed(const Table::Entry& entry, bool evicted, std::
     }
 }
 
-bool DialogTable::restore(std::string_view call_id, std::string_view from_tag, const Dialog& record) {
+bool DialogTable::restore(std::string_view call_id, std::string_view from_tag, const Dialog& record,
+                          const SdpSides& sdp_sides) {
     if (call_id.size() > kMaxCallIdSize || from_tag.size() > kMaxTagSize || from_tag.empty()) return false;
     const std::uint64_t call_hash = hash_text(call_id);
     if (lookup(call_hash, call_id, from_tag) != Table::kNone) return false;
@@ -677,6 +682,8 @@ bool DialogTable::restore(std::string_view call_id, std::string_view from_tag, c
     classify_peers(restored);
     std::uint32_t at = Table::kNone;
     insert_entry(dialog_hash(call_hash, from_tag), DialogKey(call_id, from_tag), restored, &at, Timestamp{});
+    // Its bindings end with it, and a later offer or answer pairs with these as before.
+    if (sdp_sides != SdpSides{}) sdp_sides_at(at) = sdp_sides;
     return true;
 }
 

@@ -85,10 +85,19 @@ public:
             if (!e.value.finished()) f(e.key.call_id(), e.key.from_tag(), e.value);
         });
     }
-    // Inserts a fully formed record (snapshot restore): counted in the state gauges, not as
-    // created. False when the key is refused (too long) or already present. At the cap this
-    // evicts like any insertion.
-    bool restore(std::string_view call_id, std::string_view from_tag, const Dialog& record);
+    // f(call_id, from_tag, const Dialog&, const SdpSides&): for_each() with the media
+    // addresses of each dialog's SDP (all empty when it had none). For snapshots.
+    template <class F>
+    void for_each_with_media(F&& f) const {
+        table_.for_each([&](std::uint32_t at, const auto& e) {
+            f(e.key.call_id(), e.key.from_tag(), e.value, at < sdp_sides_.size() ? sdp_sides_[at] : kNoSdpSides);
+        });
+    }
+    // Inserts a fully formed record (snapshot restore) with the media addresses of its SDP:
+    // counted in the state gauges, not as created. False when the key is refused (too long) or
+    // already present. At the cap this evicts like any insertion.
+    bool restore(std::string_view call_id, std::string_view from_tag, const Dialog& record,
+                 const SdpSides& sdp_sides = {});
 
     // Not owned; may be null.
     void set_sink(DialogSink* sink) noexcept { removed_sink_ = sink; }
@@ -105,21 +114,7 @@ public:
 
 private:
     using Table = LruTable<DialogKey, Dialog>;
-
-    // The media addresses of the last SDP sent in one direction of one hop. An SDP that goes
-    // the other way on the same hop answers it (or offers anew against it): together they name
-    // both ends of each media line, which is what ties a stream to this call rather than to
-    // another one that shares one of its addresses. Kept beside the table, by entry index, so
-    // dialog records (and snapshots) stay as they are; lost on restart, when a later SDP of
-    // the call binds its media one-sided until the other side speaks again.
-    static constexpr std::size_t kSdpMedia = 2;  // m= lines paired (audio and video)
-    static constexpr std::size_t kSdpSides = 4;  // two hops, both directions
-    struct SdpSide {
-        std::uint32_t hop = 0;  // Hop::id; 0: empty
-        bool forward = false;
-        std::array<Endpoint, kSdpMedia> media{};
-    };
-    using SdpSides = std::array<SdpSide, kSdpSides>;  // most recent first
+    static constexpr SdpSides kNoSdpSides{};
 
     std::uint32_t lookup(std::uint64_t call_hash, std::string_view call_id, std::string_view tag) const noexcept;
     Disposition on_unknown(const Message& m, const PacketMeta& meta, Hop hop, std::uint64_t call_hash,
@@ -171,6 +166,7 @@ private:
     std::unique_ptr<Message> message_;
     std::unique_ptr<SessionDescription> sdp_;
     std::vector<SdpSides, ReservingAllocator<SdpSides>> sdp_sides_;  // by dialog entry index; grows with the table
+    SdpSides& sdp_sides_at(std::uint32_t at);
 };
 
 }  // namespace hepd::sip

@@ -110,6 +110,14 @@ Json dialog_json(const DialogRecord& r) {
     j["confirmed_tag"] = d.confirmed_tag;
     j["recent_fingerprints"] = used_json(d.recent.slots);
     j["recent_next"] = d.recent.next;
+    Json sides = Json::array();
+    for (const sip::SdpSide& side : r.sdp_sides) {
+        if (side.hop == 0) continue;
+        Json media = Json::array();
+        for (const hepd::Endpoint& e : side.media) media.push_back(endpoint_json(e));
+        sides.push_back(Json{{"hop", side.hop}, {"forward", side.forward}, {"media", std::move(media)}});
+    }
+    j["sdp_sides"] = std::move(sides);
     return j;
 }
 

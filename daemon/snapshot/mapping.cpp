@@ -84,11 +84,17 @@ public:
         out = static_cast<E>(value);
     }
 
+    // A repeated field of at most `cap` entries.
+    bool entries(const char* name, int size, std::size_t cap) {
+        if (!ok_) return false;
+        if (static_cast<std::size_t>(size) > cap)
+            fail(name, std::to_string(size) + " entries, at most " + std::to_string(cap));
+        return ok_;
+    }
+
     template <class Repeated, class T, std::size_t N>
     void array(const char* name, const Repeated& in, std::array<T, N>& out) {
-        if (!ok_) return;
-        if (static_cast<std::size_t>(in.size()) > N)
-            return fail(name, std::to_string(in.size()) + " entries, at most " + std::to_string(N));
+        if (!entries(name, in.size(), N)) return;
         out.fill(T{});
         for (int i = 0; i < in.size(); ++i) uint(name, in.Get(i), out[static_cast<std::size_t>(i)]);
     }
@@ -144,6 +150,44 @@ template <std::size_t N>
 void put_ring(const sip::FingerprintRing<N>& in, FingerprintRing& out) {
     put_array(in.slots, *out.mutable_slots());
     out.set_next(in.next);
+}
+
+void put_sdp_sides(const sip::SdpSides& in, google::protobuf::RepeatedPtrField<SdpSide>& out) {
+    out.Clear();
+    for (const sip::SdpSide& side : in) {
+        if (side.hop == 0) continue;  // an empty slot
+        SdpSide& to = *out.Add();
+        to.set_hop(side.hop);
+        to.set_forward(side.forward);
+        // Trailing lines without an address are left out; the ones before a used line stay.
+        std::size_t n = side.media.size();
+        while (n > 0 && side.media[n - 1] == hepd::Endpoint{}) --n;
+        for (std::size_t i = 0; i < n; ++i) to_proto(side.media[i], *to.add_media());
+    }
+}
+
+// Sides as emit_sdp() leaves them: a hop, each hop and direction once, and media lines that
+// are an address and a port, or nothing.
+void get_sdp_sides(FieldReader& r, const google::protobuf::RepeatedPtrField<SdpSide>& in, sip::SdpSides& out) {
+    out = sip::SdpSides{};
+    if (!r.entries("sdp_sides", in.size(), out.size())) return;
+    for (std::size_t i = 0; i < static_cast<std::size_t>(in.size()); ++i) {
+        const SdpSide& side = in.Get(static_cast<int>(i));
+        sip::SdpSide& to = out[i];
+        if (side.hop() == 0) return r.fail("sdp_sides.hop", "0 names no hop");
+        to.hop = side.hop();
+        to.forward = side.forward();
+        for (std::size_t j = 0; j < i; ++j)
+            if (out[j].hop == to.hop && out[j].forward == to.forward)
+                return r.fail("sdp_sides", "hop " + std::to_string(to.hop) + " twice in one direction");
+        if (!r.entries("sdp_sides.media", side.media_size(), to.media.size())) return;
+        for (std::size_t m = 0; m < static_cast<std::size_t>(side.media_size()); ++m) {
+            r.endpoint("sdp_sides.media", side.media(static_cast<int>(m)), to.media[m]);
+            if (!r.ok()) return;
+            if (to.media[m].address.empty() != (to.media[m].port == 0))
+                return r.fail("sdp_sides.media", "an address without a port or a port without an address");
+        }
+    }
 }
 
 void put_view(const rtp::ReceiverView& in, ReceiverView& out) {
@@ -252,6 +296,7 @@ void to_proto(const DialogRecord& in, Dialog& out) {
     out.set_from_host(std::string(d.from_party.host()));
     out.set_to_user(std::string(d.to_party.user()));
     out.set_to_host(std::string(d.to_party.host()));
+    put_sdp_sides(in.sdp_sides, *out.mutable_sdp_sides());
 }
 
 bool from_proto(const Dialog& in, DialogRecord& out, std::string& why) {
@@ -301,6 +346,7 @@ bool from_proto(const Dialog& in, DialogRecord& out, std::string& why) {
     r.enumeration("hangup", in.hangup(), Party_ARRAYSIZE, d.hangup);
     d.cancel_seen = in.cancel_seen();
     d.q850_counted = in.q850_counted();
+    get_sdp_sides(r, in.sdp_sides(), out.sdp_sides);
     if (r.ok() && in.user_agent().size() > d.user_agent.size())
         r.fail("user_agent",
                std::to_string(in.user_agent().size()) + " octets, at most " + std::to_string(d.user_agent.size()));

@@ -8,6 +8,7 @@
 #include "rtp/stream_record.hpp"
 #include "rtp/stream_table.hpp"
 #include "sip/dialog.hpp"
+#include "sip/dialog_media.hpp"
 
 #include <cstdint>
 #include <string>
@@ -22,6 +23,7 @@ struct DialogRecord {
     std::string call_id;
     std::string from_tag;
     sip::Dialog dialog;
+    sip::SdpSides sdp_sides{};  // the media addresses of its SDP, kept beside the record by the table
 
     friend bool operator==(const DialogRecord&, const DialogRecord&) = default;
 };

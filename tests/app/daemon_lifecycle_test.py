@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The daemon end to end over loopback: HEP in over UDP and TCP, a real Prometheus scrape,
 SIGTERM with a final snapshot, a restart that restores the call in progress (which then completes
-correctly), SIGHUP, and a corrupt snapshot refused at start-up. Then an idle daemon stopped
+correctly and, once it leaves its table, releases its media bindings), SIGHUP, and a corrupt snapshot refused at start-up. Then an idle daemon stopped
 (promptly, its ports closed behind it), and steady TCP intake across periodic snapshots taken every
 second (the io thread that serves TCP never waits for one). Bounded: every wait has a deadline.
 
@@ -49,11 +49,22 @@ def hep3(sip, ts, src=("10.0.0.1", 5060), dst=("10.0.0.2", 5060), capture_id=7):
     return b"HEP3" + struct.pack("!H", 6 + len(body)) + body
 
 
-def sip(kind, call_id):
+def sdp(host, port):
+    return f"v=0\r\no=- 1 1 IN IP4 {host}\r\ns=-\r\nc=IN IP4 {host}\r\nt=0 0\r\nm=audio {port} RTP/AVP 8\r\n"
+
+
+def sip(kind, call_id, with_sdp=False):
+    """The message of a call from 10.0.0.1 to 10.0.0.2; with_sdp: the offer in the INVITE, the
+    answer in its 200."""
     common = (f"Via: SIP/2.0/UDP 10.0.0.1:5060;branch=z9hG4bK-{call_id}-{kind}\r\n"
               f"From: <sip:alice@a>;tag=ft-{call_id}\r\n"
               f"To: <sip:bob@b>{';tag=tt-' + call_id if kind not in ('INVITE',) else ''}\r\n"
               f"Call-ID: {call_id}\r\n")
+    if kind in ("INVITE", "200") and with_sdp:
+        body = sdp("10.0.0.1", 40000) if kind == "INVITE" else sdp("10.0.0.2", 50000)
+        first = "INVITE sip:bob@10.0.0.2 SIP/2.0" if kind == "INVITE" else "SIP/2.0 200 OK"
+        return (f"{first}\r\n{common}CSeq: 1 INVITE\r\nContent-Type: application/sdp\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n{body}")
     if kind == "INVITE":
         return f"INVITE sip:bob@10.0.0.2 SIP/2.0\r\n{common}CSeq: 1 INVITE\r\nContent-Length: 0\r\n\r\n"
     if kind == "180":
@@ -67,6 +78,12 @@ def sip(kind, call_id):
     if kind == "200BYE":
         return f"SIP/2.0 200 OK\r\n{common}CSeq: 2 BYE\r\nContent-Length: 0\r\n\r\n"
     raise ValueError(kind)
+
+
+def hop(kind):
+    """Source and destination of a message of the call: answers go back from the callee."""
+    caller, callee = ("10.0.0.1", 5060), ("10.0.0.2", 5060)
+    return (callee, caller) if kind[0].isdigit() else (caller, callee)
 
 
 class Daemon:
@@ -91,8 +108,8 @@ class Daemon:
     def metric(self, name, **labels):
         return Scrape(self.scrape()).get(name, **labels)
 
-    def wait_metric(self, want, name, **labels):
-        deadline = time.time() + 5
+    def wait_metric(self, want, name, timeout=5, **labels):
+        deadline = time.time() + timeout
         while time.time() < deadline and self.metric(name, **labels) != want:
             time.sleep(0.05)
         return self.metric(name, **labels)
@@ -181,13 +198,20 @@ def main():
     with open(config, "w") as f:
         f.write("hep:\n  clock_offset_limit: 5m\n")
     opts = ("--config", config)
+    # After the restart, ended calls linger 1 s instead of 32: the restored call leaves its table
+    # (and releases its media bindings) within the test's deadlines.
+    short_linger = os.path.join(work, "short-linger.yaml")
+    with open(short_linger, "w") as f:
+        f.write("hep:\n  clock_offset_limit: 5m\ntimers:\n  dialog_linger: 1s\n")
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     now = time.time()
     try:
         d = Daemon(state, hep_port, metrics_port, opts)
-        # A call up to its answer over UDP; a second one entirely over TCP, two frames per write.
+        # A call with SDP up to its answer over UDP; a second one entirely over TCP, two frames
+        # per write.
         for i, kind in enumerate(["INVITE", "180", "200", "ACK"]):
-            udp.sendto(hep3(sip(kind, "call-restart"), now + i * 0.5), ("127.0.0.1", hep_port))
+            udp.sendto(hep3(sip(kind, "call-restart", with_sdp=True), now + i * 0.5, *hop(kind)),
+                       ("127.0.0.1", hep_port))
         tcp = socket.create_connection(("127.0.0.1", hep_port), timeout=5)
         msgs = [hep3(sip(k, "call-tcp"), now + i * 0.5) for i, k in enumerate(["INVITE", "180", "200", "ACK", "BYE", "200BYE"])]
         tcp.sendall(msgs[0] + msgs[1])
@@ -198,6 +222,9 @@ def main():
         check("UDP call confirmed", d.wait_metric(1, "hepd_dialogs_active", state="confirmed"), 1)
         check("HEP received over UDP", d.metric("hepd_hep_received_packets_total", transport="udp", version="3"), 4)
         check("HEP received over TCP", d.metric("hepd_hep_received_packets_total", transport="tcp", version="3"), 6)
+        # Its offer and answer bind both media addresses; no RTP comes, so they wait.
+        pending = d.wait_metric(2, "hepd_rtp_pending_bindings")
+        check("UDP call's media bindings pending", pending, 2)
         tcp.close()
 
         d.send_hup = d.proc.send_signal(signal.SIGHUP)
@@ -215,13 +242,19 @@ def main():
         check("stopped within 5 s", took < 5, True)
         check("snapshot written", os.path.exists(os.path.join(state, "hepd.snapshot")), True)
 
-        # Restart: the confirmed call is restored and completes with the right duration.
-        d = Daemon(state, hep_port, metrics_port, opts)
+        # Restart: the confirmed call is restored and completes with the right duration; once it
+        # leaves its table, its restored media bindings are released instead of waiting for
+        # timers.pending_media_timeout (hours).
+        d = Daemon(state, hep_port, metrics_port, ("--config", short_linger))
         check("restored call still confirmed", d.wait_metric(1, "hepd_dialogs_active", state="confirmed"), 1)
+        check("restored media bindings pending", d.metric("hepd_rtp_pending_bindings"), pending)
         udp.sendto(hep3(sip("BYE", "call-restart"), now + 61.0), ("127.0.0.1", hep_port))
-        udp.sendto(hep3(sip("200BYE", "call-restart"), now + 61.1), ("127.0.0.1", hep_port))
+        udp.sendto(hep3(sip("200BYE", "call-restart"), now + 61.1, *hop("200BYE")), ("127.0.0.1", hep_port))
         check("restored call completed", d.wait_metric(1, "hepd_dialogs_finished_total", outcome="completed"), 1)
         check("its duration (200 at +1 s, BYE at +61 s)", d.metric("hepd_dialog_duration_seconds_sum"), 60.0)
+        check("restored media bindings released after the linger",
+              d.wait_metric(pending, "hepd_rtp_binding_events_total", timeout=15, event="released"), pending)
+        check("no media bindings pending any more", d.metric("hepd_rtp_pending_bindings"), 0)
         rc, _ = d.stop()
         check("second exit status", rc, 0)
 

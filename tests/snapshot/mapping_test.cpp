@@ -75,6 +75,30 @@ TEST_CASE("a dialog with every field set survives the round trip", "[snapshot][m
     CHECK(m.retransmissions() == 65535);
     CHECK(m.callee_side().address() == bytes_of({198, 51, 100, 7}));
     CHECK(m.callee_agent() == 12);
+    REQUIRE(m.sdp_sides_size() == 3);  // the empty slot is left out
+    CHECK(m.sdp_sides(0).hop() == 0x11111111U);
+    CHECK_FALSE(m.sdp_sides(0).forward());
+    CHECK(m.sdp_sides(0).media_size() == 1);  // trailing lines without an address too
+    CHECK(m.sdp_sides(1).forward());
+    CHECK(m.sdp_sides(1).media(1).port() == 49172);
+    REQUIRE(m.sdp_sides(2).media_size() == 2);  // but not the ones before a used line
+    CHECK(m.sdp_sides(2).media(0).address().empty());
+    CHECK(m.sdp_sides(2).media(0).port() == 0);
+    CHECK(out.sdp_sides[2].media[1] == ep("198.51.100.7:40002"));
+}
+
+TEST_CASE("a dialog from a file without SDP sides has none", "[snapshot][mapping]") {
+    // Files written before the sides were kept restore as they did then.
+    Dialog m;
+    to_proto(sample_dialog(), m);
+    m.clear_sdp_sides();
+    DialogRecord out;
+    std::string why;
+    REQUIRE(from_proto(m, out, why));
+    CHECK(out.sdp_sides == sip::SdpSides{});
+    DialogRecord expected = sample_dialog();
+    expected.sdp_sides = {};
+    CHECK(out == expected);
 }
 
 TEST_CASE("a dialog from a file without the callee side takes the first hop's", "[snapshot][mapping]") {
@@ -280,6 +304,38 @@ TEST_CASE("values a record cannot hold are refused, naming the field", "[snapsho
         m = base;
         m.set_deadline_us(INT64_MAX);
         CHECK(refusal<Dialog, DialogRecord>(m) == "deadline_us: 9223372036854775807 is not a time");
+    }
+    SECTION("dialog SDP sides") {
+        Dialog base;
+        to_proto(sample_dialog(), base);
+        Dialog m = base;
+        m.add_sdp_sides()->set_hop(7);
+        m.add_sdp_sides()->set_hop(8);
+        CHECK(refusal<Dialog, DialogRecord>(m) == "sdp_sides: 5 entries, at most 4");
+        m = base;
+        m.mutable_sdp_sides(1)->set_hop(0);
+        CHECK(refusal<Dialog, DialogRecord>(m) == "sdp_sides.hop: 0 names no hop");
+        m = base;
+        m.mutable_sdp_sides(1)->set_forward(false);
+        CHECK(refusal<Dialog, DialogRecord>(m) == "sdp_sides: hop 286331153 twice in one direction");
+        m = base;
+        m.mutable_sdp_sides(0)->add_media()->set_port(1);
+        m.mutable_sdp_sides(0)->add_media()->set_port(2);
+        CHECK(refusal<Dialog, DialogRecord>(m) == "sdp_sides.media: 3 entries, at most 2");
+        m = base;
+        m.mutable_sdp_sides(1)->mutable_media(0)->set_address("12345");
+        CHECK(refusal<Dialog, DialogRecord>(m) == "sdp_sides.media: address of 5 octets");
+        m = base;
+        m.mutable_sdp_sides(1)->mutable_media(0)->set_port(65536);
+        CHECK(refusal<Dialog, DialogRecord>(m) == "sdp_sides.media: port 65536");
+        m = base;
+        m.mutable_sdp_sides(1)->mutable_media(0)->set_port(0);
+        CHECK(refusal<Dialog, DialogRecord>(m) ==
+              "sdp_sides.media: an address without a port or a port without an address");
+        m = base;
+        m.mutable_sdp_sides(2)->mutable_media(0)->set_port(4000);
+        CHECK(refusal<Dialog, DialogRecord>(m) ==
+              "sdp_sides.media: an address without a port or a port without an address");
     }
     SECTION("transaction") {
         Transaction base;

@@ -139,7 +139,123 @@ std::vector<Packet> packets(const gen::CorpusOptions& o, gen::Truth& truth) {
     return out;
 }
 
+// Media bindings across all shards: still waiting for a stream, and released by their
+// dialog's end (hepd_rtp_pending_bindings, hepd_rtp_binding_events_total{event="released"}).
+struct BindingFigures {
+    std::int64_t pending = 0;
+    std::uint64_t released = 0;
+
+    BindingFigures() = default;
+    explicit BindingFigures(const Shards& s) {
+        for (const auto* w : s.raw) {
+            pending += w->streams().stats().pending_bindings.value();
+            released += w->streams().stats().bindings_released.value();
+        }
+    }
+};
+
+// A SIP message between two of the hosts of relayed_call(), with SDP naming `media` if given.
+std::string sip_text(std::string_view first_line, std::string_view cseq, std::string_view to_tag,
+                     std::string_view branch, std::string_view media = {}) {
+    std::string body;
+    if (!media.empty()) {
+        const std::size_t colon = media.rfind(':');
+        const std::string host(media.substr(0, colon));
+        body = "v=0\r\no=- 1 1 IN IP4 " + host + "\r\ns=-\r\nc=IN IP4 " + host + "\r\nt=0 0\r\nm=audio " +
+               std::string(media.substr(colon + 1)) + " RTP/AVP 8\r\n";
+    }
+    std::string out = std::string(first_line) + "\r\n";
+    out += "Via: SIP/2.0/UDP 192.0.2.10:5060;branch=" + std::string(branch) + "\r\n";
+    out += "From: <sip:alice@example.net>;tag=caller-tag\r\n";
+    out += "To: <sip:bob@example.net>" + (to_tag.empty() ? std::string() : ";tag=" + std::string(to_tag)) + "\r\n";
+    out += "Call-ID: relayed-1@example.net\r\nCSeq: " + std::string(cseq) + "\r\n";
+    if (!body.empty()) out += "Content-Type: application/sdp\r\n";
+    out += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    return out;
+}
+
+// A call relayed by a proxy that anchors media (rtpengine): caller A, proxy P, callee B, four
+// media addresses on two hops. Answered at 0.9 s, hung up at 10 s.
+std::vector<Packet> relayed_call() {
+    const Endpoint a = ep("192.0.2.10:5060");
+    const Endpoint p = ep("192.0.2.99:5060");
+    const Endpoint b = ep("192.0.2.20:5060");
+    const auto at = [](std::int64_t ms) { return Timestamp{1'700'000'000'000'000 + ms * 1000}; };
+    const std::string invite = "INVITE sip:bob@example.net SIP/2.0";
+    const std::string ok = "SIP/2.0 200 OK";
+    const std::string ack = "ACK sip:bob@example.net SIP/2.0";
+    const std::string bye = "BYE sip:bob@example.net SIP/2.0";
+    return {
+        {at(0), a, p, sip_text(invite, "1 INVITE", "", "z9hG4bK-a1", "192.0.2.10:49170")},
+        {at(5), p, b, sip_text(invite, "1 INVITE", "", "z9hG4bK-p1", "192.0.2.99:20000")},
+        {at(900), b, p, sip_text(ok, "1 INVITE", "tt", "z9hG4bK-p1", "192.0.2.20:3456")},
+        {at(905), p, a, sip_text(ok, "1 INVITE", "tt", "z9hG4bK-a1", "192.0.2.99:20002")},
+        {at(910), a, p, sip_text(ack, "1 ACK", "tt", "z9hG4bK-a2")},
+        {at(915), p, b, sip_text(ack, "1 ACK", "tt", "z9hG4bK-p2")},
+        // The restart comes here.
+        {at(10'000), a, p, sip_text(bye, "2 BYE", "tt", "z9hG4bK-a3")},
+        {at(10'005), p, b, sip_text(bye, "2 BYE", "tt", "z9hG4bK-p3")},
+        {at(10'010), b, p, sip_text(ok, "2 BYE", "tt", "z9hG4bK-p3")},
+        {at(10'015), p, a, sip_text(ok, "2 BYE", "tt", "z9hG4bK-a3")},
+    };
+}
+
+// Runs the shards' timers to 40 s after `last`, the last message: past the linger (32 s) of
+// every dialog that ended, which then leaves its table and ends its media bindings.
+void linger_out(const Shards& s, Router& router, Timestamp last) {
+    for (auto* w : s.raw) w->advance(Timestamp{last.us + 40'000'000}, router);
+}
+
 }  // namespace
+
+TEST_CASE("a call restored mid-way releases its media bindings when it ends", "[snapshot][restore][media]") {
+    // The dialog's SDP sides travel with it: at its end the owners of its media addresses are
+    // told, so its bindings do not wait as pending until pending_media_timeout (4 h).
+    const std::size_t target = GENERATE(std::size_t{1}, std::size_t{2});
+    INFO("restored into " << target << " shards");
+    const std::vector<Packet> call = relayed_call();
+    const std::size_t cut = 6;
+
+    Shards reference(2);
+    {
+        Router router(reference.raw);
+        Timestamp tick{};
+        for (const Packet& p : call) router.feed(datagram(p), tick);
+        linger_out(reference, router, call.back().time);
+    }
+    const BindingFigures uninterrupted(reference);
+    REQUIRE(uninterrupted.released == 4);  // one binding for each of the four addresses
+    CHECK(uninterrupted.pending == 0);
+
+    Shards before(2);
+    Timestamp tick{};
+    {
+        Router router(before.raw);
+        for (std::size_t i = 0; i < cut; ++i) router.feed(datagram(call[i]), tick);
+    }
+    CHECK(BindingFigures(before).pending == 4);  // no RTP came
+    const auto file =
+        decode_snapshot(as_bytes(encode_snapshot({capture(*before.raw[0]), capture(*before.raw[1])}, {})));
+    REQUIRE(file.ok());
+    REQUIRE(file->records.dialogs.size() == 1);
+    CHECK(std::count_if(file->records.dialogs[0].sdp_sides.begin(), file->records.dialogs[0].sdp_sides.end(),
+                        [](const sip::SdpSide& s) { return s.hop != 0; }) == 4);
+
+    Shards after(target);
+    const RestoreCounts counts = restore(*file, after.raw);
+    CHECK(counts.refused() == 0);
+    CHECK(BindingFigures(after).pending == BindingFigures(before).pending);
+    Router router(after.raw);
+    for (std::size_t i = cut; i < call.size(); ++i) router.feed(datagram(call[i]), tick);
+    linger_out(after, router, call.back().time);
+
+    const BindingFigures restarted(after);
+    CHECK(restarted.pending == 0);
+    CHECK(restarted.released == uninterrupted.released);
+    std::size_t dialogs = 0;
+    for (const auto* w : after.raw) dialogs += w->dialogs().size();
+    CHECK(dialogs == 0);
+}
 
 TEST_CASE("a restart in the middle of live calls loses nothing", "[snapshot][restore][truth]") {
     const std::size_t target = GENERATE(std::size_t{1}, std::size_t{3});
@@ -151,11 +267,14 @@ TEST_CASE("a restart in the middle of live calls loses nothing", "[snapshot][res
 
     // The uninterrupted run.
     Outcome reference;
+    BindingFigures reference_bindings;
     {
         Shards shards(2);
         Router router(shards.raw);
         Timestamp tick{};
         for (const Packet& p : all) router.feed(datagram(p), tick);
+        linger_out(shards, router, end);
+        reference_bindings = BindingFigures(shards);
         router.finish(end);
         reference.take(shards);
         reference.take_remaining(shards);
@@ -168,6 +287,7 @@ TEST_CASE("a restart in the middle of live calls loses nothing", "[snapshot][res
     const std::string path = dir.file("hepd.snap");
     const std::size_t cut = all.size() / 2;
     Outcome restarted;
+    std::uint64_t released_before = 0;
     Timestamp tick{};
     {
         Shards before(2);
@@ -200,6 +320,7 @@ TEST_CASE("a restart in the middle of live calls loses nothing", "[snapshot][res
         CHECK(written->counts.dialogs > 0);
         CHECK(written->counts.bindings > 0);
         restarted.take(before);  // what had already finished before the restart
+        released_before = BindingFigures(before).released;
     }
 
     const auto file = read_snapshot(path);
@@ -220,6 +341,12 @@ TEST_CASE("a restart in the middle of live calls loses nothing", "[snapshot][res
 
     Router router(after.raw);
     for (std::size_t i = cut; i < all.size(); ++i) router.feed(datagram(all[i]), tick);
+    // Calls that ended after the restart released their media bindings as they would have.
+    linger_out(after, router, end);
+    const BindingFigures restarted_bindings(after);
+    CHECK(reference_bindings.released > 0);
+    CHECK(released_before + restarted_bindings.released == reference_bindings.released);
+    CHECK(restarted_bindings.pending == reference_bindings.pending);
     router.finish(end);
     restarted.take(after);
     restarted.take_remaining(after);

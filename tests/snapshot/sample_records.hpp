@@ -59,6 +59,11 @@ inline DialogRecord sample_dialog(const std::string& call_id = "a84b4c76e66710@p
     d.user_agent_size = static_cast<std::uint8_t>(ua.size());
     d.from_party = sip::party_name("sip:+4930123456@carrier.example");
     d.to_party = sip::party_name("sip:1002@[2001:db8::5]:5080");
+    // An offer and its answer on the first hop (video declined in the answer), and a relayed
+    // offer on the second hop whose audio was on hold; the fourth slot empty.
+    r.sdp_sides[0] = {0x11111111U, false, {ep("[2001:db8::1]:30000"), hepd::Endpoint{}}};
+    r.sdp_sides[1] = {0x11111111U, true, {ep("192.0.2.10:49170"), ep("192.0.2.10:49172")}};
+    r.sdp_sides[2] = {0x22222222U, true, {hepd::Endpoint{}, ep("198.51.100.7:40002")}};
     return r;
 }
 
