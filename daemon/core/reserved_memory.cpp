@@ -21,9 +21,9 @@ void* map_reserved(std::size_t bytes) noexcept {
     // From the second huge page boundary on: the first huge page's worth stays in base pages.
     const auto begin = reinterpret_cast<std::uintptr_t>(p);
     const std::uintptr_t first = (begin + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes + kHugePageBytes;
-    const std::uintptr_t end = begin + bytes;
+    const std::size_t skip = first - begin;
     // Advice only: without it the table simply takes base pages.
-    if (first < end) (void)madvise(reinterpret_cast<void*>(first), end - first, MADV_HUGEPAGE);
+    if (skip < bytes) (void)madvise(static_cast<char*>(p) + skip, bytes - skip, MADV_HUGEPAGE);
 #endif
     return p;
 }

@@ -45,7 +45,7 @@ public:
     // datagrams (all that a typical one occupies) fall into different cache sets. At a stride of
     // exactly 64 KiB they all map to the same few sets and evict one another between the
     // kernel's copy and the decode.
-    static constexpr std::size_t kSlotStride = kSlotBytes + 17 * 64;
+    static constexpr std::size_t kSlotStride = kSlotBytes + std::size_t{17} * 64;
 
     // Opens and binds (v6_only on IPv6). Throws boost::system::system_error (start-up).
     UdpBatchSocket(boost::asio::io_context& io, const Endpoint& at, bool reuse_port, std::size_t receive_buffer_bytes,
