@@ -33,8 +33,23 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-HEP_PORT=$(free_port); METRICS_PORT=$(free_port); KAM_PORT=$(free_port); SIP_PORT=$(free_port)
+# Four distinct ports, each free for UDP and TCP (hepd takes its HEP port on both, and the metrics
+# port over TCP): all held open together while they are chosen, so none is handed out twice.
+read -r HEP_PORT METRICS_PORT KAM_PORT SIP_PORT < <(python3 -c '
+import socket
+held, ports = [], []
+while len(ports) < 4:
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.bind(("127.0.0.1", 0))
+    t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        t.bind(("127.0.0.1", u.getsockname()[1]))
+    except OSError:
+        held.append(u)
+        continue
+    held += [u, t]
+    ports.append(u.getsockname()[1])
+print(*ports)')
 # Every party on its own loopback address (the port is the same for all).
 UAC=127.0.0.10; UAS_OK=127.0.0.21; UAS_BUSY=127.0.0.22; UAS_UNAVAIL=127.0.0.23; UAS_RING=127.0.0.24
 # Calls per scenario.
@@ -66,6 +81,11 @@ YAML
     --state-dir "$WORK/state" --cores 2 >"$WORK/hepd.log" 2>&1 &
 HEPD_PID=$!
 PIDS+=("$HEPD_PID")
+for _ in $(seq 100); do
+    curl -sf -o /dev/null "http://127.0.0.1:$METRICS_PORT/metrics" && break
+    kill -0 "$HEPD_PID" 2>/dev/null || { echo "BAD hepd exited at start-up"; cat "$WORK/hepd.log"; exit 1; }
+    sleep 0.1
+done
 
 # What hepd receives, for `hepd pcap --records`.
 start_tcpdump "$WORK/hep.pcap" "udp and dst port $HEP_PORT" -B 8192
