@@ -33,23 +33,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Four distinct ports, each free for UDP and TCP (hepd takes its HEP port on both, and the metrics
-# port over TCP): all held open together while they are chosen, so none is handed out twice.
-read -r HEP_PORT METRICS_PORT KAM_PORT SIP_PORT < <(python3 -c '
-import socket
-held, ports = [], []
-while len(ports) < 4:
-    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    u.bind(("127.0.0.1", 0))
-    t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        t.bind(("127.0.0.1", u.getsockname()[1]))
-    except OSError:
-        held.append(u)
-        continue
-    held += [u, t]
-    ports.append(u.getsockname()[1])
-print(*ports)')
+# shellcheck source=ports.sh
+source "$HERE/ports.sh"
+read -r HEP_PORT METRICS_PORT KAM_PORT SIP_PORT < <(free_ports 4)
 # Every party on its own loopback address (the port is the same for all).
 UAC=127.0.0.10; UAS_OK=127.0.0.21; UAS_BUSY=127.0.0.22; UAS_UNAVAIL=127.0.0.23; UAS_RING=127.0.0.24
 # Calls per scenario.

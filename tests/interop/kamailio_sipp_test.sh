@@ -21,9 +21,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-HEP_PORT=$(free_port); METRICS_PORT=$(free_port); KAM_PORT=$(free_port)
-UAS_PORT=$(free_port); BUSY_PORT=$(free_port); UAC_PORT=$(free_port)
+# shellcheck source=ports.sh
+source "$HERE/ports.sh"
+read -r HEP_PORT METRICS_PORT KAM_PORT UAS_PORT BUSY_PORT UAC_PORT < <(free_ports 6)
 COMPLETED=5; BUSY=3
 
 "$HEPD" --hep-listen "127.0.0.1:$HEP_PORT" --metrics-listen "127.0.0.1:$METRICS_PORT" \
