@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <new>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -38,11 +37,7 @@ public:
         max_slots_ = slots;
         index_.assign(16, Slot{});
         // Room for the cap at once: entries never move, and untouched room costs no memory.
-        // Strict overcommit may refuse the reservation; the table then grows by doubling.
-        try {
-            entries_.reserve(capacity_);
-        } catch (const std::bad_alloc&) {
-        }
+        reserve_room(entries_, capacity_);
     }
 
     std::size_t size() const noexcept { return size_; }

@@ -46,4 +46,14 @@ public:
     friend bool operator==(const ReservingAllocator&, const ReservingAllocator&) noexcept { return true; }
 };
 
+// Reserves room for `n` elements at once, so that the container never relocates them as it grows;
+// where strict overcommit refuses the room, it grows by doubling as usual.
+template <class Vector>
+void reserve_room(Vector& v, std::size_t n) noexcept {
+    try {
+        v.reserve(n);
+    } catch (const std::bad_alloc&) {
+    }
+}
+
 }  // namespace hepd

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <new>
 
 namespace hepd::sip {
 
@@ -73,12 +72,7 @@ DialogTable::DialogTable(const DialogConfig& config, MediaSink* sink)
       transactions_(config, *stats_),
       message_(std::make_unique<Message>()),
       sdp_(std::make_unique<SessionDescription>()) {
-    // Like the table's entries: room for the cap at once, so the sides never move (when strict
-    // overcommit refuses the room, they grow by doubling).
-    try {
-        sdp_sides_.reserve(config.max_dialogs);
-    } catch (const std::bad_alloc&) {
-    }
+    reserve_room(sdp_sides_, config.max_dialogs);  // like the table's entries: the sides never move
 }
 
 Disposition DialogTable::process(std::string_view text, const PacketMeta& meta) {
