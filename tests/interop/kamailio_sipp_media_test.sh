@@ -31,6 +31,8 @@ WORK=$(mktemp -d /tmp/hepd-interop-media.XXXXXX)
 KAMAILIO_PID=""; PIDS=()
 # shellcheck source=capture.sh
 source "$HERE/capture.sh"
+# shellcheck source=ports.sh
+source "$HERE/ports.sh"
 stop_kamailio() {
     [ -n "$KAMAILIO_PID" ] || return 0
     # The main process stops its children on SIGTERM; whatever survives it is found by this
@@ -50,30 +52,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# A base port with `count` consecutive free UDP ports, under the ephemeral range so that no
-# client socket takes one meanwhile.
-free_udp_range() {
-    python3 - "$1" <<'PY'
-import random, socket, sys
-count = int(sys.argv[1])
-for _ in range(200):
-    base = random.randrange(20000, 32000 - count, 2)
-    socks = []
-    try:
-        for p in range(base, base + count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            socks.append(s)
-            s.bind(("127.0.0.1", p))
-        print(base)
-        sys.exit(0)
-    except OSError:
-        pass
-    finally:
-        for s in socks:
-            s.close()
-sys.exit("no free UDP port range")
-PY
-}
 udp_bound() { [ -n "$(ss -Hlun "sport = :$1" 2>/dev/null)" ]; }
 wait_bound() {  # port what
     for _ in $(seq 100); do udp_bound "$1" && return 0; sleep 0.1; done
@@ -92,15 +70,12 @@ else
     # streams stays within the 20 rows of the report's `streams.worst`, the only place where it
     # names each stream with its Call-ID, so every stream is checked.
     CALLS=8; RATE=5; SPEECH_PAUSE_MS=1500; WITH_DTMF=0
-    read -r KAM_PORT UAC_PORT UAS_PORT < <(python3 -c '
-import socket
-ss = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(3)]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(*[s.getsockname()[1] for s in ss])')
+    read -r KAM_PORT UAC_PORT UAS_PORT < <(free_ports 3)
     # The UAC plays call n from UAC_MEDIA + 4(n-1) ([auto_media_port]); sipp also binds its own
-    # echo sockets at -mp and -mp + 2. The UAS echoes on UAS_MEDIA (and + 2 for video).
-    UAC_MEDIA=$(free_udp_range $((4 * CALLS + 4)))
-    UAS_MEDIA=$(free_udp_range 4)
+    # echo sockets at -mp and -mp + 2. The UAS echoes on UAS_MEDIA (and + 2 for video). One
+    # range holds both.
+    UAC_MEDIA=$(free_udp_range $((4 * CALLS + 4 + 4)))
+    UAS_MEDIA=$((UAC_MEDIA + 4 * CALLS + 4))
 fi
 UAC_MEDIA_LAST=$((UAC_MEDIA + 4 * CALLS + 3))
 PCAP=${RECORD:-$WORK/calls.pcap}

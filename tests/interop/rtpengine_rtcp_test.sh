@@ -33,6 +33,8 @@ WORK=$(mktemp -d /tmp/hepd-interop-rtpengine.XXXXXX)
 HEPD_PID=""; KAMAILIO_PID=""; RTPENGINE_PID=""; PIDS=()
 # shellcheck source=capture.sh
 source "$HERE/capture.sh"
+# shellcheck source=ports.sh
+source "$HERE/ports.sh"
 stop() {  # pid: TERM, then KILL after 5 s
     [ -n "$1" ] || return 0
     kill -TERM "$1" 2>/dev/null || true
@@ -58,42 +60,18 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-free_udp_range() {  # count: a base with `count` free consecutive UDP ports under the ephemeral range
-    python3 - "$1" <<'PY'
-import random, socket, sys
-count = int(sys.argv[1])
-for _ in range(200):
-    base = random.randrange(20000, 32000 - count, 2)
-    socks = []
-    try:
-        for p in range(base, base + count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            socks.append(s)
-            s.bind(("127.0.0.1", p))
-        print(base)
-        sys.exit(0)
-    except OSError:
-        pass
-    finally:
-        for s in socks:
-            s.close()
-sys.exit("no free UDP port range")
-PY
-}
 udp_bound() { [ -n "$(ss -Hlun "sport = :$1" 2>/dev/null)" ]; }
 wait_bound() {
     for _ in $(seq 100); do udp_bound "$1" && return 0; sleep 0.1; done
     echo "BAD $2 never bound udp/$1"; exit 1
 }
 
-read -r HEP_PORT METRICS_PORT KAM_PORT UAC_PORT UAS_PORT NG_PORT < <(python3 -c '
-import socket
-ss = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(6)]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(*[s.getsockname()[1] for s in ss])')
-UAC_MEDIA=$(free_udp_range $((4 * CALLS + 4)))
-UAS_MEDIA=$(free_udp_range 4)
-ENGINE_MIN=$(free_udp_range 200)
+read -r HEP_PORT METRICS_PORT KAM_PORT UAC_PORT UAS_PORT NG_PORT < <(free_ports 6)
+# One range for all media, split: the UAC's calls (4 ports each, and sipp's own), the UAS, and
+# rtpengine's 200 ports.
+UAC_MEDIA=$(free_udp_range $((4 * CALLS + 4 + 4 + 200)))
+UAS_MEDIA=$((UAC_MEDIA + 4 * CALLS + 4))
+ENGINE_MIN=$((UAS_MEDIA + 4))
 echo "ports: hep $HEP_PORT, metrics $METRICS_PORT, kamailio $KAM_PORT, uac $UAC_PORT (media $UAC_MEDIA), uas $UAS_PORT (media $UAS_MEDIA), rtpengine ng $NG_PORT (media $ENGINE_MIN+200), $CORES shard(s)"
 
 # Short timers so that the calls' records end within the test. rtpengine deletes a call 30 s after
