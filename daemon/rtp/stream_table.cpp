@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <limits>
 #include <utility>
+#include <vector>
 
 namespace hepd::rtp {
 
@@ -442,12 +443,24 @@ void StreamTable::unbind(const Endpoint& media, const Endpoint& peer, std::strin
     }
 }
 
-void StreamTable::insert_binding(const Endpoint& media, Binding binding) {
+void StreamTable::insert_binding(const Endpoint& media, Binding binding, bool released) {
     const Endpoint key = media_key(media);
     const std::uint32_t b = store_binding(key, std::move(binding));
     if (b == kNone) return;
+    bindings_[b].released = released;
     const std::uint32_t m = media_entry(key, false);
     if (m != kNone && media_[m].latest == kNone) media_[m].latest = b;
+}
+
+void StreamTable::drop_released_unused() {
+    std::vector<std::uint32_t> unused;
+    bindings_.for_each([&](std::uint32_t b, const BindingLru::Entry& e) {
+        if (e.value.released && e.value.streams == 0) unused.push_back(b);
+    });
+    for (const std::uint32_t b : unused) {
+        stats_.bindings_released.add();
+        drop_binding(b);
+    }
 }
 
 void StreamTable::apply_binding(const Endpoint& media, Binding binding) {

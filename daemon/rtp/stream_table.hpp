@@ -177,10 +177,11 @@ public:
         streams_.for_each(
             [&](std::uint32_t, const typename StreamLru::Entry& e) { f(e.key, e.value.stream, bound(e.value)); });
     }
-    template <class F>  // f(const Endpoint& media_key, const Binding&, bool waiting_for_streams)
+    // f(const Endpoint& media_key, const Binding&, bool waiting_for_streams, bool released)
+    template <class F>
     void for_each_binding(F&& f) const {
         bindings_.for_each([&](std::uint32_t, const typename BindingLru::Entry& e) {
-            f(e.key.media, e.value.binding, e.value.streams == 0);
+            f(e.key.media, e.value.binding, e.value.streams == 0, e.value.released);
         });
     }
     template <class F>  // f(const ReportedKey&, const ReportedStream&)
@@ -188,7 +189,11 @@ public:
         reported_.for_each([&](std::uint32_t, const typename ReportedLru::Entry& e) { f(e.key, e.value.stream); });
     }
     bool insert(const StreamKey& key, const Stream& stream);      // false if the key is live
-    void insert_binding(const Endpoint& media, Binding binding);  // binding.peer names the pair
+    // binding.peer names the pair; `released`: its dialog has ended, it goes with its last stream.
+    void insert_binding(const Endpoint& media, Binding binding, bool released = false);
+    // After a restore: released bindings that no stream joined (their streams were not restored)
+    // go now, as they would have when their last stream left.
+    void drop_released_unused();
     bool insert_reported(const ReportedKey& key, const ReportedStream& stream);
 
     // Bytes held by the tables and by the strings they own (heap: the requested sizes).

@@ -210,6 +210,7 @@ Json binding_json(const BindingRecord& r) {
     j["dialog"] = b.dialog;
     j["time"] = time_json(b.time);
     j["waiting"] = r.waiting;
+    j["released"] = r.released;
     Json codecs = Json::array();
     for (std::size_t i = 0; i < b.codec_count && i < kMaxBindingCodecs; ++i) {
         Json c;

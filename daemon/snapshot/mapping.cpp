@@ -542,6 +542,7 @@ void to_proto(const BindingRecord& in, Binding& out) {
         }
     }
     out.set_waiting(in.waiting);
+    out.set_released(in.released);
     if (b.peer.port != 0) to_proto(b.peer, *out.mutable_peer());
     out.set_dialog(b.dialog);
 }
@@ -567,6 +568,7 @@ bool from_proto(const Binding& in, BindingRecord& out, std::string& why) {
     if (in.has_peer()) r.endpoint("peer", in.peer(), b.peer);
     b.dialog = in.dialog();
     out.waiting = in.waiting();
+    out.released = in.released();
     return r.ok();
 }
 

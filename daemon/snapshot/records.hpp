@@ -49,7 +49,8 @@ struct StreamRecord {
 struct BindingRecord {
     hepd::Endpoint media;  // qualified: the generated hepd::snapshot::Endpoint is another type
     rtp::Binding binding;
-    bool waiting = false;  // parked with no live stream (yet, or any more)
+    bool waiting = false;   // parked with no live stream (yet, or any more)
+    bool released = false;  // its dialog ended: dropped when its last stream leaves
 
     friend bool operator==(const BindingRecord&, const BindingRecord&) = default;
 };

@@ -28,8 +28,8 @@ ShardImage capture(const shard::ShardWorker& worker) {
         image.streams.push_back(StreamRecord{key, s});  // bindings are captured on their own below
     });
     image.bindings.reserve(streams.media_size() + streams.pending_size());
-    streams.for_each_binding([&](const Endpoint& media, const rtp::Binding& b, bool waiting) {
-        image.bindings.push_back(BindingRecord{media, b, waiting});
+    streams.for_each_binding([&](const Endpoint& media, const rtp::Binding& b, bool waiting, bool released) {
+        image.bindings.push_back(BindingRecord{media, b, waiting, released});
     });
     image.reported_streams.reserve(streams.reported_size());
     streams.for_each_reported([&](const rtp::ReportedKey& key, const rtp::ReportedStream& r) {
@@ -92,7 +92,7 @@ RestoreCounts restore(const SnapshotFile& file, const std::vector<shard::ShardWo
         // Every binding is parked until its streams arrive, so one already there is a second
         // record for the same address pair.
         const bool fresh = table.find_binding(b.media, b.binding.peer) == nullptr;
-        if (fresh) table.insert_binding(b.media, b.binding);
+        if (fresh) table.insert_binding(b.media, b.binding, b.released);
         count(counts.bindings, fresh);
     }
     for (const std::size_t i : by_time(r.streams, [](const StreamRecord& s) { return s.stream.last; })) {
@@ -100,6 +100,7 @@ RestoreCounts restore(const SnapshotFile& file, const std::vector<shard::ShardWo
         rtp::StreamTable& table = shards[shard::shard_of_media(s.key.dst, n)]->streams();
         count(counts.streams, table.insert(s.key, s.stream));
     }
+    for (shard::ShardWorker* w : shards) w->streams().drop_released_unused();
     for (const std::size_t i : by_time(r.reported_streams, [](const ReportedRecord& s) { return s.stream.last; })) {
         const ReportedRecord& s = r.reported_streams[i];
         // Beside the streams of its reporter (files before the reporter was kept: by call).

@@ -583,7 +583,9 @@ TEST_CASE("snapshot round trip: visit everything, insert it into a new table", "
                    span_of(std::string_view(R"({"report_blocks":[{"source_ssrc":4}]})")));
 
     StreamTable b(small_config());
-    a.for_each_binding([&](const Endpoint& media, const Binding& binding, bool) { b.insert_binding(media, binding); });
+    a.for_each_binding([&](const Endpoint& media, const Binding& binding, bool, bool released) {
+        b.insert_binding(media, binding, released);
+    });
     a.for_each([&](const StreamKey& key, const Stream& stream, const Binding*) { CHECK(b.insert(key, stream)); });
     a.for_each_reported([&](const ReportedKey& key, const ReportedStream& r) { CHECK(b.insert_reported(key, r)); });
 

@@ -137,6 +137,7 @@ constexpr const char* kExpected = R"({
     "dialog": 26379009,
     "time": "2023-11-14T22:13:20.480004Z",
     "waiting": true,
+    "released": false,
     "codecs": [
       {"payload_type": 0, "codec": "pcmu", "clock_rate": 8000},
       {"payload_type": 8, "codec": "pcma", "clock_rate": 8000},

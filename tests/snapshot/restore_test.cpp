@@ -257,6 +257,57 @@ TEST_CASE("a call restored mid-way releases its media bindings when it ends", "[
     CHECK(dialogs == 0);
 }
 
+TEST_CASE("a binding released while its stream lives is restored released", "[snapshot][restore][media]") {
+    // The dialog ended while RTP still flowed: the binding stays for its stream and goes with it.
+    // Restored unreleased, it would wait as pending for pending_media_timeout (4 h) instead.
+    const bool with_streams = GENERATE(true, false);
+    INFO((with_streams ? "streams restored" : "streams not in the file"));
+    const Endpoint media = ep("192.0.2.99:20002");
+    const Endpoint sender = ep("192.0.2.10:49170");
+    const Timestamp t0{1'700'000'000'000'000};
+    MediaBinding bind;
+    bind.media = media;
+    bind.time = t0;
+    bind.call_id = "released-1@example.net";
+    bind.dialog = 7;
+    const std::string rtp = std::string("\x80\x08\x00\x01\x00\x00\x00\xa0\x00\x00\x00\x2a", 12) + std::string(160, '\xd5');
+    shard::Datagram packet;
+    packet.time = Timestamp{t0.us + 20'000};
+    packet.src = sender;
+    packet.dst = media;
+    packet.kind = PayloadClass::rtp;
+    packet.payload = as_bytes(rtp);
+
+    Shards before(1);
+    Router router(before.raw);
+    before.raw[0]->bind(bind);
+    before.raw[0]->process(packet, router);
+    MediaBinding unbind = bind;
+    unbind.dialog_ended = true;
+    unbind.time = Timestamp{t0.us + 40'000};
+    before.raw[0]->bind(unbind);
+    REQUIRE(before.raw[0]->streams().size() == 1);
+    REQUIRE(BindingFigures(before).pending == 0);  // in use by its stream
+    REQUIRE(BindingFigures(before).released == 0);  // not yet: its stream lives
+
+    auto file = decode_snapshot(as_bytes(encode_snapshot({capture(*before.raw[0])}, {})));
+    REQUIRE(file.ok());
+    REQUIRE(file->records.bindings.size() == 1);
+    CHECK(file->records.bindings[0].released);
+    if (!with_streams) file->records.streams.clear();
+
+    Shards after(2);
+    CHECK(restore(*file, after.raw).refused() == 0);
+    Router later(after.raw);
+    for (auto* w : after.raw) w->advance(Timestamp{t0.us + 600'000'000}, later);  // the stream idles out
+    const BindingFigures restarted(after);
+    CHECK(restarted.pending == 0);
+    CHECK(restarted.released == 1);
+    std::size_t bindings = 0;
+    for (const auto* w : after.raw) w->streams().for_each_binding([&](auto&&...) { ++bindings; });
+    CHECK(bindings == 0);
+}
+
 TEST_CASE("a restart in the middle of live calls loses nothing", "[snapshot][restore][truth]") {
     const std::size_t target = GENERATE(std::size_t{1}, std::size_t{3});
     INFO("restored into " << target << " shards");
