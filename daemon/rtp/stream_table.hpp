@@ -188,7 +188,7 @@ public:
     void for_each_reported(F&& f) const {
         reported_.for_each([&](std::uint32_t, const typename ReportedLru::Entry& e) { f(e.key, e.value.stream); });
     }
-    bool insert(const StreamKey& key, const Stream& stream);      // false if the key is live
+    bool insert(const StreamKey& key, const Stream& stream);  // false if the key is live
     // binding.peer names the pair; `released`: its dialog has ended, it goes with its last stream.
     void insert_binding(const Endpoint& media, Binding binding, bool released = false);
     // After a restore: released bindings that no stream joined (their streams were not restored)

@@ -82,10 +82,18 @@ DuplicateFilter::DuplicateFilter(const DuplicateFilterConfig& config)
 }
 
 bool DuplicateFilter::is_duplicate(const Datagram& d) noexcept {
+    const std::optional<DuplicateKey> key = prepare(d);
+    return key && is_duplicate(*key, capture_source(d), d.time);
+}
+
+std::optional<DuplicateKey> DuplicateFilter::prepare(const Datagram& d) const noexcept {
     // Raw packets of a capture come from one observer: without same_source none can be a copy,
     // and the capacity runs on raw captures do not pay for the filter.
-    if (!enabled() || (!same_source_ && !d.from_agent)) return false;
-    return is_duplicate(duplicate_key(d), capture_source(d), d.time);
+    if (!enabled() || (!same_source_ && !d.from_agent)) return std::nullopt;
+    const DuplicateKey key = duplicate_key(d);
+    __builtin_prefetch(&buckets_[static_cast<std::size_t>(key.hash) & bucket_mask_]);
+    __builtin_prefetch(&buckets_[static_cast<std::size_t>(key.check) & bucket_mask_]);
+    return key;
 }
 
 bool DuplicateFilter::is_duplicate(const DuplicateKey& key, std::uint64_t source, Timestamp time) noexcept {

@@ -44,6 +44,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace hepd::shard {
@@ -88,6 +89,9 @@ public:
     // True (and counted) when `d` copies a datagram taken within the window; otherwise
     // remembers it and returns false. Always false when disabled.
     bool is_duplicate(const Datagram& d) noexcept;
+    // `d`'s key, its buckets prefetched for a later is_duplicate(key, ...); none when the filter
+    // does not apply to `d` (disabled, or a raw capture's packet without same_source).
+    std::optional<DuplicateKey> prepare(const Datagram& d) const noexcept;
     // The same for a key already computed (tests give keys with colliding hashes).
     bool is_duplicate(const DuplicateKey& key, std::uint64_t source, Timestamp time) noexcept;
 

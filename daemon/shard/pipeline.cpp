@@ -298,7 +298,7 @@ private:
         for (auto& l : producer_links) {
             Batch* b = nullptr;
             while (l->full.try_pop(b)) {
-                for (const Datagram& d : b->datagrams()) worker().process(d, *this);
+                worker().process_batch(b->datagrams(), *this);
                 if (b->watermark > clock_) {
                     clock_ = b->watermark;
                     worker().advance(clock_, *this);

@@ -27,6 +27,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -43,6 +44,10 @@ class Worker {
 public:
     virtual ~Worker() = default;
     virtual void process(const Datagram& d, BindingSink& out) = 0;
+    // A batch, in order. A worker may look ahead in it (prefetch what the next datagrams touch).
+    virtual void process_batch(std::span<const Datagram> ds, BindingSink& out) {
+        for (const Datagram& d : ds) process(d, out);
+    }
     virtual void bind(const MediaBinding& binding) = 0;
     // The shard's packet-time clock moved (expiry runs here; a dialog that ends may send the
     // end of its bindings to `out`).

@@ -38,6 +38,7 @@ public:
     explicit ShardWorker(const ShardConfig& config, rtp::StreamSink* finished_streams = nullptr);
 
     void process(const Datagram& d, BindingSink& out) override;
+    void process_batch(std::span<const Datagram> ds, BindingSink& out) override;
     void bind(const MediaBinding& binding) override;
     void advance(Timestamp now, BindingSink& out) override;
     void finish(Timestamp end) override;
@@ -50,6 +51,7 @@ public:
     const DuplicateStats& duplicate_stats() const noexcept { return duplicates_.stats(); }
 
 private:
+    void take(const Datagram& d, BindingSink& out);  // past the duplicate filter
     void on_media_binding(const MediaBinding& binding) noexcept override;
 
     DuplicateFilter duplicates_;

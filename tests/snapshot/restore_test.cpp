@@ -270,7 +270,8 @@ TEST_CASE("a binding released while its stream lives is restored released", "[sn
     bind.time = t0;
     bind.call_id = "released-1@example.net";
     bind.dialog = 7;
-    const std::string rtp = std::string("\x80\x08\x00\x01\x00\x00\x00\xa0\x00\x00\x00\x2a", 12) + std::string(160, '\xd5');
+    const std::string rtp =
+        std::string("\x80\x08\x00\x01\x00\x00\x00\xa0\x00\x00\x00\x2a", 12) + std::string(160, '\xd5');
     shard::Datagram packet;
     packet.time = Timestamp{t0.us + 20'000};
     packet.src = sender;
@@ -287,7 +288,7 @@ TEST_CASE("a binding released while its stream lives is restored released", "[sn
     unbind.time = Timestamp{t0.us + 40'000};
     before.raw[0]->bind(unbind);
     REQUIRE(before.raw[0]->streams().size() == 1);
-    REQUIRE(BindingFigures(before).pending == 0);  // in use by its stream
+    REQUIRE(BindingFigures(before).pending == 0);   // in use by its stream
     REQUIRE(BindingFigures(before).released == 0);  // not yet: its stream lives
 
     auto file = decode_snapshot(as_bytes(encode_snapshot({capture(*before.raw[0])}, {})));
