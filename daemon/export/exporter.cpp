@@ -63,7 +63,7 @@ socklen_t to_sockaddr(const Endpoint& at, sockaddr_storage& storage) noexcept {
 // civetweb only says "null context"; binding the same address ourselves names the real cause
 // (in use, not a local address, permission) for the start-up error.
 std::string bind_failure_reason(const Endpoint& at) {
-    sockaddr_storage storage;
+    sockaddr_storage storage{};
     const socklen_t length = to_sockaddr(at, storage);
     const int fd = ::socket(storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return std::system_category().message(errno);
@@ -85,14 +85,15 @@ void knock(const Endpoint& listening) noexcept {
         loopback[15] = 1;
         at.address = IpAddress::v6(loopback);
     }
-    sockaddr_storage storage;
+    sockaddr_storage storage{};
     const socklen_t length = to_sockaddr(at, storage);
     const int fd = ::socket(storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return;
     // A full backlog would make connect() wait for SYN retries.
     const timeval timeout{0, 100'000};
     ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
-    ::connect(fd, reinterpret_cast<const sockaddr*>(&storage), length);
+    // Refused, timed out or accepted: any outcome will do, the attempt is what wakes the poll.
+    (void)::connect(fd, reinterpret_cast<const sockaddr*>(&storage), length);
     ::close(fd);
 }
 

@@ -81,7 +81,9 @@ void Reassembler::finish() noexcept {
 
 Reassembler::Slot* Reassembler::find_or_create(const IpPacket& f, std::uint64_t hash) noexcept {
     Slot* free_slot = nullptr;
-    Slot* oldest = nullptr;
+    // The constructor keeps at least one slot. Without a free slot every slot is in use, the first
+    // one included, so `oldest` then names the oldest datagram (the first of equals).
+    Slot* oldest = &slots_.front();
     for (Slot& s : slots_) {
         if (!s.used) {
             if (free_slot == nullptr) free_slot = &s;
@@ -89,7 +91,7 @@ Reassembler::Slot* Reassembler::find_or_create(const IpPacket& f, std::uint64_t 
         }
         if (s.hash == hash && s.id == f.fragment_id && s.protocol == f.protocol && s.src == f.src && s.dst == f.dst)
             return &s;
-        if (oldest == nullptr || s.first < oldest->first) oldest = &s;
+        if (s.first < oldest->first) oldest = &s;
     }
     if (free_slot == nullptr) {
         drop(*oldest, FragmentDrop::evicted);

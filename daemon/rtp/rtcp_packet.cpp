@@ -63,20 +63,27 @@ RtcpPacket frame_unchecked(ByteSpan bytes) noexcept {
     return packet;
 }
 
+// Checks the framing of the packet at the front of `bytes`: after it, frame_unchecked() is safe.
+// Returns the error, if any. (Not through Result: its accessors may throw, and parse_rtcp() may not.)
+std::optional<RtcpError> check_framing(ByteSpan bytes) noexcept {
+    if (bytes.size() < header_size) return RtcpError::too_short;
+    const std::uint8_t* p = bytes.data();
+    if ((p[0] >> 6) != 2) return RtcpError::bad_version;
+    // The length field counts 32-bit words minus one, so it always covers the header itself.
+    const std::size_t length = 4 * (std::size_t{load_be16(p + 2)} + 1);
+    if (length > bytes.size()) return RtcpError::length_overflow;
+    if ((p[0] & 0x20) != 0) {
+        const std::uint8_t count = p[length - 1];
+        if (count == 0) return RtcpError::padding_zero;
+        if (count > length - header_size) return RtcpError::padding_overflow;
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 Result<RtcpPacket, RtcpError> parse_rtcp_packet(ByteSpan bytes) noexcept {
-    if (bytes.size() < header_size) return fail(RtcpError::too_short);
-    const std::uint8_t* p = bytes.data();
-    if ((p[0] >> 6) != 2) return fail(RtcpError::bad_version);
-    // The length field counts 32-bit words minus one, so it always covers the header itself.
-    const std::size_t length = 4 * (std::size_t{load_be16(p + 2)} + 1);
-    if (length > bytes.size()) return fail(RtcpError::length_overflow);
-    if ((p[0] & 0x20) != 0) {
-        const std::uint8_t count = p[length - 1];
-        if (count == 0) return fail(RtcpError::padding_zero);
-        if (count > length - header_size) return fail(RtcpError::padding_overflow);
-    }
+    if (const auto error = check_framing(bytes)) return fail(*error);
     return frame_unchecked(bytes);
 }
 
@@ -85,10 +92,11 @@ Result<RtcpCompound, RtcpError> parse_rtcp(ByteSpan bytes) noexcept {
     compound.bytes_ = bytes;
     std::size_t pos = 0;
     do {
-        auto packet = parse_rtcp_packet(bytes.subspan(pos));
-        if (!packet) return fail(packet.error());
-        if (pos == 0) compound.starts_with_report_ = packet->type == RtcpType::sr || packet->type == RtcpType::rr;
-        pos += packet->bytes.size();
+        const ByteSpan rest = bytes.subspan(pos);
+        if (const auto error = check_framing(rest)) return fail(*error);
+        const RtcpPacket packet = frame_unchecked(rest);
+        if (pos == 0) compound.starts_with_report_ = packet.type == RtcpType::sr || packet.type == RtcpType::rr;
+        pos += packet.bytes.size();
         ++compound.count_;
     } while (pos < bytes.size());
     return compound;
