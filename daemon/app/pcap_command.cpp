@@ -10,11 +10,14 @@
 
 #include <sys/resource.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 namespace hepd::app {
@@ -106,45 +109,84 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
     }
     shard::PipelineOptions po;
     po.shards = shards;
-    po.producers = 1;
-    po.lossless = true;  // a capture is read in full: the reader waits for the shards
+    // One shard: the datagrams go straight to it on this thread. Several: every shard's thread
+    // reads the capture itself (Pipeline::run_readers), so the reading scales with the shards.
+    po.producers = shards == 1 ? 1 : 0;
+    po.lossless = true;  // a capture is read in full: nothing is dropped for speed
     po.batch_datagrams = cfg.shards.batch_size;
     shard::Pipeline pipeline(po, std::move(owned));
-    pipeline.start();
 
-    pcap::CaptureSource source(capture_options(cfg));
-    auto& producer = pipeline.producer(0);
-    Timestamp last{};
-    std::uint64_t datagrams = 0;
-    auto sink = [&](const shard::Datagram& d) {
-        if (d.time > last) last = d.time;
-        ++datagrams;
-        producer.push(d);
+    // One source per reader; every reader sees the same input and the same errors, and the
+    // first one's figures (capture statistics, progress, errors) speak for all.
+    std::vector<std::unique_ptr<pcap::CaptureSource>> sources;
+    for (std::uint32_t i = 0; i < (shards == 1 ? 1U : shards); ++i)
+        sources.push_back(std::make_unique<pcap::CaptureSource>(capture_options(cfg)));
+    // Each file is opened (mapped, or inflated) once, by whichever reader comes first; every
+    // reader walks its own clone of that opening, and the last one done lets it go.
+    struct Opening {
+        std::once_flag once;
+        std::optional<Result<pcap::FileReader, pcap::FileError>> reader;
+        std::atomic<std::size_t> done{0};
+    };
+    std::vector<Opening> openings(args.files.size());
+    const auto open_file = [&](std::size_t i) -> const Result<pcap::FileReader, pcap::FileError>& {
+        std::call_once(openings[i].once, [&] {
+            openings[i].reader.emplace(pcap::FileReader::open(args.files[i], capture_options(cfg).max_inflated_bytes));
+        });
+        return *openings[i].reader;
     };
     PcapProgress progress(stderr, args.files);
-    auto on_progress = [&](std::uint64_t offset, std::uint64_t size) { progress.update(offset, size, datagrams); };
-    const pcap::CaptureSource::ProgressSink progress_sink(on_progress);
     report::RunInfo info;
     info.files = args.files;
     info.shards = shards;
-    for (std::size_t i = 0; i < args.files.size(); ++i) {
-        const std::string& path = args.files[i];
-        progress.start_file(i);
-        std::string message;
-        const auto err = source.read_file(path, sink, &message, &progress_sink);
-        if (err != pcap::FileError::none) {
-            info.error = path + ": " + (message.empty() ? std::string(pcap::to_string(err)) : message);
-            progress.finish();
-            std::fprintf(stderr, "hepd: %s\n", info.error.c_str());
-            break;
+    const auto read_input = [&](std::size_t reader, const auto& push) {
+        pcap::CaptureSource& source = *sources[reader];
+        std::uint64_t datagrams = 0;
+        auto sink = [&](const shard::Datagram& d) {
+            ++datagrams;
+            push(d);
+        };
+        auto on_progress = [&](std::uint64_t offset, std::uint64_t size) { progress.update(offset, size, datagrams); };
+        const pcap::CaptureSource::ProgressSink progress_sink(on_progress);
+        for (std::size_t i = 0; i < args.files.size(); ++i) {
+            const std::string& path = args.files[i];
+            if (reader == 0) progress.start_file(i);
+            std::string message;
+            const auto err =
+                source.read_opened(path, open_file(i), sink, &message, reader == 0 ? &progress_sink : nullptr);
+            if (openings[i].done.fetch_add(1, std::memory_order_acq_rel) + 1 == sources.size())
+                openings[i].reader.reset();
+            if (err != pcap::FileError::none) {
+                if (reader == 0) {
+                    info.error = path + ": " + (message.empty() ? std::string(pcap::to_string(err)) : message);
+                    progress.finish();
+                    std::fprintf(stderr, "hepd: %s\n", info.error.c_str());
+                }
+                break;
+            }
         }
+        source.finish();
+    };
+    if (shards == 1) {
+        pipeline.start();
+        auto& producer = pipeline.producer(0);
+        Timestamp last{};
+        read_input(0, [&](const shard::Datagram& d) {
+            if (d.time > last) last = d.time;
+            producer.push(d);
+        });
+        producer.flush();
+        pipeline.finish(last);
+    } else {
+        pipeline.run_readers([&](std::size_t shard, shard::Pipeline::Feed& feed) {
+            read_input(shard, [&](const shard::Datagram& d) { feed.push(d); });
+        });
     }
-    source.finish();
-    producer.flush();
-    pipeline.finish(last);
     progress.finish();
-    info.reader_cpu_seconds = thread_cpu_seconds();  // finish() only waits, unless it ran the one shard
+    // With one shard this thread did all the work; with several it only waited for the shards.
+    info.reader_cpu_seconds = thread_cpu_seconds();
     info.shard_cpu_seconds = pipeline.shard_cpu_seconds();
+    const pcap::CaptureSource& source = *sources[0];
 
     // The shard threads have ended: their tables and statistics are this thread's to read now.
     sip::DialogStats dialog_stats;

@@ -91,15 +91,20 @@ CaptureStats CaptureSource::stats() const noexcept {
 
 FileError CaptureSource::read_file(const std::string& path, DatagramSink sink, std::string* message,
                                    const ProgressSink* progress) {
-    auto opened = FileReader::open(path, options_.max_inflated_bytes);
+    return read_opened(path, FileReader::open(path, options_.max_inflated_bytes), sink, message, progress);
+}
+
+FileError CaptureSource::read_opened(const std::string& path, const Result<FileReader, FileError>& opened,
+                                     DatagramSink sink, std::string* message, const ProgressSink* progress) {
     if (!opened) {
         ++stats_.files;
         ++stats_.file_errors[static_cast<std::size_t>(opened.error())];
         if (message != nullptr) *message = path + ": " + std::string(to_string(opened.error()));
         return opened.error();
     }
-    const FileError e = read(*opened, sink, progress);
-    if (e != FileError::none && message != nullptr) *message = path + ": " + opened->error_message();
+    FileReader reader = opened->clone();
+    const FileError e = read(reader, sink, progress);
+    if (e != FileError::none && message != nullptr) *message = path + ": " + reader.error_message();
     return e;
 }
 

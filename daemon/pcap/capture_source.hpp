@@ -90,6 +90,10 @@ public:
     // (optional) is called every kProgressFrames frames and once at the end.
     FileError read_file(const std::string& path, DatagramSink sink, std::string* message = nullptr,
                         const ProgressSink* progress = nullptr);
+    // As read_file(), on what FileReader::open() gave for `path`: several sources can read
+    // one opening (each a clone of it), sharing its mapping or inflated bytes.
+    FileError read_opened(const std::string& path, const Result<FileReader, FileError>& opened, DatagramSink sink,
+                          std::string* message = nullptr, const ProgressSink* progress = nullptr);
     // Reads what is left of `reader`.
     FileError read(FileReader& reader, DatagramSink sink, const ProgressSink* progress = nullptr);
     // One frame: the unit the walk-and-split modes use.

@@ -102,6 +102,7 @@ private:
     bool next_pcap(Frame& out) noexcept;
     bool next_pcapng(Frame& out) noexcept;
     bool fail_at(FileError e, std::uint64_t offset) noexcept;
+    void populate_ahead() noexcept;
     bool end_of_data() noexcept;
     FileError section_header(std::size_t at) noexcept;
     FileError interface_block(const std::uint8_t* body, std::size_t length) noexcept;
@@ -114,6 +115,7 @@ private:
     std::size_t size_ = 0;
     std::size_t offset_ = 0;
     std::size_t first_offset_ = 0;
+    std::size_t populate_seen_ = 0;   // the mapping's page tables are filled below this offset
     std::size_t record_header_ = 16;  // pcap: 24 for the modified format
     Format format_ = Format::pcap;
     bool compressed_ = false;

@@ -21,8 +21,9 @@ struct RunInfo {
     double cpu_seconds = 0;
     std::uint64_t peak_rss_bytes = 0;  // includes the mapped capture file
     std::uint64_t rss_anon_bytes = 0;  // heap and tables only
-    // CPU seconds of the thread that read the capture (with one shard, it also did the shard's
-    // work) and of each shard thread (none with one shard).
+    // CPU seconds of the main thread (with one shard it read the capture and did the shard's
+    // work; with several, each shard thread reads the capture itself and the main thread waits)
+    // and of each shard thread (none with one shard).
     double reader_cpu_seconds = 0;
     std::vector<double> shard_cpu_seconds;
     std::string error;  // a file that ended early: what and where

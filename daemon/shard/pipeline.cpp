@@ -6,6 +6,7 @@
 #include <chrono>
 #include <deque>
 #include <span>
+#include <stdexcept>
 #include <string>
 
 namespace hepd::shard {
@@ -60,7 +61,7 @@ public:
         : pipeline_(p), index_(index), live_ticks_(p.options_.threaded && p.options_.idle_tick_us > 0) {}
 
     void start() {
-        thread_ = std::thread([this] { run(); });
+        thread_ = std::thread([this] { read != nullptr ? run_reading() : run(); });
     }
     void join() {
         if (thread_.joinable()) thread_.join();
@@ -71,6 +72,8 @@ public:
     std::vector<std::unique_ptr<Link>> shard_links;     // from shard j (null for j == self)
     std::vector<Link*> out_links;                       // to shard j (null for j == self)
     Timestamp end{};
+    // Pipeline::run_readers: this shard reads the input itself.
+    const std::function<void(std::size_t, Feed&)>* read = nullptr;
 
     // Rung by everything that gives this shard work: a batch from a producer or a peer, a task,
     // a tick, the end of the input, room on a link it waits for, and (ordered mode) a peer's
@@ -388,9 +391,13 @@ private:
             const auto timeout = live_ticks_ ? tick(false) : Doorbell::kForever;
             sleep_unless([&] { return has_work(done); }, timeout);
         }
+        finish_run();
+    }
+
+    // Phase 2: every shard has sent all its bindings once all have arrived here.
+    void finish_run() {
         flush_out();
         advance_progress(UINT64_MAX);
-        // Phase 2: every shard has sent all its bindings once all have arrived here.
         pipeline_.shards_drained_.fetch_add(1, std::memory_order_acq_rel);
         for (auto& t : pipeline_.threads_)
             if (t.get() != this) t->bell.ring();
@@ -415,6 +422,146 @@ private:
         cpu_seconds = thread_cpu_seconds();
     }
 
+    // ---- Pipeline::run_readers: the shard reads the whole input and keeps what it owns ----
+
+public:
+    // Every datagram of the input, in input order. The shard's own SIP is processed at once (it
+    // waits for no binding); its media wait, in order, until every peer has processed the SIP
+    // before them (so has sent its bindings), as in drain_ordered(). A reader sees its peers'
+    // SIP go by, so it waits only for the last of those, not for the peers to read as far.
+    void take(const Datagram& in) {
+        Datagram d = in;
+        d.order = next_order_++;
+        if (d.time > watermark_) watermark_ = d.time;
+        if (shard_of(d, pipeline_.shards()) != index_) {
+            if (d.kind == PayloadClass::sip) peer_sip_end_ = d.order + 1;
+        } else {
+            if (d.kind == PayloadClass::sip) {
+                current_order_ = d.order;
+                worker().process(d, *this);
+                if (held_.empty()) catch_up_clock();
+                // The peers reading beside this shard have just seen this SIP go by: their
+                // media after it wait for this, not for the next regular publication.
+                publish_reading();
+            } else if (held_.empty() && media_may_go(d.order)) {
+                apply_bindings_before(d.order);
+                worker().process(d, *this);
+                catch_up_clock();
+            } else {
+                hold_own(d);
+            }
+        }
+        if (next_order_ % kPublishEvery == 0) {
+            publish_reading();
+            if (held_.empty()) {
+                catch_up_clock();
+            } else {
+                drain_own_held(false);
+            }
+        }
+    }
+
+private:
+    // How often (in datagrams read) a reading shard tells its peers how far it has read.
+    static constexpr std::uint64_t kPublishEvery = 64;
+
+    void run_reading() {
+        waiting_.resize(shard_links.size());
+        const PipelineOptions& o = pipeline_.options_;
+        own_pool_ =
+            std::make_unique<BatchPool>(o.queue_batches, o.batch_datagrams, o.batch_bytes, 0, *pipeline_.clock_);
+        Feed feed(*this);
+        (*read)(index_, feed);
+        // All read: what is still held waits only for peers still reading.
+        publish_reading();
+        drain_own_held(true);
+        catch_up_clock();
+        end = watermark_;
+        finish_run();
+    }
+
+    // Bindings before `order` from every shard are all here (in waiting_): the peers have
+    // passed `order`, or every peer SIP read so far.
+    bool media_may_go(std::uint64_t order) {
+        const std::uint64_t needed = std::min(order, peer_sip_end_);
+        if (horizon_ >= needed) return true;
+        horizon_ = peers_progress();
+        drain_shard_links();
+        return horizon_ >= needed;
+    }
+
+    // The shard's clock follows the input while none of its media is held back.
+    void catch_up_clock() {
+        if (watermark_ <= clock_) return;
+        clock_ = watermark_;
+        worker().advance(clock_, *this);
+    }
+
+    // Every own SIP datagram read so far is processed and its bindings are on their links.
+    void publish_reading() {
+        flush_out();
+        if (next_order_ > progress.load(std::memory_order_relaxed)) advance_progress(next_order_);
+    }
+
+    void hold_own(const Datagram& d) {
+        if (d.payload.size() + d.correlation_id.size() > pipeline_.options_.batch_bytes) {
+            // Fits no batch: everything before it goes first, then it, in order.
+            drain_own_held(true);
+            while (!media_may_go(d.order)) wait_for_peers(d.order);
+            apply_bindings_before(d.order);
+            worker().process(d, *this);
+            catch_up_clock();
+            return;
+        }
+        while (held_.empty() || !held_.back().batch->add(d)) {
+            Batch* b = own_pool_->acquire();
+            if (b == nullptr) {
+                drain_own_held(true);
+                continue;
+            }
+            held_.push_back(HeldBatch{nullptr, b, 0});
+        }
+    }
+
+    // Processes held media in order as far as the peers allow; with `wait`, all of it. True when
+    // none is left.
+    bool drain_own_held(bool wait) {
+        while (!held_.empty()) {
+            HeldBatch& h = held_.front();
+            const std::span<const Datagram> ds = h.batch->datagrams();
+            while (h.next < ds.size()) {
+                const Datagram& d = ds[h.next];
+                if (!media_may_go(d.order)) {
+                    if (!wait) return false;
+                    wait_for_peers(d.order);
+                    continue;
+                }
+                apply_bindings_before(d.order);
+                worker().process(d, *this);
+                if (d.time > clock_) {
+                    clock_ = d.time;
+                    worker().advance(clock_, *this);
+                }
+                ++h.next;
+            }
+            h.batch->clear();
+            own_pool_->put_back(h.batch);
+            held_.pop_front();
+        }
+        catch_up_clock();
+        return true;
+    }
+
+    // Sleeps until the peers have read past `order`, taking their bindings meanwhile (a peer may
+    // wait for room on its link to this shard).
+    void wait_for_peers(std::uint64_t order) {
+        publish_reading();
+        waits_for.store(order, std::memory_order_relaxed);
+        sleep_unless([&] { return peers_progress() >= order || inbound_bindings(); });
+        waits_for.store(UINT64_MAX, std::memory_order_relaxed);
+        drain_shard_links();
+    }
+
     struct HeldBinding {
         MediaBinding binding;
         std::string call_id;  // binding.call_id points here when it is applied
@@ -434,6 +581,11 @@ private:
     std::uint64_t popped_end_ = 0;      // order after the last datagram taken off the queues
     std::uint64_t published_seen_ = 0;  // the producer's published_ as last read (ordered mode)
     std::deque<HeldBatch> held_;
+    // Pipeline::run_readers: the reading position, the newest time read, held media's batches.
+    std::uint64_t next_order_ = 0;
+    std::uint64_t peer_sip_end_ = 0;
+    Timestamp watermark_{};
+    std::unique_ptr<BatchPool> own_pool_;
     std::vector<std::deque<HeldBinding>> waiting_;  // by sending shard (ordered mode)
     Timestamp clock_{};
     Timestamp last_tick_{};     // on pipeline_.clock_ (live mode)
@@ -588,7 +740,7 @@ void Pipeline::Producer::flush() {
 Pipeline::Pipeline(PipelineOptions options, std::vector<std::unique_ptr<Worker>> workers)
     : options_(options), workers_(std::move(workers)), clock_(options.clock ? options.clock : &kSteadyClock) {
     const std::size_t n = workers_.size();
-    ordered_ = options_.lossless && n > 1 && options_.producers == 1;
+    ordered_ = options_.lossless && n > 1 && options_.producers <= 1;
     if (n > 1 || options_.threaded) {
         for (std::size_t s = 0; s < n; ++s) threads_.push_back(std::make_unique<ShardThread>(*this, s));
         for (std::size_t s = 0; s < n; ++s) {
@@ -626,6 +778,20 @@ Pipeline::~Pipeline() {
 void Pipeline::start() {
     started_ = true;
     for (auto& t : threads_) t->start();
+}
+
+void Pipeline::Feed::push(const Datagram& d) { shard_.take(d); }
+
+void Pipeline::run_readers(const std::function<void(std::size_t, Feed&)>& read) {
+    if (threads_.size() < 2 || !producers_.empty() || !options_.lossless || started_)
+        throw std::logic_error("Pipeline::run_readers needs several shards, no producers and lossless mode");
+    started_ = true;
+    for (auto& t : threads_) {
+        t->read = &read;
+        t->start();
+    }
+    for (auto& t : threads_) t->join();
+    finished_ = true;
 }
 
 void Pipeline::run_on_shards(const std::function<void(std::size_t, Worker&)>& task) {

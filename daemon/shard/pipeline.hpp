@@ -4,14 +4,14 @@
 // batches. Shards share nothing: the only traffic between them is MediaBinding records on
 // shard-to-shard links. With one shard there are no threads and no queues at all.
 //
-// Offline (lossless, one producer) the result must not depend on the number of shards, and a
-// binding decides which call a stream belongs to from the packet on. So there every datagram
-// carries its input position (`order`), a binding the order of the SIP message it came from,
-// and a shard applies every binding (its own too) exactly before its first media datagram that
-// comes later in the input. Only SIP makes bindings and SIP needs none, so a shard processes the
-// SIP of each batch as soon as it takes it and publishes how far its SIP is done; media wait
-// only until every other shard's SIP (and the producer's queueing of SIP) has passed them. The
-// shard furthest behind never waits. Live, bindings apply as they arrive.
+// Offline the result must not depend on the number of shards, and a binding decides which call
+// a stream belongs to from the packet on. So there every datagram carries its input position
+// (`order`), a binding the order of the SIP message it came from, and a shard applies every binding (its own too)
+// exactly before its first media datagram that comes later in the input. Only SIP makes bindings and SIP needs none, so
+// a shard processes the SIP of each batch as soon as it takes it and publishes how far its SIP is done; media wait only
+// until every other shard's SIP (and the producer's queueing of SIP) has passed them. The shard furthest behind never
+// waits. `hepd pcap` goes further (run_readers): no producer, every shard reads the whole input and keeps its own,
+// under the same rules. Live, bindings apply as they arrive.
 //
 // Nobody polls: a thread with nothing to do (a shard, a lossless producer waiting for room, the
 // caller of run_on_shards) sleeps on a Doorbell, and every event that can unblock it rings it.
@@ -96,6 +96,16 @@ public:
     // joins the threads. Idempotent.
     void finish(Timestamp end);
 
+    // Offline with several shards and no producers (options.producers = 0, lossless): every
+    // shard's thread reads the whole input itself and keeps the datagrams it owns, so no single
+    // reader thread bounds the run and no payload crosses threads. `read(shard, feed)` runs once
+    // on each shard's thread and must push every datagram of the input, in input order, to
+    // feed.push() (each shard gets the same sequence: it numbers them). Replaces start() and
+    // finish(): returns once every shard has finished (Worker::finish at its newest datagram
+    // time). Order across shards is kept as with one producer (see the top of this file).
+    class Feed;
+    void run_readers(const std::function<void(std::size_t shard, Feed& feed)>& read);
+
     // Runs `task` on every shard's own thread and waits for all of them (snapshots read the
     // tables this way, between two batches). Runs inline when there are no shard threads or they
     // have ended. Call from one thread at a time.
@@ -139,6 +149,16 @@ private:
     bool ordered_ = false;
     bool started_ = false;
     bool finished_ = false;
+};
+
+class Pipeline::Feed {
+public:
+    void push(const Datagram& d);
+
+private:
+    friend class Pipeline;
+    explicit Feed(ShardThread& shard) : shard_(shard) {}
+    ShardThread& shard_;
 };
 
 class Pipeline::Producer {

@@ -94,28 +94,14 @@ inline shard::ShardConfig config_for(const gen::CorpusOptions& o) {
     return config;
 }
 
-inline Outcome run(const gen::CorpusOptions& options, std::size_t shards, gen::Truth* truth_out = nullptr,
-                   const Mirror* mirror = nullptr) {
-    shard::ShardConfig config = config_for(options);
-    if (mirror != nullptr) config.duplicates.window_us = mirror->window_us;
-    std::vector<std::unique_ptr<Recorder>> recorders;
-    std::vector<shard::ShardWorker*> workers;
-    std::vector<std::unique_ptr<shard::Worker>> owned;
-    for (std::size_t i = 0; i < shards; ++i) {
-        recorders.push_back(std::make_unique<Recorder>());
-        auto w = std::make_unique<shard::ShardWorker>(config, recorders.back().get());
-        w->dialogs().set_sink(recorders.back().get());
-        workers.push_back(w.get());
-        owned.push_back(std::move(w));
-    }
-    shard::PipelineOptions po;
-    po.shards = shards;
-    po.lossless = true;
-    po.queue_batches = 8;
-    po.batch_datagrams = 64;
-    shard::Pipeline pipeline(po, std::move(owned));
-    pipeline.start();
-    Timestamp last{};
+// How the input reaches several shards: every shard reads it itself (Pipeline::run_readers, as
+// `hepd pcap` does), or one producer routes it to them (ordered mode).
+enum class Intake { reader_per_shard, one_producer };
+
+// The generated input, in input order, to `push` (each call generates it afresh: the generator
+// is deterministic).
+template <class Push>
+gen::Truth generate_input(const gen::CorpusOptions& options, const Mirror* mirror, Push&& push) {
     // The second agent's copies, queued in time order with their own bytes.
     struct Copy {
         shard::Datagram datagram;
@@ -128,8 +114,7 @@ inline Outcome run(const gen::CorpusOptions& options, std::size_t shards, gen::T
             Copy& c = copies.front();
             c.datagram.payload = ByteSpan(c.bytes.data(), c.bytes.size());
             c.datagram.correlation_id = c.correlation_id;
-            pipeline.producer(0).push(c.datagram);
-            last = c.datagram.time;
+            push(c.datagram);
             copies.pop_front();
         }
     };
@@ -148,8 +133,7 @@ inline Outcome run(const gen::CorpusOptions& options, std::size_t shards, gen::T
                 dg.capture_id = 1;
                 dg.from_agent = true;
             }
-            pipeline.producer(0).push(dg);
-            last = t;
+            push(dg);
             if (mirror != nullptr) {
                 Copy c{dg, std::vector<std::uint8_t>(p.begin(), p.end()), std::string(info.correlation_id)};
                 c.datagram.capture_id = 2;
@@ -158,8 +142,47 @@ inline Outcome run(const gen::CorpusOptions& options, std::size_t shards, gen::T
             }
         });
     push_copies_until(Timestamp{INT64_MAX});
-    pipeline.producer(0).flush();
-    pipeline.finish(last);
+    return truth;
+}
+
+inline Outcome run(const gen::CorpusOptions& options, std::size_t shards, gen::Truth* truth_out = nullptr,
+                   const Mirror* mirror = nullptr, Intake intake = Intake::reader_per_shard) {
+    shard::ShardConfig config = config_for(options);
+    if (mirror != nullptr) config.duplicates.window_us = mirror->window_us;
+    std::vector<std::unique_ptr<Recorder>> recorders;
+    std::vector<shard::ShardWorker*> workers;
+    std::vector<std::unique_ptr<shard::Worker>> owned;
+    for (std::size_t i = 0; i < shards; ++i) {
+        recorders.push_back(std::make_unique<Recorder>());
+        auto w = std::make_unique<shard::ShardWorker>(config, recorders.back().get());
+        w->dialogs().set_sink(recorders.back().get());
+        workers.push_back(w.get());
+        owned.push_back(std::move(w));
+    }
+    shard::PipelineOptions po;
+    po.shards = shards;
+    po.lossless = true;
+    po.queue_batches = 8;
+    po.batch_datagrams = 64;
+    const bool readers = shards > 1 && intake == Intake::reader_per_shard;
+    if (readers) po.producers = 0;
+    shard::Pipeline pipeline(po, std::move(owned));
+    gen::Truth truth;
+    if (readers) {
+        pipeline.run_readers([&](std::size_t shard, shard::Pipeline::Feed& feed) {
+            auto t = generate_input(options, mirror, [&](const shard::Datagram& d) { feed.push(d); });
+            if (shard == 0) truth = std::move(t);
+        });
+    } else {
+        pipeline.start();
+        Timestamp last{};
+        truth = generate_input(options, mirror, [&](const shard::Datagram& d) {
+            pipeline.producer(0).push(d);
+            if (d.time > last) last = d.time;
+        });
+        pipeline.producer(0).flush();
+        pipeline.finish(last);
+    }
 
     Outcome out;
     sip::DialogStats ds;

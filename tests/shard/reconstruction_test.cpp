@@ -67,10 +67,12 @@ TEST_CASE("generated calls reconstruct exactly, with 1, 2 and 4 shards alike", "
         CHECK(r.summary.jitter_ms == Approx(st.jitter_ms).epsilon(0.01).margin(1e-6));
     }
 
-    // The same input through 2 and 4 shards: identical records and identical statistics.
-    for (std::size_t shards : {2, 4}) {
-        const Outcome many = run(o, shards);
-        INFO("shards " << shards);
+    // The same input through 2 and 4 shards, each reading it all or fed by one producer:
+    // identical records and identical statistics.
+    for (const auto& [shards, intake] : {std::pair{2, Intake::reader_per_shard}, std::pair{4, Intake::reader_per_shard},
+                                         std::pair{2, Intake::one_producer}, std::pair{4, Intake::one_producer}}) {
+        const Outcome many = run(o, shards, nullptr, nullptr, intake);
+        INFO("shards " << shards << (intake == Intake::one_producer ? ", one producer" : ", a reader each"));
         CHECK(many.queue_drops == 0);
         CHECK(many.dialogs == one.dialogs);
         CHECK(many.streams == one.streams);  // records include each stream's Call-ID
