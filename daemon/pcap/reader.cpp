@@ -21,7 +21,8 @@ constexpr std::size_t kGlobalHeaderSize = 24;
 // Real snap lengths stop at 262144; anything larger is a corrupt record, not a jumbo frame.
 constexpr std::uint32_t kMaxRecordBytes = 262144;
 
-constexpr std::size_t kPrefetchDistance = 512;
+constexpr std::size_t kPrefetchDistance = 4096;
+constexpr std::size_t kCacheLine = 64;
 constexpr std::size_t kPopulateChunk = std::size_t{1} << 20;
 constexpr std::size_t kPopulateAhead = 4 * kPopulateChunk;
 #ifndef MADV_POPULATE_READ
@@ -365,9 +366,11 @@ bool FileReader::next_pcap(Frame& out) noexcept {
     if (offset_ >= size_) return end_of_data();
     if (size_ - offset_ < record_header_) return fail_at(FileError::truncated_record, offset_);
     const std::uint8_t* h = base_ + offset_;
-    // The walk is a chain of dependent loads (each length gives the next header): pulling the
-    // bytes ahead into cache keeps a bare walk from waiting on memory at every record.
-    if (size_ - offset_ > kPrefetchDistance) __builtin_prefetch(h + kPrefetchDistance);
+    // The walk is a chain of dependent loads (each length gives the next header), and the
+    // hardware prefetcher stops at every page of the mapping: every line ahead is asked for once,
+    // so neither the walk nor the decoders behind it wait on memory.
+    const std::size_t ahead = std::min(size_, offset_ + kPrefetchDistance);
+    for (; prefetched_ < ahead; prefetched_ += kCacheLine) __builtin_prefetch(base_ + prefetched_);
     const std::uint32_t secs = u32(h);
     const std::uint32_t frac = u32(h + 4);
     const std::uint32_t caplen = u32(h + 8);

@@ -115,6 +115,7 @@ private:
     std::size_t size_ = 0;
     std::size_t offset_ = 0;
     std::size_t first_offset_ = 0;
+    std::size_t prefetched_ = 0;      // pcap: lines below this offset were prefetched
     std::size_t populate_seen_ = 0;   // the mapping's page tables are filled below this offset
     std::size_t record_header_ = 16;  // pcap: 24 for the modified format
     Format format_ = Format::pcap;
