@@ -473,6 +473,25 @@ public:
     volatile std::uint64_t sink = 0;  // keeps the spin loop
 };
 
+// Every shard saw its media and bindings in input order (a binding between the media before
+// and after it), every datagram once and every binding applied.
+void check_in_input_order(const std::vector<OrderWorker*>& workers, std::size_t datagrams_sent,
+                          std::size_t bindings_sent) {
+    std::size_t datagrams = 0, applied = 0;
+    for (std::size_t s = 0; s < workers.size(); ++s) {
+        const auto& log = workers[s]->log;
+        for (std::size_t k = 1; k < log.size(); ++k) {
+            INFO("shard " << s << ": " << (log[k - 1].second ? "binding " : "datagram ") << log[k - 1].first << " then "
+                          << (log[k].second ? "binding " : "datagram ") << log[k].first);
+            REQUIRE(log[k - 1].first <= log[k].first);
+        }
+        for (const auto& [order, binding] : log) (binding ? applied : datagrams)++;
+        datagrams += workers[s]->sip;
+    }
+    CHECK(datagrams == datagrams_sent);
+    CHECK(applied == bindings_sent);
+}
+
 }  // namespace
 
 TEST_CASE("ordered mode applies every binding where one shard would: between the media before and after it",
@@ -514,19 +533,7 @@ TEST_CASE("ordered mode applies every binding where one shard would: between the
             pipeline.finish(Timestamp{kDatagrams});
 
             INFO("round " << round << ", shards " << shards);
-            std::size_t datagrams = 0, applied = 0;
-            for (std::size_t s = 0; s < shards; ++s) {
-                const auto& log = workers[s]->log;
-                for (std::size_t k = 1; k < log.size(); ++k) {
-                    INFO("shard " << s << ": " << (log[k - 1].second ? "binding " : "datagram ") << log[k - 1].first
-                                  << " then " << (log[k].second ? "binding " : "datagram ") << log[k].first);
-                    REQUIRE(log[k - 1].first <= log[k].first);
-                }
-                for (const auto& [order, binding] : log) (binding ? applied : datagrams)++;
-                datagrams += workers[s]->sip;
-            }
-            CHECK(datagrams == kDatagrams);
-            CHECK(applied == bindings);
+            check_in_input_order(workers, kDatagrams, bindings);
         }
     }
 }
@@ -574,19 +581,7 @@ TEST_CASE("shards that each read the whole input apply every binding where one s
             });
 
             INFO("round " << round << ", shards " << shards);
-            std::size_t datagrams = 0, applied = 0;
-            for (std::size_t s = 0; s < shards; ++s) {
-                const auto& log = workers[s]->log;
-                for (std::size_t k = 1; k < log.size(); ++k) {
-                    INFO("shard " << s << ": " << (log[k - 1].second ? "binding " : "datagram ") << log[k - 1].first
-                                  << " then " << (log[k].second ? "binding " : "datagram ") << log[k].first);
-                    REQUIRE(log[k - 1].first <= log[k].first);
-                }
-                for (const auto& [order, binding] : log) (binding ? applied : datagrams)++;
-                datagrams += workers[s]->sip;
-            }
-            CHECK(datagrams == kDatagrams);
-            CHECK(applied == bindings);
+            check_in_input_order(workers, kDatagrams, bindings);
         }
     }
 }
