@@ -119,7 +119,7 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
     // One source per reader; every reader sees the same input and the same errors, and the
     // first one's figures (capture statistics, progress, errors) speak for all.
     std::vector<std::unique_ptr<pcap::CaptureSource>> sources;
-    for (std::uint32_t i = 0; i < (shards == 1 ? 1U : shards); ++i)
+    for (std::uint32_t i = 0; i < shards; ++i)
         sources.push_back(std::make_unique<pcap::CaptureSource>(capture_options(cfg)));
     // Each file is opened (mapped, or inflated) once, by whichever reader comes first; every
     // reader walks its own clone of that opening, and the last one done lets it go.
