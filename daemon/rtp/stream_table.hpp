@@ -199,7 +199,7 @@ public:
     // Bytes held by the tables and by the strings they own (heap: the requested sizes).
     std::size_t memory_bytes() const noexcept;
 
-    // Bytes of one entry of each table, beside its share of the table's index (16-octet slots
+    // Bytes of one entry of each table, beside its share of the table's index (8-byte slots
     // at a load of at most 1/2) and any Call-ID heap.
     struct EntrySizes {
         std::size_t stream;
