@@ -430,12 +430,13 @@ public:
     // before them (so has sent its bindings), as in drain_ordered(). A reader sees its peers'
     // SIP go by, so it waits only for the last of those, not for the peers to read as far.
     void take(const Datagram& in) {
-        Datagram d = in;
-        d.order = next_order_++;
-        if (d.time > watermark_) watermark_ = d.time;
-        if (shard_of(d, pipeline_.shards()) != index_) {
-            if (d.kind == PayloadClass::sip) peer_sip_end_ = d.order + 1;
+        const std::uint64_t order = next_order_++;
+        if (in.time > watermark_) watermark_ = in.time;
+        if (shard_of(in, pipeline_.shards()) != index_) {
+            if (in.kind == PayloadClass::sip) peer_sip_end_ = order + 1;
         } else {
+            Datagram d = in;  // only the own ones are copied, to carry their order
+            d.order = order;
             if (d.kind == PayloadClass::sip) {
                 current_order_ = d.order;
                 worker().process(d, *this);
