@@ -139,7 +139,9 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
     report::RunInfo info;
     info.files = args.files;
     info.shards = shards;
-    const auto read_input = [&](std::size_t reader, const auto& push) {
+    // With several shards, `feed` is the reader's shard: it may hold its media in the file's own
+    // bytes while the file is open.
+    const auto read_input = [&](std::size_t reader, const auto& push, shard::Pipeline::Feed* feed) {
         pcap::CaptureSource& source = *sources[reader];
         std::uint64_t datagrams = 0;
         auto sink = [&](const shard::Datagram& d) {
@@ -152,8 +154,10 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
             const std::string& path = args.files[i];
             if (reader == 0) progress.start_file(i);
             std::string message;
-            const auto err =
-                source.read_opened(path, open_file(i), sink, &message, reader == 0 ? &progress_sink : nullptr);
+            const auto& opened = open_file(i);
+            if (opened && feed != nullptr) feed->stable_input(opened->bytes());
+            const auto err = source.read_opened(path, opened, sink, &message, reader == 0 ? &progress_sink : nullptr);
+            if (feed != nullptr) feed->end_input();
             if (openings[i].done.fetch_add(1, std::memory_order_acq_rel) + 1 == sources.size())
                 openings[i].reader.reset();
             if (err != pcap::FileError::none) {
@@ -171,15 +175,19 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
         pipeline.start();
         auto& producer = pipeline.producer(0);
         Timestamp last{};
-        read_input(0, [&](const shard::Datagram& d) {
-            if (d.time > last) last = d.time;
-            producer.push(d);
-        });
+        read_input(
+            0,
+            [&](const shard::Datagram& d) {
+                if (d.time > last) last = d.time;
+                producer.push(d);
+            },
+            nullptr);
         producer.flush();
         pipeline.finish(last);
     } else {
         pipeline.run_readers([&](std::size_t shard, shard::Pipeline::Feed& feed) {
-            read_input(shard, [&](const shard::Datagram& d) { feed.push(d); });
+            read_input(
+                shard, [&](const shard::Datagram& d) { feed.push(d); }, &feed);
         });
     }
     progress.finish();

@@ -76,6 +76,14 @@ public:
         return true;
     }
 
+    // Keeps the datagram as it is, its payload and correlation id where they are: for bytes that
+    // outlive the batch's contents (a mapped capture, Pipeline::Feed::stable_input). False when
+    // the batch is full by count.
+    bool add_in_place(const Datagram& d) noexcept {
+        if (count_ == max_items_) return false;
+        std::construct_at(items_ + count_++, d);
+        return true;
+    }
     // Copies a binding (and its Call-ID) into the batch; false when full.
     bool add(const MediaBinding& b) noexcept {
         if (binding_count_ == max_bindings_ || arena_size_ - used_ < b.call_id.size()) return false;

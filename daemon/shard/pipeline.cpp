@@ -462,6 +462,14 @@ public:
         }
     }
 
+    void stable_input(ByteSpan bytes) noexcept { stable_ = bytes; }
+
+    void end_input() {
+        publish_reading();
+        drain_own_held(true);
+        stable_ = {};
+    }
+
 private:
     // How often (in datagrams read) a reading shard tells its peers how far it has read.
     static constexpr std::uint64_t kPublishEvery = 64;
@@ -504,8 +512,10 @@ private:
         if (next_order_ > progress.load(std::memory_order_relaxed)) advance_progress(next_order_);
     }
 
+    // Bytes of the input (stable_input) are held where they are; others are copied.
     void hold_own(const Datagram& d) {
-        if (d.payload.size() + d.correlation_id.size() > pipeline_.options_.batch_bytes) {
+        const bool in_place = within(stable_, d.payload) && within(stable_, as_bytes(d.correlation_id));
+        if (!in_place && d.payload.size() + d.correlation_id.size() > pipeline_.options_.batch_bytes) {
             // Fits no batch: everything before it goes first, then it, in order.
             drain_own_held(true);
             while (!media_may_go(d.order)) wait_for_peers(d.order);
@@ -514,7 +524,7 @@ private:
             catch_up_clock();
             return;
         }
-        while (held_.empty() || !held_.back().batch->add(d)) {
+        while (held_.empty() || !(in_place ? held_.back().batch->add_in_place(d) : held_.back().batch->add(d))) {
             Batch* b = own_pool_->acquire();
             if (b == nullptr) {
                 drain_own_held(true);
@@ -522,6 +532,13 @@ private:
             }
             held_.push_back(HeldBatch{nullptr, b, 0});
         }
+    }
+
+    static bool within(ByteSpan outer, ByteSpan inner) noexcept {
+        if (inner.empty()) return true;
+        const auto begin = reinterpret_cast<std::uintptr_t>(outer.data());
+        const auto at = reinterpret_cast<std::uintptr_t>(inner.data());
+        return at >= begin && at - begin <= outer.size() && inner.size() <= outer.size() - (at - begin);
     }
 
     // Processes held media in order as far as the peers allow; with `wait`, all of it. True when
@@ -586,6 +603,7 @@ private:
     std::uint64_t next_order_ = 0;
     std::uint64_t peer_sip_end_ = 0;
     Timestamp watermark_{};
+    ByteSpan stable_;  // Feed::stable_input()
     std::unique_ptr<BatchPool> own_pool_;
     std::vector<std::deque<HeldBinding>> waiting_;  // by sending shard (ordered mode)
     Timestamp clock_{};
@@ -782,6 +800,8 @@ void Pipeline::start() {
 }
 
 void Pipeline::Feed::push(const Datagram& d) { shard_.take(d); }
+void Pipeline::Feed::stable_input(ByteSpan bytes) noexcept { shard_.stable_input(bytes); }
+void Pipeline::Feed::end_input() { shard_.end_input(); }
 
 void Pipeline::run_readers(const std::function<void(std::size_t, Feed&)>& read) {
     if (threads_.size() < 2 || !producers_.empty() || !options_.lossless || started_)

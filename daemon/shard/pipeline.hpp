@@ -103,6 +103,8 @@ public:
     // feed.push() (each shard gets the same sequence: it numbers them). Replaces start() and
     // finish(): returns once every shard has finished (Worker::finish at its newest datagram
     // time). Order across shards is kept as with one producer (see the top of this file).
+    // Media a shard must hold back are copied, unless they lie in the bytes the reader named
+    // with Feed::stable_input(), which stay valid until Feed::end_input().
     class Feed;
     void run_readers(const std::function<void(std::size_t shard, Feed& feed)>& read);
 
@@ -154,6 +156,12 @@ private:
 class Pipeline::Feed {
 public:
     void push(const Datagram& d);
+    // The bytes of the input being read (a mapped or inflated capture): datagrams whose payload
+    // and correlation id lie inside are held without copying until end_input().
+    void stable_input(ByteSpan bytes) noexcept;
+    // Those bytes are about to go: every datagram held from them is processed first (waiting
+    // for the peers as needed).
+    void end_input();
 
 private:
     friend class Pipeline;

@@ -453,6 +453,7 @@ public:
             log.push_back({d.order, false});
         }
         const std::string_view text = as_text(d.payload);
+        if (text.find('#') != std::string_view::npos) ++scribbled;
         if (text.rfind("bind:", 0) == 0) {
             MediaBinding b;
             b.media = Endpoint{IpAddress::v4(0x0a000063U),
@@ -469,6 +470,7 @@ public:
 
     std::vector<std::pair<std::uint64_t, bool>> log;  // (order, is a binding)
     std::size_t sip = 0;
+    std::size_t scribbled = 0;  // payloads read after their bytes were overwritten
     int spin = 0;
     volatile std::uint64_t sink = 0;  // keeps the spin loop
 };
@@ -487,6 +489,7 @@ void check_in_input_order(const std::vector<OrderWorker*>& workers, std::size_t 
         }
         for (const auto& [order, binding] : log) (binding ? applied : datagrams)++;
         datagrams += workers[s]->sip;
+        CHECK(workers[s]->scribbled == 0);
     }
     CHECK(datagrams == datagrams_sent);
     CHECK(applied == bindings_sent);
@@ -541,8 +544,12 @@ TEST_CASE("ordered mode applies every binding where one shard would: between the
 TEST_CASE("shards that each read the whole input apply every binding where one shard would", "[shard][pipeline]") {
     // Pipeline::run_readers: every shard reads the same input and keeps its own. One shard is
     // slow, so the others run ahead and hold their media on a tiny pool of batches; some media
-    // fit no batch at all and must still come in order.
-    for (int round = 0; round < 5; ++round) {
+    // fit no batch at all and must still come in order. In odd rounds each reader names its input
+    // as stable (Feed::stable_input), so held media stay in it, and overwrites it once
+    // end_input() returns: every one of them must have been processed by then. Every 7th
+    // datagram has bytes of its own, overwritten as soon as it is pushed: those are copied.
+    for (int round = 0; round < 6; ++round) {
+        const bool in_place = round % 2 == 1;
         for (std::size_t shards : {2, 3, 4}) {
             PipelineOptions o;
             o.shards = shards;
@@ -569,18 +576,37 @@ TEST_CASE("shards that each read the whole input apply every binding where one s
                 if (i % 3 == 0) ++bindings;
             }
             pipeline.run_readers([&](std::size_t, Pipeline::Feed& feed) {
+                std::string input;  // this reader's own copy of the input
+                std::vector<std::size_t> offsets;
+                for (const std::string& t : texts) {
+                    offsets.push_back(input.size());
+                    input += t;
+                }
+                if (in_place) feed.stable_input(as_bytes(input));
+                std::string own;
                 for (int i = 0; i < kDatagrams; ++i) {
                     Datagram d = rtp_to(static_cast<std::uint16_t>(2 * (i % 61)), texts[i], i);
+                    if (i % 7 == 0) {
+                        own = texts[i];
+                        d.payload = as_bytes(own);
+                    } else {
+                        d.payload = as_bytes(input).subspan(offsets[i], texts[i].size());
+                    }
                     if (i % 3 == 0) {
                         d.kind = PayloadClass::sip;
                         d.src =
                             Endpoint{IpAddress::v4(0x0a000001U), static_cast<std::uint16_t>(5000 + (i * 7919) % 1000)};
                     }
                     feed.push(d);
+                    own.assign(own.size(), '#');
+                }
+                if (in_place) {
+                    feed.end_input();
+                    input.assign(input.size(), '#');
                 }
             });
 
-            INFO("round " << round << ", shards " << shards);
+            INFO("round " << round << ", shards " << shards << (in_place ? ", held in place" : ""));
             check_in_input_order(workers, kDatagrams, bindings);
         }
     }
