@@ -38,7 +38,7 @@ public:
 
     explicit LruTable(std::size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {
         std::size_t slots = 16;
-        while (slots < capacity_ * 2 && slots < (std::size_t{1} << 31)) slots <<= 1;
+        while (slots < capacity_ * 4 && slots < (std::size_t{1} << 31)) slots <<= 1;
         max_slots_ = slots;
         index_.assign(16, Slot{});
         // Room for the cap at once: entries never move, and untouched room costs no memory.
@@ -147,6 +147,10 @@ public:
         return n;
     }
 
+    // Times the index was rebuilt (grown, or cleared of tombstones): amortised, a few per
+    // thousand inserts at any steady size.
+    std::uint64_t index_rebuilds() const noexcept { return rebuilds_; }
+
     // Bytes held by the table's own structures (not by heap memory that keys or values own).
     std::size_t memory_bytes() const noexcept {
         return accounted_entries_ * sizeof(Entry) + index_.capacity() * sizeof(Slot) +
@@ -174,11 +178,15 @@ private:
     }
 
     // Keeps the load (live + tombstones) under 1/2 so probes stay short; rebuilding also clears
-    // tombstones. Grows in steps up to twice the capacity.
+    // tombstones. A rebuild leaves at most a quarter of the slots live (it doubles the index
+    // otherwise, up to four times the capacity), so a quarter of them must be filled again before
+    // the next one: with entries coming and going at a steady count just under half the slots,
+    // rebuilding at the same size would otherwise recur every few inserts.
     void grow_index_if_needed() {
         if ((size_ + tombstones_) * 2 < index_.size()) return;
         std::size_t slots = index_.size();
-        if (size_ * 2 >= slots && slots < max_slots_) slots *= 2;
+        if (size_ * 4 >= slots && slots < max_slots_) slots *= 2;
+        ++rebuilds_;
         std::vector<Slot> old(slots, Slot{});
         index_.swap(old);
         tombstones_ = 0;
@@ -210,6 +218,7 @@ private:
 
     std::size_t capacity_;
     std::size_t max_slots_ = 16;
+    std::uint64_t rebuilds_ = 0;
     std::vector<Entry, ReservingAllocator<Entry>> entries_;
     std::size_t accounted_entries_ = 0;
     std::vector<Slot> index_;

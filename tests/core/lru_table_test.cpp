@@ -122,3 +122,29 @@ TEST_CASE("LRU table entries stay in place as a large table grows to its cap", "
     }
     CHECK(t.memory_bytes() >= kCap * sizeof(Big::Entry));
 }
+
+TEST_CASE("LRU table rebuilds its index a bounded number of times under steady churn", "[core][lru]") {
+    // Entries come and go at a steady count: each erase leaves a tombstone. Whatever the count
+    // (just under half the index, as bindings of a steady number of calls sit, or at the cap of
+    // a table whose cap is a power of two), a rebuild must be followed by many inserts before
+    // the next, not by a handful.
+    using Ints = LruTable<std::uint64_t, int>;
+    auto key_hash = [](std::uint64_t k) { return mix64(k); };
+    for (const std::size_t live : {std::size_t{255}, std::size_t{511}, std::size_t{1023}, std::size_t{4096}}) {
+        Ints t(4096);
+        std::uint64_t next = 0;
+        for (; next < live; ++next) t.insert(key_hash(next), next, 0);
+        const std::uint64_t before = t.index_rebuilds();
+        constexpr std::uint64_t kChurn = 100'000;
+        for (std::uint64_t i = 0; i < kChurn; ++i, ++next) {
+            if (t.size() == live) t.erase(t.oldest());  // at the cap, insert() would evict it just so
+            t.insert(key_hash(next), next, 0);
+        }
+        INFO("live entries " << live);
+        CHECK(t.size() == live);
+        // A rebuild leaves at least a quarter of the index free of live entries and tombstones.
+        CHECK(t.index_rebuilds() - before <= kChurn / (live / 2) + 2);
+        for (std::uint64_t k = next - live; k < next; ++k)
+            REQUIRE(t.find(key_hash(k), [&](std::uint64_t stored) { return stored == k; }) != Ints::kNone);
+    }
+}
