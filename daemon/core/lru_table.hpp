@@ -7,8 +7,8 @@
 //
 // An index slot is 8 bytes: the entry's index and a 32-bit tag, the high half of its hash (the
 // low bits place it). A probe reads the entry only when the tag matches, so a lookup costs one
-// index line and, nearly always, the one entry it finds; at a load of at most 1/2 the index
-// costs 16 to 32 bytes an entry (a 16-byte slot with the whole hash cost twice that).
+// index line and, nearly always, the one entry it finds. The index costs 16 to 64 bytes a live
+// entry (see grow_index_if_needed); a 16-byte slot with the whole hash cost twice that.
 //
 // Not thread-safe: one table belongs to one shard.
 #include "core/reserved_memory.hpp"
