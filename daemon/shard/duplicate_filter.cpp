@@ -77,8 +77,7 @@ DuplicateFilter::DuplicateFilter(const DuplicateFilterConfig& config)
     : window_us_(config.window_us), same_source_(config.same_source) {
     if (!enabled()) return;
     const std::size_t capacity = std::bit_ceil(config.capacity < kWays ? kWays : config.capacity);
-    buckets_.resize(capacity / kWays);
-    bucket_mask_ = buckets_.size() - 1;
+    lane_buckets_ = capacity / kWays;
 }
 
 bool DuplicateFilter::is_duplicate(const Datagram& d) noexcept {
@@ -91,18 +90,24 @@ std::optional<DuplicateKey> DuplicateFilter::prepare(const Datagram& d) const no
     // and the capacity runs on raw captures do not pay for the filter.
     if (!enabled() || (!same_source_ && !d.from_agent)) return std::nullopt;
     const DuplicateKey key = duplicate_key(d);
-    __builtin_prefetch(&buckets_[static_cast<std::size_t>(key.hash) & bucket_mask_]);
-    __builtin_prefetch(&buckets_[static_cast<std::size_t>(key.check) & bucket_mask_]);
+    if (!buckets_.empty()) {
+        const Bucket* lane = buckets_.data() + lane_of(key.kind);
+        __builtin_prefetch(lane + (static_cast<std::size_t>(key.hash) & (lane_buckets_ - 1)));
+        __builtin_prefetch(lane + (static_cast<std::size_t>(key.check) & (lane_buckets_ - 1)));
+    }
     return key;
 }
 
 bool DuplicateFilter::is_duplicate(const DuplicateKey& key, std::uint64_t source, Timestamp time) noexcept {
     if (!enabled()) return false;
+    if (buckets_.empty()) buckets_.resize(2 * lane_buckets_);
     // Two candidate buckets: a new entry goes to the one with fewer live entries, which keeps
     // evictions of live entries rare until the table is half full (with one bucket of 4 ways
     // they start at a tenth of it).
-    const std::array<std::size_t, 2> candidates{static_cast<std::size_t>(key.hash) & bucket_mask_,
-                                                static_cast<std::size_t>(key.check) & bucket_mask_};
+    const std::size_t lane = lane_of(key.kind);
+    const std::size_t mask = lane_buckets_ - 1;
+    const std::array<std::size_t, 2> candidates{lane + (static_cast<std::size_t>(key.hash) & mask),
+                                                lane + (static_cast<std::size_t>(key.check) & mask)};
     const std::size_t tries = candidates[0] == candidates[1] ? 1 : 2;
     Bucket* victim_bucket = &buckets_[candidates[0]];
     std::size_t victim_way = 0;

@@ -25,9 +25,17 @@
 //
 // Bounded memory, nothing allocated per packet: a table of `capacity` entries in buckets of 4
 // ways, each key with two candidate buckets (a new entry goes to the one with fewer live
-// entries), emptied lazily: an entry older than the window is free. When all 8 ways are still
-// inside the window, the oldest of the fuller bucket is overwritten and counted
-// (stats().evictions): copies of it may then pass.
+// entries), emptied lazily: an entry outside the window of the packet at hand is free. When all
+// 8 ways are still inside the window, the oldest of the fuller bucket is overwritten and counted
+// (stats().evictions): copies of it may then pass. The table is allocated by the first datagram
+// that is compared (a raw capture without same_source never pays for it).
+//
+// Two such tables, one for SIP and one for every other kind: "outside the window of the packet
+// at hand" means "of no later packet" only when packets come in time order, and a shard that
+// reads its input offline processes its own SIP at once but holds its media back until its
+// peers' SIP has gone by (shard/pipeline.cpp). Each kind keeps the input's order, the two
+// together do not: in one table a SIP message could free the entry of a held RTP packet whose
+// copy is still to come, and the copy would pass or not depending on how far the peers had read.
 //
 // A key is a 128-bit fingerprint of the payload, both addresses and ports, the transport and the
 // kind: different packets pass unless all 128 bits collide. Keeping the key itself (64 bytes) in a
@@ -84,7 +92,8 @@ public:
     explicit DuplicateFilter(const DuplicateFilterConfig& config = {});
 
     bool enabled() const noexcept { return window_us_ > 0; }
-    std::size_t capacity() const noexcept { return buckets_.size() * kWays; }
+    // Entries of each of the two tables.
+    std::size_t capacity() const noexcept { return lane_buckets_ * kWays; }
 
     // True (and counted) when `d` copies a datagram taken within the window; otherwise
     // remembers it and returns false. Always false when disabled.
@@ -116,10 +125,13 @@ private:
         return a != kEmpty && distance <= static_cast<std::uint64_t>(window_us_);
     }
 
+    // The first bucket of the table for `kind`'s entries.
+    std::size_t lane_of(PayloadClass kind) const noexcept { return kind == PayloadClass::sip ? 0 : lane_buckets_; }
+
     std::int64_t window_us_;
     bool same_source_;
-    std::vector<Bucket> buckets_;
-    std::size_t bucket_mask_ = 0;
+    std::size_t lane_buckets_ = 0;  // buckets of one table, a power of two
+    std::vector<Bucket> buckets_;   // SIP's table, then the other kinds'; empty until first used
     DuplicateStats stats_;
 };
 

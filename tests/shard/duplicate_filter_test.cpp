@@ -213,6 +213,25 @@ TEST_CASE("capacity: entries outside the window are free; live ones are evicted 
     }
 }
 
+TEST_CASE("SIP processed ahead of held media frees none of the media's entries", "[shard][duplicates]") {
+    // A reading shard processes its own SIP at once and holds its media for the peers' SIP: a
+    // SIP message seconds ahead of a held RTP packet reaches the filter between the RTP packet
+    // and its copy. In one bucket of one table the SIP message would take the RTP entry, which
+    // is outside the SIP message's window, and the copy would pass.
+    DuplicateFilter f({kWindow, 4, false});  // one bucket of four ways a table
+    for (std::uint64_t h = 0; h < 4; ++h)
+        CHECK_FALSE(f.is_duplicate(key(h * 1024), kAgentA, at(static_cast<std::int64_t>(h))));
+    DuplicateKey sip = key(77);
+    sip.kind = PayloadClass::sip;
+    CHECK_FALSE(f.is_duplicate(sip, kAgentA, at(3'000'000)));
+    for (std::uint64_t h = 0; h < 4; ++h)
+        CHECK(f.is_duplicate(key(h * 1024), kAgentB, at(300 + static_cast<std::int64_t>(h))));
+    CHECK(f.is_duplicate(sip, kAgentB, at(3'000'300)));
+    CHECK(f.stats().evictions.value() == 0);
+    CHECK(dropped(f, PayloadClass::rtp) == 4);
+    CHECK(dropped(f, PayloadClass::sip) == 1);
+}
+
 TEST_CASE("a table half full of live entries evicts none of them", "[shard][duplicates]") {
     // Two candidate buckets per key: the documented sizing (twice the packets of one window)
     // loses nothing. With one bucket per key, evictions would start at a tenth of the capacity.
