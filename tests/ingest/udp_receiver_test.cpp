@@ -352,24 +352,36 @@ TEST_CASE("UDP: light traffic within the age bound is read and handed over toget
 TEST_CASE("UDP: with a small socket buffer the thread keeps watching instead of letting it overflow",
           "[ingest][net][udp]") {
     // 64 KiB asked (the kernel grants about that, or its minimum): a blind 500 ms window would
-    // have to hold 300 datagrams, ~400 KiB as the kernel charges them.
-    ShardedUdpRig rig(std::chrono::milliseconds(500), 64u << 10);
-    asio::io_context io;
-    UdpSender sender(io, ip("127.0.0.1"), rig.receiver->local_endpoint());
+    // have to hold 300 datagrams, ~400 KiB as the kernel charges them, and drops most of every
+    // window. A thread that watches loses none, unless the machine did not run it for the few
+    // milliseconds the buffer holds (a loaded CI box, a sanitizer build): an attempt may fail
+    // that way, three in a row do not, and a blind window fails every one.
+    constexpr int kAttempts = 3;
     constexpr std::uint32_t kPerWindow = 300;
-    std::uint32_t sent = 0;
-    for (int window = 0; window < 3; ++window) {
-        for (std::uint32_t i = 0; i < kPerWindow; ++i) {
-            sender.send(numbered(sent++));
-            if (i % 10 == 9) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    bool lossless = false;
+    for (int attempt = 0; attempt < kAttempts && !lossless; ++attempt) {
+        ShardedUdpRig rig(std::chrono::milliseconds(500), 64u << 10);
+        asio::io_context io;
+        UdpSender sender(io, ip("127.0.0.1"), rig.receiver->local_endpoint());
+        std::uint32_t sent = 0;
+        bool complete = true;
+        for (int window = 0; window < 3 && complete; ++window) {
+            for (std::uint32_t i = 0; i < kPerWindow; ++i) {
+                sender.send(numbered(sent++));
+                if (i % 10 == 9) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
+            complete = test::wait_until([&] { return rig.shards.worker->processed.load() == sent; },
+                                        std::chrono::milliseconds(2000));
+            UNSCOPED_INFO("attempt " << attempt << ", window " << window << ": processed "
+                                     << rig.shards.worker->processed.load() << " of " << sent << ", kernel drops "
+                                     << rig.receiver->socket_stats(0).kernel_drops << ", receive calls "
+                                     << rig.receiver->socket_stats(0).batches << ", granted buffer "
+                                     << rig.receiver->receive_buffer_bytes());
         }
-        INFO("window " << window << ": kernel drops " << rig.receiver->socket_stats(0).kernel_drops
-                       << ", receive calls " << rig.receiver->socket_stats(0).batches << ", granted buffer "
-                       << rig.receiver->receive_buffer_bytes());
-        REQUIRE(test::wait_until([&] { return rig.shards.worker->processed.load() == sent; }));
+        lossless = complete && rig.receiver->socket_stats(0).kernel_drops == 0 &&
+                   rig.receiver->merged_stats().accepted() == sent;
     }
-    CHECK(rig.receiver->socket_stats(0).kernel_drops == 0);
-    CHECK(rig.receiver->merged_stats().accepted() == sent);
+    CHECK(lossless);
 }
 
 TEST_CASE("UDP: heavy traffic is read as it comes but handed over by size or age, not per receive call",
