@@ -44,6 +44,9 @@ DEADLINE = time.monotonic() + 100  # ctest's TIMEOUT is 120 s
 EX_UNAVAILABLE, EX_CANTCREAT = hepd_live.EX_UNAVAILABLE, 73
 ANSWERED = ("INVITE", "180", "200", "ACK")
 HUNG_UP = ("BYE", "200BYE")
+# The calls' dialogs stay in their tables however slow the machine (unanswered INVITEs would time
+# out after 32 s, ended calls leave after 32 s): every check below expects all of them there.
+LONG_TIMERS = "timers: {dialog_linger: 10m, invite_timeout: 10m}\n"
 daemons = []  # every hepd started, stopped at the end whatever happened
 
 
@@ -114,7 +117,7 @@ def kill(work):
     """Calls in progress and calls just completed (their records linger for retransmissions), a
     snapshot of them, more calls, SIGKILL: a restart brings back exactly what the last snapshot
     holds, says how old it is, and counts no call twice."""
-    config = write(os.path.join(work, "hepd.yaml"), "state:\n  snapshot_interval: 1s\n")
+    config = write(os.path.join(work, "hepd.yaml"), "state:\n  snapshot_interval: 1s\n" + LONG_TIMERS)
     state = os.path.join(work, "state")
     d = start(work, config)
     answered = [f"answered-{i}" for i in range(20)]
@@ -206,7 +209,7 @@ def snapshot_fault(name, work, hepd, inject, remove, reason):
     """Calls, a snapshot of them, then `inject()` while more calls come in: the snapshots fail,
     counted and logged with `reason`, the daemon carries on and the file stays the one before;
     `remove()`, and the next one holds every call. `name` starts every check's line."""
-    config = write(os.path.join(work, "hepd.yaml"), "state:\n  snapshot_interval: 1s\n")
+    config = write(os.path.join(work, "hepd.yaml"), "state:\n  snapshot_interval: 1s\n" + LONG_TIMERS)
     path = os.path.join(work, "state", "hepd.snapshot")
     d = start(work, config, hepd)
     before = [f"{name}-before-{i}" for i in range(20)]
