@@ -13,7 +13,7 @@ Nothing here depends on how fast the machine is (CI runs it with `ctest -j2` and
 - every wait polls the metrics against a deadline; nothing is checked after a fixed sleep;
 - B's intervals come from its HEP timestamps only. B's 180s leave about 2.5 s "late" for their
   stamps, so a delivery (or a receive thread) delayed by more than the offset limit minus that
-  would count as a clock step and re-measure B's offset; the limit is 60 s, longer than this test
+  would count as a clock step and re-measure B's offset; the limit is 300 s, longer than this test
   may run (ctest TIMEOUT), so no delay can cause one, while B (3600 s off) is still far beyond it;
 - C's stamp is chosen so that no fix-up can take it for a plausible time (a seconds field whose
   byte-swapped value falls in [now - 10 y, now + 24 h] is taken for a byte-swapped clock, which
@@ -40,9 +40,10 @@ from hepd_live import US, check, Daemon, failures, hep3, now_us, sip  # noqa: E4
 
 HEPD = sys.argv[1]
 CALLS = 20
-OFFSET_LIMIT_S = 60  # hep.clock_offset_limit: longer than the test may run (see above)
-# Every wait together: ctest kills the test at 60 s.
-DEADLINE = time.monotonic() + 50
+OFFSET_LIMIT_S = 300  # hep.clock_offset_limit: longer than the test may run (see above)
+# Every wait together: ctest kills the test at 180 s (a sanitizer build or qemu-user on a loaded
+# box is many times slower; a passing run on an idle one takes a few seconds).
+DEADLINE = time.monotonic() + 160
 
 
 def implausible_seconds(now_s, years_behind):
