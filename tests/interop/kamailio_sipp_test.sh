@@ -51,14 +51,45 @@ import sys, urllib.request
 urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=1).read()
 PY
 done
-sleep 1
+# ... and Kamailio and both sipp callees have bound their SIP ports (polled, not slept).
+udp_bound() {  # udp_bound PORT...: true when every port is taken for UDP on 127.0.0.1
+    python3 - "$@" <<'PY'
+import socket, sys
+for port in sys.argv[1:]:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.bind(("127.0.0.1", int(port)))
+        except OSError:
+            continue
+        sys.exit(1)
+PY
+}
+for _ in $(seq 100); do udp_bound "$KAM_PORT" "$UAS_PORT" "$BUSY_PORT" && break || sleep 0.1; done
 
 # Answered calls (1 s long), then refused ones.
 timeout 60 sipp -sn uac "127.0.0.1:$KAM_PORT" -s 1000 -m "$COMPLETED" -r 5 -d 1000 -i 127.0.0.1 -p "$UAC_PORT" \
     -nostdin -trace_stat -stf "$WORK/uac.csv" >"$WORK/uac.log" 2>&1 || true
 timeout 60 sipp -sf "$HERE/uac_busy.xml" "127.0.0.1:$KAM_PORT" -s busy -m "$BUSY" -r 5 -i 127.0.0.1 \
     -p "$UAC_PORT" -nostdin -trace_stat -stf "$WORK/busy_uac.csv" >"$WORK/busy_uac.log" 2>&1 || true
-sleep 2
+# The last dialogs end and both hops of their last messages are counted. Polled, not slept: on a
+# loaded machine the last BYE may take a while to be counted (20 s at most; the checks below tell
+# what is missing).
+# family_sum FAMILY [LABEL=VALUE...]: the sum of a family's samples with those labels, scraped now.
+family_sum() {
+    python3 - "$METRICS_PORT" "$@" <<'PY'
+import sys, urllib.request
+text = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=5).read().decode()
+family, wanted = sys.argv[2], [f'{kv.split("=", 1)[0]}="{kv.split("=", 1)[1]}"' for kv in sys.argv[3:]]
+print(int(sum(float(line.split()[-1]) for line in text.splitlines()
+              if line.startswith((family + "{", family + " ")) and all(w in line for w in wanted))))
+PY
+}
+for _ in $(seq 100); do
+    [ "$(family_sum hepd_dialogs_finished_total)" = "$((COMPLETED + BUSY))" ] &&
+        [ "$(family_sum hepd_sip_requests_total method=BYE)" = "$((2 * COMPLETED))" ] &&
+        [ "$(family_sum hepd_sip_responses_total method=INVITE status_class=4xx)" = "$((2 * BUSY))" ] && break
+    sleep 0.2
+done
 curl -s "http://127.0.0.1:$METRICS_PORT/metrics" > "$WORK/metrics.txt" 2>/dev/null || true
 
 status=0
@@ -110,10 +141,15 @@ for what, got, want in checks:
 sys.exit(1 if bad else 0)
 PY
 
-# Graceful stop: SIGTERM drains, writes the final snapshot and exits 0 within a few seconds.
+# Graceful stop: SIGTERM drains, writes the final snapshot and exits 0, well within 20 s (a
+# loaded box or a sanitizer build is slow; one that does not stop by itself is still caught).
 kill -TERM "$HEPD_PID"
-for _ in $(seq 50); do kill -0 "$HEPD_PID" 2>/dev/null || break; sleep 0.1; done
-if kill -0 "$HEPD_PID" 2>/dev/null; then echo "BAD hepd still running 5 s after SIGTERM"; status=1; fi
+for _ in $(seq 200); do kill -0 "$HEPD_PID" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$HEPD_PID" 2>/dev/null; then
+    echo "BAD hepd still running 20 s after SIGTERM"
+    status=1
+    kill -KILL "$HEPD_PID"
+fi
 wait "$HEPD_PID" && rc=0 || rc=$?
 [ "$rc" -eq 0 ] || { echo "BAD hepd exit status $rc"; status=1; }
 if [ "$status" -ne 0 ]; then
