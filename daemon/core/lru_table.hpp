@@ -118,6 +118,12 @@ public:
         --size_;
     }
 
+    // Whether `at` holds a live entry (an index kept elsewhere may name an erased one): a live
+    // entry has an older neighbour or is the oldest.
+    bool contains(std::uint32_t at) const noexcept {
+        return at < entries_.size() && (entries_[at].prev != kNone || head_ == at);
+    }
+
     Entry& entry(std::uint32_t at) noexcept { return entries_[at]; }
     const Entry& entry(std::uint32_t at) const noexcept { return entries_[at]; }
     Value& operator[](std::uint32_t at) noexcept { return entries_[at].value; }

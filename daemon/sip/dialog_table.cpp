@@ -110,8 +110,12 @@ Disposition DialogTable::process(const Message& m, const PacketMeta& meta) {
         side = Party::callee;
     }
     if (at != Table::kNone) at = settle(at, meta.time);
-    if (at != Table::kNone) return on_dialog_message(at, side, m, meta, hop, fingerprint);
-    return on_unknown(m, meta, hop, call_hash, fingerprint);
+    if (at == Table::kNone) return on_unknown(m, meta, hop, call_hash, fingerprint);
+    const Timestamp deadline = table_[at].deadline;
+    const Disposition done = on_dialog_message(at, side, m, meta, hop, fingerprint);
+    // Only a deadline brought forward needs arming: the armed one is a lower bound of a later one.
+    if (table_[at].deadline < deadline) queue_deadline(at);
+    return done;
 }
 
 std::uint32_t DialogTable::lookup(std::uint64_t call_hash, std::string_view call_id,
@@ -141,7 +145,7 @@ std::size_t DialogTable::active_count() const noexcept {
 }
 
 std::size_t DialogTable::memory_bytes() const noexcept {
-    return table_.memory_bytes() + key_heap_bytes_ + transactions_.memory_bytes() +
+    return table_.memory_bytes() + key_heap_bytes_ + transactions_.memory_bytes() + due_.memory_bytes() +
            sdp_sides_.size() * sizeof(SdpSides);  // grown by doubling: what can have been touched
 }
 
@@ -476,10 +480,7 @@ void DialogTable::set_state(Dialog& d, DialogState state) noexcept {
     d.state = state;
 }
 
-void DialogTable::set_deadline(Dialog& d, Timestamp deadline) noexcept {
-    d.deadline = deadline;
-    if (deadline < next_due_) next_due_ = deadline;
-}
+void DialogTable::set_deadline(Dialog& d, Timestamp deadline) noexcept { d.deadline = deadline; }
 
 void DialogTable::note_cause(Dialog& d, const Message& m) noexcept {
     const std::uint16_t cause = q850_of(m);
@@ -582,19 +583,20 @@ std::uint32_t DialogTable::on_deadline(std::uint32_t at) {
 
 void DialogTable::expire(Timestamp now) {
     transactions_.expire(now);
-    if (now < next_due_) return;
+    if (now.us < due_.earliest()) return;
     if (scanned_ && now.us - last_scan_.us < kScanIntervalUs) return;
     scanned_ = true;
     last_scan_ = now;
-    Timestamp earliest{std::numeric_limits<std::int64_t>::max()};
-    for (std::uint32_t at = table_.oldest(); at != Table::kNone;) {
-        const std::uint32_t next = table_.newer(at);  // settle() may erase `at`, never `next`
-        const std::uint32_t kept = settle(at, now);
-        if (kept != Table::kNone) earliest = std::min(earliest, table_[kept].deadline);
-        at = next;
+    // Every live dialog has an armed deadline no later than its own, so every dialog that is due
+    // comes up here; one that is not due yet (its deadline moved on) is armed again.
+    while (const auto item = due_.pop_due(now.us)) {
+        if (!table_.contains(item->at)) continue;  // retired or evicted since
+        const std::uint32_t kept = settle(item->at, now);
+        if (kept != Table::kNone) queue_deadline(kept);
     }
-    next_due_ = earliest;
 }
+
+void DialogTable::queue_deadline(std::uint32_t at) { due_.schedule(at, table_[at].deadline.us); }
 
 // ---------------------------------------------------------------------------------------------
 // Insertion, eviction, restore
@@ -608,6 +610,7 @@ void DialogTable::insert_entry(std::uint64_t hash, DialogKey key, const Dialog& 
     if (at < sdp_sides_.size()) sdp_sides_[at] = SdpSides{};
     stats_->dialogs_by_state[static_cast<std::size_t>(record.state)].add(1);
     set_deadline(table_[at], record.deadline);
+    queue_deadline(at);
     *at_out = at;
 }
 

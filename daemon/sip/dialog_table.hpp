@@ -17,6 +17,7 @@
 // Not thread-safe: one table per shard (stats() may be read from the exporter thread). No
 // exceptions and no allocation on the per-message path, except one key string when a dialog or
 // transaction is created (and the tables' own growth until they reach their caps).
+#include "core/deadline_queue.hpp"
 #include "core/lru_table.hpp"
 #include "core/packet_meta.hpp"
 #include "core/reserved_memory.hpp"
@@ -59,7 +60,7 @@ public:
     Disposition process(std::string_view text, const PacketMeta& meta);
 
     // Runs the timers whose deadline is <= now (Timer B/C, call cap, end of linger), in dialogs
-    // and transactions. Cheap when nothing is due; scans at most once per second of packet time.
+    // and transactions: what is due, earliest first, at most once per second of packet time.
     // Messages also settle an overdue deadline of the record they match, so results do not
     // depend on how often this runs.
     void expire(Timestamp now);
@@ -137,6 +138,8 @@ private:
     PeerDialogFigures& peer_figures(const Dialog& d) { return stats_->by_peers.at(d.caller_peer, d.callee_peer); }
     void set_state(Dialog& d, DialogState state) noexcept;
     void set_deadline(Dialog& d, Timestamp deadline) noexcept;
+    // Arms the deadline of the dialog at `at` unless one no later is armed (DeadlineQueue).
+    void queue_deadline(std::uint32_t at);
     void note_cause(Dialog& d, const Message& m) noexcept;
     void count_cause(Dialog& d) noexcept;
     bool awaits_indicative(const Dialog& d) const noexcept;
@@ -159,7 +162,7 @@ private:
     Table table_;
     TransactionTable transactions_;
     std::size_t key_heap_bytes_ = 0;
-    Timestamp next_due_{INT64_MAX};  // lower bound of every deadline in the table
+    DeadlineQueue due_;  // every live dialog has an armed deadline no later than its own
     Timestamp last_scan_{};
     bool scanned_ = false;
     // Scratch buffers reused across messages (a Message and a SessionDescription are kilobytes).

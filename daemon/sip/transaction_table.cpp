@@ -58,10 +58,7 @@ const Transaction* TransactionTable::find(std::string_view call_id, std::uint32_
     return at == Table::kNone ? nullptr : &table_.entry(at).value;
 }
 
-void TransactionTable::set_deadline(Transaction& t, Timestamp deadline) noexcept {
-    t.deadline = deadline;
-    if (deadline < next_due_) next_due_ = deadline;
-}
+void TransactionTable::queue_deadline(std::uint32_t at) { due_.schedule(at, table_[at].deadline.us); }
 
 void TransactionTable::account_removed(const Table::Entry& entry) {
     key_heap_bytes_ -= key_heap(entry.key);
@@ -84,7 +81,7 @@ void TransactionTable::insert_entry(std::uint64_t hash, TransactionKey key, cons
         stats_.transactions_pending.add(1);
     else
         stats_.transactions_lingering.add(1);
-    set_deadline(table_[at], record.deadline);
+    queue_deadline(at);
 }
 
 void TransactionTable::on_deadline(std::uint32_t at) {
@@ -192,7 +189,8 @@ Disposition TransactionTable::on_response(const Message& m, const PacketMeta& me
         if (method == Method::register_) on_register_final(t, meta.time);
         stats_.transactions_pending.add(-1);
         stats_.transactions_lingering.add(1);
-        set_deadline(t, Timestamp{meta.time.us + config_.transaction_linger.count()});
+        t.deadline = Timestamp{meta.time.us + config_.transaction_linger.count()};
+        queue_deadline(at);
     }
     return Disposition::transaction_updated;
 }
@@ -208,21 +206,15 @@ void TransactionTable::on_register_final(const Transaction& t, Timestamp now) {
 }
 
 void TransactionTable::expire(Timestamp now) {
-    if (now < next_due_) return;
+    if (now.us < due_.earliest()) return;
     if (scanned_ && now.us - last_scan_.us < kScanIntervalUs) return;
     scanned_ = true;
     last_scan_ = now;
-    Timestamp earliest{std::numeric_limits<std::int64_t>::max()};
-    for (std::uint32_t at = table_.oldest(); at != Table::kNone;) {
-        const std::uint32_t next = table_.newer(at);
-        const Timestamp deadline = table_[at].deadline;
-        if (deadline <= now)
-            on_deadline(at);
-        else
-            earliest = std::min(earliest, deadline);
-        at = next;
+    // Every live transaction has an armed deadline no later than its own (see DialogTable::expire).
+    while (const auto item = due_.pop_due(now.us)) {
+        if (!table_.contains(item->at)) continue;  // retired or evicted since
+        if (settle(item->at, now) != Table::kNone) queue_deadline(item->at);
     }
-    next_due_ = earliest;
 }
 
 bool TransactionTable::restore(const TransactionKey& key, const Transaction& record) {

@@ -4,6 +4,7 @@
 // its final response (delay and status class counted) or to Timer F (timed_out), then lingers
 // briefly to absorb retransmissions; none becomes a long-lived record. Capped: at the cap the
 // least recently active transaction is evicted and counted.
+#include "core/deadline_queue.hpp"
 #include "core/lru_table.hpp"
 #include "core/packet_meta.hpp"
 #include "sip/dialog.hpp"
@@ -27,8 +28,8 @@ public:
     Disposition on_response(const Message& message, const PacketMeta& meta, Hop hop, std::uint64_t call_hash,
                             std::uint32_t fingerprint);
 
-    // Times out pending transactions and retires lingering ones whose deadline is <= now. Cheap
-    // when nothing is due; scans at most once per second of packet time.
+    // Times out pending transactions and retires lingering ones whose deadline is <= now: what
+    // is due, earliest first, at most once per second of packet time.
     void expire(Timestamp now);
 
     std::size_t size() const noexcept { return table_.size(); }
@@ -43,7 +44,7 @@ public:
     bool restore(const TransactionKey& key, const Transaction& record);
 
     // Table structures plus the heap held by keys.
-    std::size_t memory_bytes() const noexcept { return table_.memory_bytes() + key_heap_bytes_; }
+    std::size_t memory_bytes() const noexcept { return table_.memory_bytes() + key_heap_bytes_ + due_.memory_bytes(); }
 
 private:
     using Table = LruTable<TransactionKey, Transaction>;
@@ -58,13 +59,14 @@ private:
     void on_register_final(const Transaction& t, Timestamp now);
     void account_removed(const Table::Entry& entry);
     void insert_entry(std::uint64_t hash, TransactionKey key, const Transaction& record);
-    void set_deadline(Transaction& t, Timestamp deadline) noexcept;
+    // Arms the deadline of the transaction at `at` unless one no later is armed (DeadlineQueue).
+    void queue_deadline(std::uint32_t at);
 
     DialogConfig config_;
     DialogStats& stats_;
     Table table_;
     std::size_t key_heap_bytes_ = 0;
-    Timestamp next_due_{INT64_MAX};  // earliest deadline that may be due (a lower bound)
+    DeadlineQueue due_;  // every live transaction has an armed deadline no later than its own
     Timestamp last_scan_{};
     bool scanned_ = false;
 };
