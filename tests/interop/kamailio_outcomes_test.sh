@@ -35,6 +35,8 @@ trap cleanup EXIT
 
 # shellcheck source=ports.sh
 source "$HERE/ports.sh"
+# shellcheck source=metrics.sh
+source "$HERE/metrics.sh"
 read -r HEP_PORT METRICS_PORT KAM_PORT SIP_PORT < <(free_ports 4)
 # Every party on its own loopback address (the port is the same for all).
 UAC=127.0.0.10; UAS_OK=127.0.0.21; UAS_BUSY=127.0.0.22; UAS_UNAVAIL=127.0.0.23; UAS_RING=127.0.0.24
@@ -118,16 +120,6 @@ uac cancelled ring "$CANCELLED" -sf "$HERE/uac_cancel.xml"
 uac unanswered ring "$UNANSWERED" -sf "$WORK/uac_408.xml"
 # The last dialogs end (hepd waits for nothing more: every call got its final response). Polled,
 # not slept: on a loaded machine the last BYE may take a while to be counted.
-# family_sum FAMILY [LABEL=VALUE...]: the sum of a family's samples with those labels, scraped now.
-family_sum() {
-    python3 - "$METRICS_PORT" "$@" <<'PY'
-import sys, urllib.request
-text = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=5).read().decode()
-family, wanted = sys.argv[2], [f'{kv.split("=", 1)[0]}="{kv.split("=", 1)[1]}"' for kv in sys.argv[3:]]
-print(int(sum(float(line.split()[-1]) for line in text.splitlines()
-              if line.startswith((family + "{", family + " ")) and all(w in line for w in wanted))))
-PY
-}
 CALLS=$((ANSWERED + BUSY + UNAVAILABLE + CANCELLED + UNANSWERED))
 for _ in $(seq 100); do
     [ "$(family_sum hepd_dialogs_finished_total)" = "$CALLS" ] &&

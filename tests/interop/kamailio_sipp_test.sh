@@ -23,6 +23,8 @@ trap cleanup EXIT
 
 # shellcheck source=ports.sh
 source "$HERE/ports.sh"
+# shellcheck source=metrics.sh
+source "$HERE/metrics.sh"
 read -r HEP_PORT METRICS_PORT KAM_PORT UAS_PORT BUSY_PORT UAC_PORT < <(free_ports 6)
 COMPLETED=5; BUSY=3
 
@@ -74,16 +76,6 @@ timeout 60 sipp -sf "$HERE/uac_busy.xml" "127.0.0.1:$KAM_PORT" -s busy -m "$BUSY
 # The last dialogs end and both hops of their last messages are counted. Polled, not slept: on a
 # loaded machine the last BYE may take a while to be counted (20 s at most; the checks below tell
 # what is missing).
-# family_sum FAMILY [LABEL=VALUE...]: the sum of a family's samples with those labels, scraped now.
-family_sum() {
-    python3 - "$METRICS_PORT" "$@" <<'PY'
-import sys, urllib.request
-text = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=5).read().decode()
-family, wanted = sys.argv[2], [f'{kv.split("=", 1)[0]}="{kv.split("=", 1)[1]}"' for kv in sys.argv[3:]]
-print(int(sum(float(line.split()[-1]) for line in text.splitlines()
-              if line.startswith((family + "{", family + " ")) and all(w in line for w in wanted))))
-PY
-}
 for _ in $(seq 100); do
     [ "$(family_sum hepd_dialogs_finished_total)" = "$((COMPLETED + BUSY))" ] &&
         [ "$(family_sum hepd_sip_requests_total method=BYE)" = "$((2 * COMPLETED))" ] &&
