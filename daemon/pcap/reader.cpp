@@ -194,6 +194,10 @@ Result<FileReader, FileError> FileReader::open(const std::string& path, std::siz
     ::close(fd);
     if (map == MAP_FAILED) return fail(FileError::open_failed);
     madvise(map, size, MADV_SEQUENTIAL);
+    // A capture read cold is then read ahead into 2 MiB page-cache folios, mapped one page-table
+    // entry each: every later run over the same cached file touches 512 times fewer pages (a
+    // page's first touch is the walk's main stall, dearer still under a hypervisor).
+    madvise(map, size, MADV_HUGEPAGE);
     auto storage = std::make_shared<Storage>();
     storage->map = map;
     storage->map_size = size;
