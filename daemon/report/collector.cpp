@@ -1,6 +1,7 @@
 #include "report/collector.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 namespace hepd::report {
 
@@ -14,7 +15,8 @@ bool ShardCollector::worse(const StreamRow& a, const StreamRow& b) noexcept {
     if (a.src != b.src) return a.src < b.src;
     if (a.dst != b.dst) return a.dst < b.dst;
     if (a.ssrc != b.ssrc) return a.ssrc < b.ssrc;
-    return a.first < b.first;  // several streams of one (src, dst, SSRC), one per call
+    if (a.first != b.first) return a.first < b.first;  // several streams of one (src, dst, SSRC), one per call
+    return std::tie(a.last, a.packets, a.expected, a.lost) < std::tie(b.last, b.packets, b.expected, b.lost);
 }
 
 void ShardCollector::on_stream_finished(const rtp::FinishedStream& f) {
@@ -39,6 +41,14 @@ void ShardCollector::on_stream_finished(const rtp::FinishedStream& f) {
     row.last = f.stream.last;
     worst_.insert(std::upper_bound(worst_.begin(), worst_.end(), row, worse), std::move(row));
     if (worst_.size() > keep_) worst_.pop_back();
+}
+
+// Ties (one Call-ID in two captures at the same times) broken by the whole row, so that which rows
+// are kept never depends on which shard saw them first.
+bool ShardCollector::earlier(const CallRow& a, const CallRow& b) noexcept {
+    return std::tie(a.invite, a.call_id, a.from_tag, a.outcome, a.final_status, a.q850_cause, a.pdd_seconds, a.caller,
+                    a.callee) < std::tie(b.invite, b.call_id, b.from_tag, b.outcome, b.final_status, b.q850_cause,
+                                         b.pdd_seconds, b.caller, b.callee);
 }
 
 bool ShardCollector::worse_reported(const ReportedRow& a, const ReportedRow& b) noexcept {
@@ -85,11 +95,7 @@ void ShardCollector::finished_dialog(std::string_view call_id, std::string_view 
     ++failed_total_;
     CallRow row;
     row.invite = d.invite_time;
-    auto earlier = [](const CallRow& a, const CallRow& b) {
-        return a.invite != b.invite ? a.invite < b.invite : a.call_id < b.call_id;
-    };
     row.call_id = std::string(call_id);
-    if (failed_.size() >= keep_ && !earlier(row, failed_.back())) return;
     row.from_tag = std::string(from_tag);
     row.caller = d.caller;
     row.callee = d.callee;
@@ -97,6 +103,7 @@ void ShardCollector::finished_dialog(std::string_view call_id, std::string_view 
     row.final_status = d.final_status;
     row.q850_cause = d.q850_cause == sip::kNoCause ? -1 : d.q850_cause;
     row.pdd_seconds = d.pdd_us() >= 0 ? static_cast<double>(d.pdd_us()) / 1e6 : -1;
+    if (failed_.size() >= keep_ && !earlier(row, failed_.back())) return;
     failed_.insert(std::upper_bound(failed_.begin(), failed_.end(), row, earlier), std::move(row));
     if (failed_.size() > keep_) failed_.pop_back();
 }

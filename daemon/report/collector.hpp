@@ -112,6 +112,7 @@ public:
     // Orders used for "worst" and for the failed-call list (earliest first).
     static bool worse(const StreamRow& a, const StreamRow& b) noexcept;
     static bool worse_reported(const ReportedRow& a, const ReportedRow& b) noexcept;
+    static bool earlier(const CallRow& a, const CallRow& b) noexcept;
 
 private:
     void finished_dialog(std::string_view call_id, std::string_view from_tag, const sip::Dialog& d);

@@ -220,9 +220,7 @@ json build_report(const RunInfo& info, const RunInputs& in) {
     }
     std::sort(worst_reported.begin(), worst_reported.end(), ShardCollector::worse_reported);
     if (worst_reported.size() > in.keep) worst_reported.resize(in.keep);
-    std::sort(failed.begin(), failed.end(), [](const CallRow& a, const CallRow& b) {
-        return a.invite != b.invite ? a.invite < b.invite : a.call_id < b.call_id;
-    });
+    std::sort(failed.begin(), failed.end(), ShardCollector::earlier);
     if (failed.size() > in.keep) failed.resize(in.keep);
     std::sort(worst.begin(), worst.end(), ShardCollector::worse);
     if (worst.size() > in.keep) worst.resize(in.keep);

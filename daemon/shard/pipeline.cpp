@@ -435,6 +435,7 @@ public:
     // gaps where datagrams were skipped: skip_to()).
     void take_at(const Datagram& in, std::uint64_t order) {
         next_order_ = order + 1;
+        const Timestamp before = watermark_;  // the newest time before this datagram
         if (in.time > watermark_) watermark_ = in.time;
         if (shard_of(in, pipeline_.shards()) != index_) {
             if (in.kind == PayloadClass::sip) peer_sip_end_ = order + 1;
@@ -443,6 +444,10 @@ public:
             d.order = order;
             if (d.kind == PayloadClass::sip) {
                 current_order_ = d.order;
+                // Each side's timers run to the newest time before its datagram, as with a
+                // single reader, whatever media are held back: when a message meets a dialog, or
+                // a packet its stream, must not depend on how far the peers are.
+                sip_to(before);
                 worker().process(d, *this);
                 if (held_.empty()) catch_up_clock();
                 // The peers reading beside this shard have just seen this SIP go by: their
@@ -450,10 +455,11 @@ public:
                 publish_reading();
             } else if (held_.empty() && media_may_go(d.order)) {
                 apply_bindings_before(d.order);
+                media_to(before);
                 worker().process(d, *this);
                 catch_up_clock();
             } else {
-                hold_own(d);
+                hold_own(d, before);
             }
         }
         if (++taken_ % kPublishEvery == 0) publish_and_catch_up();
@@ -542,7 +548,31 @@ private:
     void catch_up_clock() {
         if (watermark_ <= clock_) return;
         clock_ = watermark_;
-        worker().advance(clock_, *this);
+        // A side whose timers are already there is not run again: with input times that go
+        // back, a dialog or stream begun since would be expired against a time a single reader
+        // had passed before it began.
+        const bool sip = clock_ > sip_clock_;
+        const bool media = clock_ > media_clock_;
+        if (sip && media) {
+            sip_clock_ = media_clock_ = clock_;
+            worker().advance(clock_, *this);
+        } else if (sip) {
+            sip_to(clock_);
+        } else if (media) {
+            media_to(clock_);
+        }
+    }
+
+    // One side's timers, up to `t` (never back).
+    void sip_to(Timestamp t) {
+        if (t <= sip_clock_) return;
+        sip_clock_ = t;
+        worker().advance_sip(t, *this);
+    }
+    void media_to(Timestamp t) {
+        if (t <= media_clock_) return;
+        media_clock_ = t;
+        worker().advance_media(t, *this);
     }
 
     // Every own SIP datagram read so far is processed and its bindings are on their links.
@@ -552,17 +582,20 @@ private:
     }
 
     // Bytes of the input (stable_input) are held where they are; others are copied.
-    void hold_own(const Datagram& d) {
+    // `before`: the newest time in the input before it.
+    void hold_own(const Datagram& d, Timestamp before) {
         const bool in_place = within(stable_, d.payload) && within(stable_, as_bytes(d.correlation_id));
         if (!in_place && d.payload.size() + d.correlation_id.size() > pipeline_.options_.batch_bytes) {
             // Fits no batch: everything before it goes first, then it, in order.
             drain_own_held(true);
             while (!media_may_go(d.order)) wait_for_peers(d.order);
             apply_bindings_before(d.order);
+            media_to(before);
             worker().process(d, *this);
             catch_up_clock();
             return;
         }
+        held_before_.push_back(before);
         while (held_.empty() || !(in_place ? held_.back().batch->add_in_place(d) : held_.back().batch->add(d))) {
             Batch* b = own_pool_->acquire();
             if (b == nullptr) {
@@ -594,11 +627,9 @@ private:
                     continue;
                 }
                 apply_bindings_before(d.order);
+                media_to(held_before_.front());
+                held_before_.pop_front();
                 worker().process(d, *this);
-                if (d.time > clock_) {
-                    clock_ = d.time;
-                    worker().advance(clock_, *this);
-                }
                 ++h.next;
             }
             h.batch->clear();
@@ -651,6 +682,11 @@ private:
     std::unique_ptr<BatchPool> own_pool_;
     std::vector<std::deque<HeldBinding>> waiting_;  // by sending shard (ordered mode)
     Timestamp clock_{};
+    // run_readers: each side's own clock (sip_to, media_to), and per held media datagram the
+    // newest time in the input before it.
+    Timestamp sip_clock_{};
+    Timestamp media_clock_{};
+    std::deque<Timestamp> held_before_;
     Timestamp last_tick_{};     // on pipeline_.clock_ (live mode)
     bool saw_traffic_ = false;  // since the last tick
 };

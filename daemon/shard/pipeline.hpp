@@ -52,6 +52,12 @@ public:
     // The shard's packet-time clock moved (expiry runs here; a dialog that ends may send the
     // end of its bindings to `out`).
     virtual void advance(Timestamp now, BindingSink& out) = 0;
+    // One side's timers only: the SIP side's (dialog expiry) or the media side's (stream
+    // expiry). A reading shard moves each to the newest input time before its next datagram of
+    // that side, as a single reader would have, however far the other side lags (media held
+    // back for the peers); advance() moves both.
+    virtual void advance_sip(Timestamp now, BindingSink& out) { advance(now, out); }
+    virtual void advance_media(Timestamp now, BindingSink& out) { advance(now, out); }
     // Nothing more will arrive (end of an offline run, or shutdown).
     virtual void finish(Timestamp end) = 0;
 };

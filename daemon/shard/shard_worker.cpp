@@ -87,10 +87,16 @@ void ShardWorker::bind(const MediaBinding& binding) {
 }
 
 void ShardWorker::advance(Timestamp now, BindingSink& out) {
+    advance_sip(now, out);
+    advance_media(now, out);
+}
+
+void ShardWorker::advance_media(Timestamp now, BindingSink& /*out*/) { streams_.expire(now); }
+
+void ShardWorker::advance_sip(Timestamp now, BindingSink& out) {
     out_ = &out;
     dialogs_.expire(now);
     out_ = nullptr;
-    streams_.expire(now);
 }
 
 void ShardWorker::finish(Timestamp end) {

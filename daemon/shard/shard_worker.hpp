@@ -41,6 +41,8 @@ public:
     void process_batch(std::span<const Datagram> ds, BindingSink& out) override;
     void bind(const MediaBinding& binding) override;
     void advance(Timestamp now, BindingSink& out) override;
+    void advance_sip(Timestamp now, BindingSink& out) override;
+    void advance_media(Timestamp now, BindingSink& out) override;
     void finish(Timestamp end) override;
 
     const sip::DialogTable& dialogs() const noexcept { return dialogs_; }

@@ -9,8 +9,6 @@ namespace hepd::sip {
 
 namespace {
 
-constexpr std::int64_t kScanIntervalUs = 1'000'000;
-
 bool has_tag(const NameAddr& n) noexcept { return n.has_tag && !n.tag.empty(); }
 
 std::uint64_t dialog_hash(std::uint64_t call_hash, std::string_view tag) noexcept {
@@ -584,9 +582,6 @@ std::uint32_t DialogTable::on_deadline(std::uint32_t at) {
 void DialogTable::expire(Timestamp now) {
     transactions_.expire(now);
     if (now.us < due_.earliest()) return;
-    if (scanned_ && now.us - last_scan_.us < kScanIntervalUs) return;
-    scanned_ = true;
-    last_scan_ = now;
     // Every live dialog has an armed deadline no later than its own, so every dialog that is due
     // comes up here; one that is not due yet (its deadline moved on) is armed again.
     while (const auto item = due_.pop_due(now.us)) {

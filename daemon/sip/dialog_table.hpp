@@ -163,8 +163,6 @@ private:
     TransactionTable transactions_;
     std::size_t key_heap_bytes_ = 0;
     DeadlineQueue due_;  // every live dialog has an armed deadline no later than its own
-    Timestamp last_scan_{};
-    bool scanned_ = false;
     // Scratch buffers reused across messages (a Message and a SessionDescription are kilobytes).
     std::unique_ptr<Message> message_;
     std::unique_ptr<SessionDescription> sdp_;

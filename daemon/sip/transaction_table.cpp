@@ -9,8 +9,6 @@ namespace hepd::sip {
 
 namespace {
 
-constexpr std::int64_t kScanIntervalUs = 1'000'000;
-
 TransactionOutcome outcome_for_status(std::uint16_t code) noexcept {
     switch (code / 100) {
     case 2: return TransactionOutcome::status_2xx;
@@ -207,9 +205,6 @@ void TransactionTable::on_register_final(const Transaction& t, Timestamp now) {
 
 void TransactionTable::expire(Timestamp now) {
     if (now.us < due_.earliest()) return;
-    if (scanned_ && now.us - last_scan_.us < kScanIntervalUs) return;
-    scanned_ = true;
-    last_scan_ = now;
     // Every live transaction has an armed deadline no later than its own (see DialogTable::expire).
     while (const auto item = due_.pop_due(now.us)) {
         if (!table_.contains(item->at)) continue;  // retired or evicted since

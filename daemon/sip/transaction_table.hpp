@@ -67,8 +67,6 @@ private:
     Table table_;
     std::size_t key_heap_bytes_ = 0;
     DeadlineQueue due_;  // every live transaction has an armed deadline no later than its own
-    Timestamp last_scan_{};
-    bool scanned_ = false;
 };
 
 std::uint64_t transaction_hash(std::uint64_t call_hash, std::uint32_t cseq, Method method) noexcept;
