@@ -10,8 +10,8 @@
 // exactly before its first media datagram that comes later in the input. Only SIP makes bindings and SIP needs none, so
 // a shard processes the SIP of each batch as soon as it takes it and publishes how far its SIP is done; media wait only
 // until every other shard's SIP (and the producer's queueing of SIP) has passed them. The shard furthest behind never
-// waits. `hepd pcap` goes further (run_readers): no producer, every shard reads the whole input and keeps its own,
-// under the same rules. Live, bindings apply as they arrive.
+// waits. `hepd pcap` goes further (run_readers): no producer, every shard reads the input itself and keeps its own,
+// under the same rules (the readers may share the decoding: Feed::push_at, skip_to). Live, bindings apply as they arrive.
 //
 // Nobody polls: a thread with nothing to do (a shard, a lossless producer waiting for room, the
 // caller of run_on_shards) sleeps on a Doorbell, and every event that can unblock it rings it.
