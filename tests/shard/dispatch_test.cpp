@@ -30,6 +30,14 @@ TEST_CASE("Call-ID is found in full and compact form, any case", "[shard][dispat
     CHECK(find_call_id("MESSAGE sip:a SIP/2.0\r\nX-Call-ID: no\r\n\r\nCall-ID: body") == "");
     CHECK(find_call_id("") == "");
     CHECK(find_call_id("garbage without lines") == "");
+    // Blanks around the name, compact form with a blank before the colon, the value trimmed.
+    CHECK(find_call_id("OPTIONS sip:a SIP/2.0\r\nFrom: <sip:a>\r\n  call-Id \t: \tspaced\t \r\n\r\n") == "spaced");
+    CHECK(find_call_id("ACK sip:a SIP/2.0\r\nI : compact\r\n\r\n") == "compact");
+    // Names that only begin like it; a header without a colon; a message with no headers at all.
+    CHECK(find_call_id("BYE sip:a SIP/2.0\r\nCall-Info: <x>\r\nCall-IDs: no\r\nIn-Reply-To: no\r\n\r\n") == "");
+    CHECK(find_call_id("BYE sip:a SIP/2.0\r\nCall-ID no colon\r\ni\r\n") == "");
+    CHECK(find_call_id("BYE sip:a SIP/2.0\r\n") == "");
+    CHECK(find_call_id("BYE sip:a SIP/2.0\r\nCall-ID: last-line-unterminated") == "last-line-unterminated");
 }
 
 TEST_CASE("a dialog's messages share one shard; its QoS and log records follow the correlation id",
