@@ -83,10 +83,9 @@ def report_key(report):
 
 def scaling_model(scaling, packets, project=(3, 4, 8, 14)):
     """Projects throughput to more cores from the CPU time of the 1-shard run (C1, all the work on
-    one thread) and of each shard thread of the 2-shard runs (C2). The shards share the decoding
-    (app/split_reading.hpp: each decodes every Nth chunk and hands each shard what it owns), so a
-    shard's time is R + W / N: R, what every shard repeats (walking every record header, and what
-    sharing costs: datagrams handed across cores, waiting), and W, the work that splits. From the two runs,
+    one thread) and of each shard thread of the 2-shard runs (C2). Every shard reads and decodes
+    the whole capture and keeps what it owns (Pipeline::run_readers), so a shard's time is
+    R + W / N: R, the reading every shard repeats, and W, the work that splits. From the two runs,
     W = 2 (C1 - C2) and R = 2 C2 - C1; N shards on N cores take R + W / N of wall time."""
     one_run = scaling.get("1")
     two = scaling.get("2")
@@ -102,9 +101,8 @@ def scaling_model(scaling, packets, project=(3, 4, 8, 14)):
            "repeated_per_shard_seconds": r, "split_seconds": w,
            "ceiling_packets_per_second": packets / r if r > 0 else None,
            "assumptions": [
-               "every shard walks every record header and pays for the sharing (R, repeated), decodes "
-               "every Nth chunk and does the rest of the work only for the calls and media it owns "
-               "(W, split): R + W = the one-shard CPU time",
+               "every shard reads, decodes and dispatches every packet (R, repeated) and does the rest of "
+               "the work only for the calls and media it owns (W, split): R + W = the one-shard CPU time",
                "W does not grow with the number of shards beyond what 2 shards measure (the share of SDP "
                "bindings crossing shards grows from 1/2 to (N-1)/N; bindings are 1 per call, RTP is 93 % "
                "of packets) and hashing spreads the calls evenly",

@@ -1,7 +1,6 @@
 #include "app/pcap_command.hpp"
 
 #include "app/pcap_progress.hpp"
-#include "app/split_reading.hpp"
 #include "app/wiring.hpp"
 #include "records/offline_records.hpp"
 #include "report/collector.hpp"
@@ -117,22 +116,11 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
     po.batch_datagrams = cfg.shards.batch_size;
     shard::Pipeline pipeline(po, std::move(owned));
 
-    // One source per reader. With several shards the readers split the decoding between them
-    // (SplitReading): each one's classifier counts the frames of the chunks it decodes, and its
-    // source processes, in order, the frames every reader must see (fragments, TCP, HEP), so the
-    // first source's figures (those frames, files, progress, errors) speak for all.
+    // One source per reader; every reader sees the same input and the same errors, and the
+    // first one's figures (capture statistics, progress, errors) speak for all.
     std::vector<std::unique_ptr<pcap::CaptureSource>> sources;
-    std::vector<std::unique_ptr<pcap::CaptureSource>> classifiers;
-    std::vector<SplitReading::Reader> split_readers(shards);
-    std::optional<SplitReading> split;
-    if (shards > 1) split.emplace(shards);
-    for (std::uint32_t i = 0; i < shards; ++i) {
+    for (std::uint32_t i = 0; i < shards; ++i)
         sources.push_back(std::make_unique<pcap::CaptureSource>(capture_options(cfg)));
-        if (shards == 1) continue;
-        classifiers.push_back(std::make_unique<pcap::CaptureSource>(capture_options(cfg)));
-        split_readers[i].in_order = sources.back().get();
-        split_readers[i].classifier = classifiers.back().get();
-    }
     // Each file is opened (mapped, or inflated) once, by whichever reader comes first; every
     // reader walks its own clone of that opening, and the last one done lets it go.
     struct Opening {
@@ -160,9 +148,7 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
             ++datagrams;
             push(d);
         };
-        auto on_progress = [&](std::uint64_t offset, std::uint64_t size) {
-            progress.update(offset, size, feed != nullptr ? split_readers[reader].datagrams : datagrams);
-        };
+        auto on_progress = [&](std::uint64_t offset, std::uint64_t size) { progress.update(offset, size, datagrams); };
         const pcap::CaptureSource::ProgressSink progress_sink(on_progress);
         for (std::size_t i = 0; i < args.files.size(); ++i) {
             const std::string& path = args.files[i];
@@ -170,14 +156,7 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
             std::string message;
             const auto& opened = open_file(i);
             if (opened && feed != nullptr) feed->stable_input(opened->bytes());
-            const auto* progress_to = reader == 0 ? &progress_sink : nullptr;
-            auto err = pcap::FileError::none;
-            if (feed != nullptr && opened) {
-                err = split->read(split_readers[reader], *opened, *feed, &message, progress_to);
-                if (err != pcap::FileError::none) message = path + ": " + message;
-            } else {
-                err = source.read_opened(path, opened, sink, &message, progress_to);
-            }
+            const auto err = source.read_opened(path, opened, sink, &message, reader == 0 ? &progress_sink : nullptr);
             if (feed != nullptr) feed->end_input();
             if (openings[i].done.fetch_add(1, std::memory_order_acq_rel) + 1 == sources.size())
                 openings[i].reader.reset();
@@ -230,8 +209,7 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
         duplicate_stats.merge(workers[i]->duplicate_stats());
         inputs.collectors.push_back(collectors[i].get());
     }
-    auto capture = source.stats();
-    for (const auto& c : classifiers) capture.add_frame_counts(c->stats());
+    const auto capture = source.stats();
     inputs.capture = &capture;
     inputs.dialogs = &dialog_stats;
     inputs.streams = &stream_stats;

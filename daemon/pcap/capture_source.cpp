@@ -71,20 +71,6 @@ std::uint64_t CaptureStats::decode_errors_total() const noexcept {
     return std::accumulate(decode_errors.begin(), decode_errors.end(), std::uint64_t{0});
 }
 
-void CaptureStats::add_frame_counts(const CaptureStats& o) noexcept {
-    const auto add = [](auto& into, const auto& from) {
-        for (std::size_t i = 0; i < into.size(); ++i) into[i] += from[i];
-    };
-    frames += o.frames;
-    bytes += o.bytes;
-    add(frames_by_link, o.frames_by_link);
-    add(decode_errors, o.decode_errors);
-    add(tunnelled, o.tunnelled);
-    add(packets, o.packets);
-    datagrams += o.datagrams;
-    add(datagrams_by_kind, o.datagrams_by_kind);
-}
-
 std::uint64_t CaptureStats::packets_total() const noexcept {
     return std::accumulate(packets.begin(), packets.end(), std::uint64_t{0});
 }
@@ -123,24 +109,21 @@ FileError CaptureSource::read_opened(const std::string& path, const Result<FileR
 }
 
 FileError CaptureSource::read(FileReader& reader, DatagramSink sink, const ProgressSink* progress) {
+    // Every kProgressFrames frames: progress, and the pages of the mapping well behind this reader
+    // handed back (FileReader::release_before; kReleaseLag leaves what other readers of the same
+    // mapping, and media held back in the shards, still read).
     Frame frame;
-    if (progress == nullptr) {
-        while (reader.next(frame)) process(frame, sink);
-    } else {
-        const std::uint64_t size = reader.bytes().size();
-        while (reader.next(frame)) {
-            process(frame, sink);
-            if (reader.frames() % kProgressFrames == 0) (*progress)(reader.offset(), size);
-        }
-        (*progress)(reader.offset(), size);
+    const std::uint64_t size = reader.bytes().size();
+    while (reader.next(frame)) {
+        process(frame, sink);
+        if (reader.frames() % kProgressFrames != 0) continue;
+        if (reader.offset() > kReleaseLag) reader.release_before(reader.offset() - kReleaseLag);
+        if (progress != nullptr) (*progress)(reader.offset(), size);
     }
-    end_file(reader.error());
-    return reader.error();
-}
-
-void CaptureSource::end_file(FileError e) noexcept {
+    if (progress != nullptr) (*progress)(reader.offset(), size);
     ++stats_.files;
-    if (e != FileError::none) ++stats_.file_errors[static_cast<std::size_t>(e)];
+    if (reader.error() != FileError::none) ++stats_.file_errors[static_cast<std::size_t>(reader.error())];
+    return reader.error();
 }
 
 void CaptureSource::finish() noexcept {
@@ -193,42 +176,8 @@ void CaptureSource::process(const Frame& frame, DatagramSink sink) {
     }
 }
 
-FrameVerdict CaptureSource::classify(const Frame& frame, shard::Datagram& out) {
-    IpPacket ip;
-    L4Packet p;
-    UdpRoute route;
-    const DecodeError ip_error = decode_ip(frame, ip);
-    DecodeError transport_error = DecodeError::none;
-    if (ip_error == DecodeError::none) {
-        if (ip.fragment) return FrameVerdict::stateful;
-        transport_error = decode_transport(ip, p);
-        if (transport_error == DecodeError::none) {
-            if (p.transport != Transport::udp) return FrameVerdict::stateful;
-            route = route_udp(p);
-            if (route.hep) return FrameVerdict::stateful;
-        }
-    }
-    // From here on, counted exactly as process() counts the frame.
-    ++stats_.frames;
-    stats_.bytes += frame.data.size();
-    ++stats_.frames_by_link[link_type_slot(frame.link_type)];
-    if (ip_error != DecodeError::none) {
-        ++stats_.decode_errors[static_cast<std::size_t>(ip_error)];
-        return FrameVerdict::nothing;
-    }
-    if (ip.tunnel != TunnelKind::none) ++stats_.tunnelled[static_cast<std::size_t>(ip.tunnel)];
-    if (transport_error != DecodeError::none) {
-        ++stats_.decode_errors[static_cast<std::size_t>(transport_error)];
-        return FrameVerdict::nothing;
-    }
-    count(route.packet);
-    if (!route.deliver) return FrameVerdict::nothing;
-    fill(p, route.kind, p.payload, p.time, out);
-    return FrameVerdict::datagram;
-}
-
-void CaptureSource::fill(const L4Packet& p, PayloadClass kind, ByteSpan payload, Timestamp time,
-                         shard::Datagram& d) noexcept {
+void CaptureSource::raw(const L4Packet& p, PayloadClass kind, ByteSpan payload, Timestamp time, DatagramSink sink) {
+    shard::Datagram& d = datagram_;
     d.time = time;
     d.src = p.src;
     d.dst = p.dst;
@@ -241,11 +190,7 @@ void CaptureSource::fill(const L4Packet& p, PayloadClass kind, ByteSpan payload,
     d.payload = payload;
     ++stats_.datagrams;
     ++stats_.datagrams_by_kind[static_cast<std::size_t>(kind)];
-}
-
-void CaptureSource::raw(const L4Packet& p, PayloadClass kind, ByteSpan payload, Timestamp time, DatagramSink sink) {
-    fill(p, kind, payload, time, datagram_);
-    sink(datagram_);
+    sink(d);
 }
 
 void CaptureSource::hep(ByteSpan bytes, intake::Carrier carrier, Timestamp time, DatagramSink sink) {
@@ -255,40 +200,57 @@ void CaptureSource::hep(ByteSpan bytes, intake::Carrier carrier, Timestamp time,
     sink(datagram_);
 }
 
-CaptureSource::UdpRoute CaptureSource::route_udp(const L4Packet& p) const noexcept {
+void CaptureSource::udp(const L4Packet& p, DatagramSink sink) {
     const ByteSpan payload = p.payload;
-    const auto deliver = [](PacketClass c, PayloadClass kind) { return UdpRoute{c, kind, true, false}; };
-    const auto skip = [](PacketClass c) { return UdpRoute{c, PayloadClass::other, false, false}; };
-    constexpr UdpRoute hep{PacketClass::hep_udp, PayloadClass::other, false, true};
-    if (is_hep_port(p.dst.port) || is_hep_port(p.src.port)) return hep;
+    if (is_hep_port(p.dst.port) || is_hep_port(p.src.port)) {
+        count(PacketClass::hep_udp);
+        hep(payload, intake::Carrier::udp, p.time, sink);
+        return;
+    }
     if (is_sip_port(p.dst.port) || is_sip_port(p.src.port)) {
         // Senders mirror HEP from their SIP socket: the magic and length settle it.
-        if (options_.sniff_hep && is_hep3(payload)) return hep;
-        if (only_keepalive_bytes(payload)) return skip(PacketClass::unknown_udp);
-        return deliver(PacketClass::sip_udp, PayloadClass::sip);
+        if (options_.sniff_hep && is_hep3(payload)) {
+            count(PacketClass::hep_udp);
+            hep(payload, intake::Carrier::udp, p.time, sink);
+            return;
+        }
+        if (only_keepalive_bytes(payload)) {
+            count(PacketClass::unknown_udp);
+            return;
+        }
+        count(PacketClass::sip_udp);
+        raw(p, PayloadClass::sip, payload, p.time, sink);
+        return;
     }
     const rtp::PacketKind kind = rtp::classify(payload);
-    if (kind == rtp::PacketKind::rtp) return deliver(PacketClass::rtp, PayloadClass::rtp);
-    if (kind == rtp::PacketKind::rtcp) return deliver(PacketClass::rtcp, PayloadClass::rtcp);
-    // Only now the text checks: media (the bulk) never gets here.
-    if (options_.sniff_sip && looks_like_sip(payload)) return deliver(PacketClass::sip_udp, PayloadClass::sip);
-    if (options_.sniff_hep && is_hep3(payload)) return hep;
     switch (kind) {
-    case rtp::PacketKind::stun: return skip(PacketClass::stun);
-    case rtp::PacketKind::zrtp: return skip(PacketClass::zrtp);
-    case rtp::PacketKind::dtls: return skip(PacketClass::dtls);
-    case rtp::PacketKind::turn_channel: return skip(PacketClass::turn_channel);
-    default: return skip(PacketClass::unknown_udp);
+    case rtp::PacketKind::rtp:
+        count(PacketClass::rtp);
+        raw(p, PayloadClass::rtp, payload, p.time, sink);
+        return;
+    case rtp::PacketKind::rtcp:
+        count(PacketClass::rtcp);
+        raw(p, PayloadClass::rtcp, payload, p.time, sink);
+        return;
+    default: break;
     }
-}
-
-void CaptureSource::udp(const L4Packet& p, DatagramSink sink) {
-    const UdpRoute route = route_udp(p);
-    count(route.packet);
-    if (route.hep) {
-        hep(p.payload, intake::Carrier::udp, p.time, sink);
-    } else if (route.deliver) {
-        raw(p, route.kind, p.payload, p.time, sink);
+    // Only now the text checks: media (the bulk) never gets here.
+    if (options_.sniff_sip && looks_like_sip(payload)) {
+        count(PacketClass::sip_udp);
+        raw(p, PayloadClass::sip, payload, p.time, sink);
+        return;
+    }
+    if (options_.sniff_hep && is_hep3(payload)) {
+        count(PacketClass::hep_udp);
+        hep(payload, intake::Carrier::udp, p.time, sink);
+        return;
+    }
+    switch (kind) {
+    case rtp::PacketKind::stun: count(PacketClass::stun); return;
+    case rtp::PacketKind::zrtp: count(PacketClass::zrtp); return;
+    case rtp::PacketKind::dtls: count(PacketClass::dtls); return;
+    case rtp::PacketKind::turn_channel: count(PacketClass::turn_channel); return;
+    default: count(PacketClass::unknown_udp); return;
     }
 }
 

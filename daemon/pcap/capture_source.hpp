@@ -72,17 +72,8 @@ struct CaptureStats {
     TcpStats tcp;
     intake::IntakeStats hep;  // HEP messages found in the capture (UDP and TCP)
 
-    // Adds the per-frame counters of `o` (not files, fragments, TCP or HEP: see classify()).
-    void add_frame_counts(const CaptureStats& o) noexcept;
     std::uint64_t decode_errors_total() const noexcept;
     std::uint64_t packets_total() const noexcept;
-};
-
-// What CaptureSource::classify() made of a frame.
-enum class FrameVerdict : std::uint8_t {
-    datagram,  // one datagram, built from the frame alone
-    nothing,   // counted (a decode error, or a packet that carries nothing for the shards)
-    stateful,  // an IP fragment, TCP or HEP: only process(), in input order, can take it
 };
 
 class CaptureSource {
@@ -90,7 +81,8 @@ public:
     using DatagramSink = FunctionRef<void(const shard::Datagram&)>;
     // How far a file has been read: the byte offset into the (inflated) capture and its size.
     using ProgressSink = FunctionRef<void(std::uint64_t offset, std::uint64_t size)>;
-    static constexpr std::uint64_t kProgressFrames = 16384;  // frames between two progress calls
+    static constexpr std::uint64_t kProgressFrames = 16384;               // frames between two progress calls
+    static constexpr std::uint64_t kReleaseLag = std::uint64_t{8} << 20;  // bytes kept mapped behind a reader
 
     explicit CaptureSource(CaptureOptions options = {});
 
@@ -107,26 +99,12 @@ public:
     FileError read(FileReader& reader, DatagramSink sink, const ProgressSink* progress = nullptr);
     // One frame: the unit the walk-and-split modes use.
     void process(const Frame& frame, DatagramSink sink);
-    // One frame, when it stands alone: readers that split a capture's frames between them take
-    // these out of order, and process() the stateful ones in order (that counts them then).
-    FrameVerdict classify(const Frame& frame, shard::Datagram& out);
-    // A file read by other means than read() ended (with `e`, or none).
-    void end_file(FileError e) noexcept;
     // End of all input: incomplete fragments and TCP streams are counted and dropped.
     void finish() noexcept;
 
     CaptureStats stats() const noexcept;
 
 private:
-    // Where a UDP datagram goes: HEP (to the intake), a datagram of `kind`, or only a count.
-    struct UdpRoute {
-        PacketClass packet = PacketClass::unknown_udp;
-        PayloadClass kind = PayloadClass::other;
-        bool deliver = false;
-        bool hep = false;
-    };
-    UdpRoute route_udp(const L4Packet& p) const noexcept;
-    void fill(const L4Packet& p, PayloadClass kind, ByteSpan payload, Timestamp time, shard::Datagram& d) noexcept;
     void udp(const L4Packet& p, DatagramSink sink);
     void tcp(const L4Packet& p, DatagramSink sink);
     void hep(ByteSpan bytes, intake::Carrier carrier, Timestamp time, DatagramSink sink);

@@ -25,6 +25,7 @@ constexpr std::size_t kPrefetchDistance = 4096;
 constexpr std::size_t kCacheLine = 64;
 constexpr std::size_t kPopulateChunk = std::size_t{1} << 20;
 constexpr std::size_t kPopulateAhead = 4 * kPopulateChunk;
+constexpr std::size_t kReleaseUnit = std::size_t{2} << 20;  // a huge page of the mapping
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22  // Linux 5.14; older glibc headers lack it
 #endif
@@ -67,6 +68,8 @@ struct FileReader::Storage {
     // reader sharing it gets there first: this is how far they are claimed (SIZE_MAX: nothing
     // to fill, the bytes are in memory already).
     mutable std::atomic<std::size_t> populated{SIZE_MAX};
+    // A mapping's pages below this offset were handed back (release_before()).
+    mutable std::atomic<std::size_t> released{0};
 
     Storage() = default;
     Storage(const Storage&) = delete;
@@ -347,6 +350,21 @@ bool FileReader::end_of_data() noexcept {
 // per 64 KiB of a cached capture, and unlike MAP_POPULATE it neither stalls the start on the
 // whole file nor leaves one reader to fill them all. Without the call (before Linux 5.14) the
 // pages simply fault in as they are read.
+// The bytes stay in the page cache, and a mapping that is read again there faults them back in:
+// handing them back is never wrong, only slower if someone still reads them.
+void FileReader::release_before(std::uint64_t offset) const noexcept {
+    if (storage_ == nullptr || storage_->map == nullptr) return;  // inflated or caller's memory: not a mapping
+    const std::size_t end = std::min<std::size_t>(offset, storage_->map_size) & ~(kReleaseUnit - 1);
+    std::size_t from = storage_->released.load(std::memory_order_relaxed);
+    while (from < end) {
+        if (!storage_->released.compare_exchange_weak(from, end, std::memory_order_relaxed)) continue;
+        // NOLINTNEXTLINE(cppcoreguidelines-pro-type-const-cast): madvise takes a mutable pointer
+        void* at = const_cast<std::uint8_t*>(static_cast<const std::uint8_t*>(storage_->map) + from);
+        (void)madvise(at, end - from, MADV_DONTNEED);
+        return;
+    }
+}
+
 void FileReader::populate_ahead() noexcept {
     std::size_t claimed = storage_->populated.load(std::memory_order_relaxed);
     while (claimed < size_ && claimed < offset_ + kPopulateAhead) {

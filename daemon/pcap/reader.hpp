@@ -68,6 +68,12 @@ public:
     // point into the reader's storage and stay valid as long as any reader sharing it lives.
     bool next(Frame& out) noexcept;
 
+    // Hands the mapping's pages before `offset` back (whole 2 MiB units), so that a capture larger
+    // than memory stays resident only around its readers; no effect on an inflated capture or on
+    // caller's memory. Call once every reader sharing the mapping is past `offset`; bytes behind
+    // it stay readable (they fault in again from the page cache).
+    void release_before(std::uint64_t offset) const noexcept;
+
     FileError error() const noexcept { return error_; }
     // Where the error was found: a byte offset into the capture (into the compressed file for
     // gzip_* errors).

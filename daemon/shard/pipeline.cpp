@@ -429,12 +429,8 @@ public:
     // waits for no binding); its media wait, in order, until every peer has processed the SIP
     // before them (so has sent its bindings), as in drain_ordered(). A reader sees its peers'
     // SIP go by, so it waits only for the last of those, not for the peers to read as far.
-    void take(const Datagram& in) { take_at(in, next_order_); }
-
-    // As take(), at a position the reader numbered itself (orders rise through the input, with
-    // gaps where datagrams were skipped: skip_to()).
-    void take_at(const Datagram& in, std::uint64_t order) {
-        next_order_ = order + 1;
+    void take(const Datagram& in) {
+        const std::uint64_t order = next_order_++;
         const Timestamp before = watermark_;  // the newest time before this datagram
         if (in.time > watermark_) watermark_ = in.time;
         if (shard_of(in, pipeline_.shards()) != index_) {
@@ -462,43 +458,17 @@ public:
                 hold_own(d, before);
             }
         }
-        if (++taken_ % kPublishEvery == 0) publish_and_catch_up();
-    }
-
-    // The reader passed over datagrams of other shards up to `order` (exclusive) without taking
-    // them: `watermark` is the newest time among them, `peer_sip_end` the order after the last
-    // SIP among them (0: none), as take() would have seen them go by.
-    void skip_to(std::uint64_t order, Timestamp watermark, std::uint64_t peer_sip_end) {
-        next_order_ = std::max(next_order_, order);
-        if (watermark > watermark_) watermark_ = watermark;
-        peer_sip_end_ = std::max(peer_sip_end_, peer_sip_end);
-        if (held_.empty()) catch_up_clock();
-    }
-
-    // Sleeps until `ready()`, meanwhile publishing this shard's progress, taking its peers'
-    // bindings and doing its side work (a peer may wait for any of them).
-    void wait_until(const std::function<bool()>& ready) {
-        publish_reading();
-        while (!ready()) {
-            if (side_work_ != nullptr) side_work_->run();
-            if (ready()) break;
-            sleep_unless(
-                [&] { return inbound_bindings() || ready() || (side_work_ != nullptr && side_work_->ready()); });
-            drain_shard_links();
+        if (next_order_ % kPublishEvery == 0) {
+            publish_reading();
+            if (held_.empty()) {
+                catch_up_clock();
+            } else {
+                drain_own_held(false);
+            }
         }
     }
 
-    void set_side_work(Feed::SideWork* work) noexcept { side_work_ = work; }
-
-    void wake_peers() {
-        for (auto& t : pipeline_.threads_)
-            if (t.get() != this) t->bell.ring();
-    }
-
     void stable_input(ByteSpan bytes) noexcept { stable_ = bytes; }
-    std::size_t index() const noexcept { return index_; }
-    void publish() { publish_and_catch_up(); }
-    std::size_t shards() const noexcept { return pipeline_.shards(); }
 
     void end_input() {
         publish_reading();
@@ -507,17 +477,8 @@ public:
     }
 
 private:
-    // How often (in datagrams taken) a reading shard tells its peers how far it has read.
+    // How often (in datagrams read) a reading shard tells its peers how far it has read.
     static constexpr std::uint64_t kPublishEvery = 64;
-
-    void publish_and_catch_up() {
-        publish_reading();
-        if (held_.empty()) {
-            catch_up_clock();
-        } else {
-            drain_own_held(false);
-        }
-    }
 
     void run_reading() {
         waiting_.resize(shard_links.size());
@@ -644,11 +605,8 @@ private:
     // wait for room on its link to this shard).
     void wait_for_peers(std::uint64_t order) {
         publish_reading();
-        if (side_work_ != nullptr) side_work_->run();
         waits_for.store(order, std::memory_order_relaxed);
-        sleep_unless([&] {
-            return peers_progress() >= order || inbound_bindings() || (side_work_ != nullptr && side_work_->ready());
-        });
+        sleep_unless([&] { return peers_progress() >= order || inbound_bindings(); });
         waits_for.store(UINT64_MAX, std::memory_order_relaxed);
         drain_shard_links();
     }
@@ -674,11 +632,9 @@ private:
     std::deque<HeldBatch> held_;
     // Pipeline::run_readers: the reading position, the newest time read, held media's batches.
     std::uint64_t next_order_ = 0;
-    std::uint64_t taken_ = 0;
     std::uint64_t peer_sip_end_ = 0;
     Timestamp watermark_{};
-    ByteSpan stable_;                      // Feed::stable_input()
-    Feed::SideWork* side_work_ = nullptr;  // Feed::set_side_work()
+    ByteSpan stable_;  // Feed::stable_input()
     std::unique_ptr<BatchPool> own_pool_;
     std::vector<std::deque<HeldBinding>> waiting_;  // by sending shard (ordered mode)
     Timestamp clock_{};
@@ -880,16 +836,6 @@ void Pipeline::start() {
 }
 
 void Pipeline::Feed::push(const Datagram& d) { shard_.take(d); }
-void Pipeline::Feed::push_at(const Datagram& d, std::uint64_t order) { shard_.take_at(d, order); }
-void Pipeline::Feed::skip_to(std::uint64_t order, Timestamp watermark, std::uint64_t peer_sip_end) {
-    shard_.skip_to(order, watermark, peer_sip_end);
-}
-void Pipeline::Feed::wait_until(const std::function<bool()>& ready) { shard_.wait_until(ready); }
-void Pipeline::Feed::wake_peers() { shard_.wake_peers(); }
-void Pipeline::Feed::publish() { shard_.publish(); }
-void Pipeline::Feed::set_side_work(SideWork* work) noexcept { shard_.set_side_work(work); }
-std::size_t Pipeline::Feed::shard() const noexcept { return shard_.index(); }
-std::size_t Pipeline::Feed::shards() const noexcept { return shard_.shards(); }
 void Pipeline::Feed::stable_input(ByteSpan bytes) noexcept { shard_.stable_input(bytes); }
 void Pipeline::Feed::end_input() { shard_.end_input(); }
 

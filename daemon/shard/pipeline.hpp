@@ -10,8 +10,8 @@
 // exactly before its first media datagram that comes later in the input. Only SIP makes bindings and SIP needs none, so
 // a shard processes the SIP of each batch as soon as it takes it and publishes how far its SIP is done; media wait only
 // until every other shard's SIP (and the producer's queueing of SIP) has passed them. The shard furthest behind never
-// waits. `hepd pcap` goes further (run_readers): no producer, every shard reads the input itself and keeps its own,
-// under the same rules (the readers may share the decoding: Feed::push_at, skip_to). Live, bindings apply as they arrive.
+// waits. `hepd pcap` goes further (run_readers): no producer, every shard reads the whole input and keeps its own,
+// under the same rules. Live, bindings apply as they arrive.
 //
 // Nobody polls: a thread with nothing to do (a shard, a lossless producer waiting for room, the
 // caller of run_on_shards) sleeps on a Doorbell, and every event that can unblock it rings it.
@@ -162,34 +162,6 @@ private:
 class Pipeline::Feed {
 public:
     void push(const Datagram& d);
-
-    // Readers that share the decoding (each decodes part of the input and hands every shard what
-    // it owns) number the datagrams themselves, the same way in every shard, and skip what
-    // belongs to others:
-    // - push_at(): a datagram at `order` (orders rise through the input; any gaps are allowed);
-    // - skip_to(): the datagrams before `order` not pushed here were others': `watermark` is the
-    //   newest time among them, `peer_sip_end` the order after the last SIP among them (0: none).
-    void push_at(const Datagram& d, std::uint64_t order);
-    void skip_to(std::uint64_t order, Timestamp watermark, std::uint64_t peer_sip_end);
-    // Publishes how far this shard has read (after a run of skip_to() and push_at()).
-    void publish();
-    // Work a reader does for its peers whenever it would otherwise wait (for a peer, or in
-    // wait_until): run() does what it can without blocking; ready() says there is some to do.
-    // Both are called on this shard's thread; whoever makes work ready calls wake_peers().
-    class SideWork {
-    public:
-        virtual ~SideWork() = default;
-        virtual bool ready() = 0;
-        virtual void run() = 0;
-    };
-    void set_side_work(SideWork* work) noexcept;  // null: none
-    // Sleeps until `ready()` holds, and wakes_peers() rings every other shard: the readers' own
-    // hand-over. Meanwhile this shard's progress is published, its peers' bindings taken and
-    // its side work done, so no peer waits for it.
-    void wait_until(const std::function<bool()>& ready);
-    void wake_peers();
-    std::size_t shard() const noexcept;
-    std::size_t shards() const noexcept;
     // The bytes of the input being read (a mapped or inflated capture): datagrams whose payload
     // and correlation id lie inside are held without copying until end_input().
     void stable_input(ByteSpan bytes) noexcept;

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""`hepd pcap` with several shards splits the decoding of a capture between them in chunks of
-frames (app/split_reading.hpp): the report must not depend on the shard count, nor on how far
-the shards happen to be from each other. Checked on a capture of many chunks built from every
-real fixture (HEP over UDP and TCP, SIP over TCP and
-WebSocket, IP fragments, IP-in-IP, sipp's calls with media), on several files read in one run (chunks numbered on across them), and
-on the same capture cut short in the middle of a chunk (the same error, after the same frames).
+"""`hepd pcap --cores N`: the report must not depend on the shard count, nor on how far the shards
+(each reading the capture and keeping its own, media waiting for the others' SIP) happen to be
+from each other. Checked on a capture built from every real fixture (HEP over UDP and TCP, SIP over
+TCP and WebSocket, IP fragments, IP-in-IP, sipp's calls with media), copied several times with
+times that go back between the copies; on several files read in one run; on the same capture cut
+short in the middle of a record (the same error, after the same frames). 2 and 3 shards run
+repeatedly: a result that hangs on timing shows.
 
-  pcap_split_test.py HEPD FIXTURE_FILE...
+  pcap_shards_test.py HEPD FIXTURE_FILE...
 """
 import json
 import os
@@ -20,7 +21,7 @@ from hepd_live import check, failures  # noqa: E402
 
 HEPD = sys.argv[1]
 FIXTURES = sys.argv[2:]
-REPEATS = 6  # about 2,000 frames a round: several chunks of 2,048 frames
+REPEATS = 6  # about 2,000 frames a round
 
 
 def records(path):
@@ -87,18 +88,18 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         mixed = os.path.join(work, "mixed.pcap")
         frames = mixed_capture(mixed)
-        check("the mixed capture spans several chunks of 2,048 frames", frames > 3 * 2048, True)
+        check("the mixed capture has its frames", frames > 10000, True)
         report = same_for_all_cores("mixed capture", [mixed])
         check("the mixed capture has TCP streams", report["capture"]["packets_by_class"].get("hep_tcp", 0) > 0, True)
         # Times go back between the files (and between the copies in the mixed capture): each
         # side's timers must still run as a single reader's would (Worker::advance_sip/_media).
         same_for_all_cores("several files", [mixed, *FIXTURES, mixed])
-        # Cut in the middle of a record of the fourth chunk: a truncated_record error there.
+        # Cut in the middle of a record: a truncated_record error there.
         cut = os.path.join(work, "cut.pcap")
         with open(mixed, "rb") as f:
             data = f.read()
         at, n = 24, 0
-        while n < 3 * 2048 + 100:
+        while n < frames // 2:
             at += 16 + struct.unpack("<I", data[at + 8:at + 12])[0]
             n += 1
         with open(cut, "wb") as f:
