@@ -346,10 +346,6 @@ bool FileReader::end_of_data() noexcept {
     return false;
 }
 
-// Filling the page tables a chunk at a time (MADV_POPULATE_READ) is far cheaper than one fault
-// per 64 KiB of a cached capture, and unlike MAP_POPULATE it neither stalls the start on the
-// whole file nor leaves one reader to fill them all. Without the call (before Linux 5.14) the
-// pages simply fault in as they are read.
 // The bytes stay in the page cache, and a mapping that is read again there faults them back in:
 // handing them back is never wrong, only slower if someone still reads them.
 void FileReader::release_before(std::uint64_t offset) const noexcept {
@@ -365,6 +361,10 @@ void FileReader::release_before(std::uint64_t offset) const noexcept {
     }
 }
 
+// Filling the page tables a chunk at a time (MADV_POPULATE_READ) is far cheaper than one fault
+// per 64 KiB of a cached capture, and unlike MAP_POPULATE it neither stalls the start on the
+// whole file nor leaves one reader to fill them all. Without the call (before Linux 5.14) the
+// pages simply fault in as they are read.
 void FileReader::populate_ahead() noexcept {
     std::size_t claimed = storage_->populated.load(std::memory_order_relaxed);
     while (claimed < size_ && claimed < offset_ + kPopulateAhead) {
