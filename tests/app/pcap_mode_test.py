@@ -52,16 +52,27 @@ try:
         check(f"1 and 2 shards agree on {section}", reports[2][section], reports[1][section])
 
     # A capture larger than what may stay resident: the mapping's pages are handed back behind
-    # the readers, so the file's part of the peak resident set is a window of some MiB (and the
-    # program's own pages), not the file (which stayed resident whole before).
+    # the readers, so the file's part of the peak resident set is a window of some MiB, not the
+    # file (which stayed resident whole before). Measured against a tiny capture's run, which has
+    # the program's own file pages too. Not under qemu-user (its RSS is the emulator's, and it need
+    # not pass madvise on) nor AddressSanitizer (its quarantine moves the anonymous part).
+    def file_pages_mib(path, cores):
+        rc, r, _ = run_pcap([path], cores)
+        return rc, (r["run"]["peak_rss_bytes"] - r["run"]["rss_anon_bytes"]) / 2**20
+
+    with open(HEPD, "rb") as f:
+        binary = f.read()
+    # The qemu-user wrapper script tests/CMakeLists.txt writes; GCC links libasan, Clang links it in.
+    measurable = binary[:4] == b"\x7fELF" and b"__asan_init" not in binary and b"libasan" not in binary
     big = os.path.join(work, "big.pcap")
     subprocess.run([CORPUS, big, "--calls", "2500"], stdout=subprocess.DEVNULL, check=True)
+    tiny = os.path.join(FIXTURES, "sipp-10-calls-g711-via-kamailio.pcap")
     mib = os.path.getsize(big) >> 20
-    for cores in (1, 2):
-        rc, r, _ = run_pcap([big], cores)
-        resident = (r["run"]["peak_rss_bytes"] - r["run"]["rss_anon_bytes"]) >> 20
-        check(f"[{cores} core(s)] a {mib} MiB capture: at most 40 MiB of file pages resident at the peak "
-              f"(was {resident} MiB)", rc == 0 and resident <= 40, True)
+    for cores in (1, 2) if measurable else ():
+        _, base = file_pages_mib(tiny, cores)
+        rc, resident = file_pages_mib(big, cores)
+        check(f"[{cores} core(s)] a {mib} MiB capture keeps at most 32 MiB more file pages resident than a "
+              f"tiny one ({resident - base:.0f} MiB)", rc == 0 and resident - base <= 32, True)
     os.remove(big)
 
     # Real captures made with Kamailio and sipp (tests/fixtures/, part of the repository: a
