@@ -136,6 +136,11 @@ void CaptureSource::process(const Frame& frame, DatagramSink sink) {
     stats_.bytes += frame.data.size();
     ++stats_.frames_by_link[link_type_slot(frame.link_type)];
 
+    L4Packet p;
+    if (decode_plain_udp(frame, p)) {  // the bulk of most captures, in one pass
+        udp(p, sink);
+        return;
+    }
     IpPacket ip;
     DecodeError e = decode_ip(frame, ip);
     if (e != DecodeError::none) {
@@ -163,7 +168,6 @@ void CaptureSource::process(const Frame& frame, DatagramSink sink) {
             ip = whole;
         }
     }
-    L4Packet p;
     e = decode_transport(ip, p);
     if (e != DecodeError::none) {
         ++stats_.decode_errors[static_cast<std::size_t>(e)];

@@ -424,7 +424,38 @@ DecodeError decode_transport(const IpPacket& ip, L4Packet& p) noexcept {
     return DecodeError::unsupported_transport;
 }
 
+bool decode_plain_udp(const Frame& frame, L4Packet& out) noexcept {
+    const ByteSpan d = frame.data;
+    if (frame.link_type != LinkType::ethernet || d.size() < 14 + 20 || load_be16(d.data() + 12) != kEtherIpv4)
+        return false;
+    const ByteSpan ip = d.subspan(14);
+    // The conditions of decode_ipv4(), decapsulate() and decode_transport(), for this case.
+    if ((ip[0] >> 4) != 4 || ip[9] != kProtoUdp || (load_be16(ip.data() + 6) & 0x3fffU) != 0) return false;
+    const std::size_t ihl = std::size_t{ip[0] & 0x0fU} * 4;
+    const std::size_t total = load_be16(ip.data() + 2);
+    if (ihl < 20 || (total != 0 && total < ihl) || ip.size() < ihl) return false;
+    const std::size_t end = total == 0 ? ip.size() : std::min(total, ip.size());
+    const ByteSpan l4 = ip.subspan(ihl, end - ihl);
+    if (l4.size() < 8 || load_be16(l4.data() + 2) == kVxlanPort) return false;
+    out.time = frame.time;
+    out.vlan = 0;
+    out.src.address = IpAddress::v4(std::span<const std::uint8_t, 4>(ip.data() + 12, 4));
+    out.dst.address = IpAddress::v4(std::span<const std::uint8_t, 4>(ip.data() + 16, 4));
+    out.src.port = load_be16(l4.data());
+    out.dst.port = load_be16(l4.data() + 2);
+    out.tcp_seq = 0;
+    out.tcp_flags = 0;
+    out.transport = Transport::udp;
+    out.ip_protocol = kProtoUdp;
+    const std::size_t udp_len = load_be16(l4.data() + 4);
+    std::size_t len = l4.size() - 8;
+    if (udp_len >= 8 && udp_len - 8 < len) len = udp_len - 8;
+    out.payload = l4.subspan(8, len);
+    return true;
+}
+
 DecodeError decode_frame_into(const Frame& frame, L4Packet& out) noexcept {
+    if (decode_plain_udp(frame, out)) return DecodeError::none;
     IpPacket ip;
     if (const auto e = decode_ip(frame, ip); e != DecodeError::none) return e;
     if (ip.fragment) return DecodeError::ip_fragment;

@@ -128,6 +128,12 @@ DecodeError decapsulate(IpPacket& p) noexcept;
 // headers still at the front of the payload (they may follow a fragment header) are skipped.
 DecodeError decode_transport(const IpPacket& ip, L4Packet& out) noexcept;
 
+// The common case in one pass: an untagged Ethernet frame with a whole IPv4 packet carrying UDP
+// that is not VXLAN. Fills `out` exactly as decode_ip() and decode_transport() would and returns
+// true; anything else (other links, VLANs, IPv6, fragments, tunnels, TCP, any header those two
+// would refuse) returns false for them to take, with their errors.
+bool decode_plain_udp(const Frame& frame, L4Packet& out) noexcept;
+
 // Both steps; a fragment is reported as DecodeError::ip_fragment.
 DecodeError decode_frame_into(const Frame& frame, L4Packet& out) noexcept;
 Result<L4Packet, DecodeError> decode_frame(const Frame& frame) noexcept;
