@@ -128,6 +128,24 @@ DecodeError skip_extensions(ByteSpan bytes, std::size_t end, std::uint8_t& next,
     return DecodeError::none;
 }
 
+// Ethernet pads short frames; the IP total length bounds the payload. TSO captures can carry
+// total length 0: fall back to what was captured. `ihl` <= `total` (when set) and the size.
+ByteSpan ipv4_payload(ByteSpan ip, std::size_t ihl, std::size_t total) noexcept {
+    const std::size_t end = total == 0 ? ip.size() : std::min(total, ip.size());
+    return ip.subspan(ihl, end - ihl);
+}
+
+// Ports and payload of a UDP header (`l4` holds at least its 8 bytes), bounded by its length.
+void fill_udp(ByteSpan l4, L4Packet& p) noexcept {
+    p.transport = Transport::udp;
+    p.src.port = load_be16(l4.data());
+    p.dst.port = load_be16(l4.data() + 2);
+    const std::size_t udp_len = load_be16(l4.data() + 4);
+    std::size_t len = l4.size() - 8;
+    if (udp_len >= 8 && udp_len - 8 < len) len = udp_len - 8;
+    p.payload = l4.subspan(8, len);
+}
+
 DecodeError decode_ipv4(ByteSpan ip, IpPacket& p) noexcept {
     if (ip.size() < 20) return DecodeError::truncated_ip;
     if ((ip[0] >> 4) != 4) return DecodeError::bad_ip_header;
@@ -143,10 +161,7 @@ DecodeError decode_ipv4(ByteSpan ip, IpPacket& p) noexcept {
     p.more_fragments = (frag & 0x2000U) != 0;
     p.fragment_offset = std::uint32_t{frag & 0x1fffU} * 8;
     p.fragment_id = load_be16(ip.data() + 4);
-    // Ethernet pads short frames; the IP total length bounds the payload. TSO captures can carry
-    // total length 0: fall back to what was captured.
-    const std::size_t end = total == 0 ? ip.size() : std::min(total, ip.size());
-    p.payload = ip.subspan(ihl, end - ihl);
+    p.payload = ipv4_payload(ip, ihl, total);
     return DecodeError::none;
 }
 
@@ -400,13 +415,7 @@ DecodeError decode_transport(const IpPacket& ip, L4Packet& p) noexcept {
 
     if (next == kProtoUdp) {
         if (l4.size() < 8) return DecodeError::truncated_transport;
-        p.transport = Transport::udp;
-        p.src.port = load_be16(l4.data());
-        p.dst.port = load_be16(l4.data() + 2);
-        const std::size_t udp_len = load_be16(l4.data() + 4);
-        std::size_t len = l4.size() - 8;
-        if (udp_len >= 8 && udp_len - 8 < len) len = udp_len - 8;
-        p.payload = l4.subspan(8, len);
+        fill_udp(l4, p);
         return DecodeError::none;
     }
     if (next == kProtoTcp) {
@@ -434,23 +443,16 @@ bool decode_plain_udp(const Frame& frame, L4Packet& out) noexcept {
     const std::size_t ihl = std::size_t{ip[0] & 0x0fU} * 4;
     const std::size_t total = load_be16(ip.data() + 2);
     if (ihl < 20 || (total != 0 && total < ihl) || ip.size() < ihl) return false;
-    const std::size_t end = total == 0 ? ip.size() : std::min(total, ip.size());
-    const ByteSpan l4 = ip.subspan(ihl, end - ihl);
+    const ByteSpan l4 = ipv4_payload(ip, ihl, total);
     if (l4.size() < 8 || load_be16(l4.data() + 2) == kVxlanPort) return false;
     out.time = frame.time;
     out.vlan = 0;
     out.src.address = IpAddress::v4(std::span<const std::uint8_t, 4>(ip.data() + 12, 4));
     out.dst.address = IpAddress::v4(std::span<const std::uint8_t, 4>(ip.data() + 16, 4));
-    out.src.port = load_be16(l4.data());
-    out.dst.port = load_be16(l4.data() + 2);
     out.tcp_seq = 0;
     out.tcp_flags = 0;
-    out.transport = Transport::udp;
     out.ip_protocol = kProtoUdp;
-    const std::size_t udp_len = load_be16(l4.data() + 4);
-    std::size_t len = l4.size() - 8;
-    if (udp_len >= 8 && udp_len - 8 < len) len = udp_len - 8;
-    out.payload = l4.subspan(8, len);
+    fill_udp(l4, out);
     return true;
 }
 
