@@ -1,5 +1,7 @@
 #include "rtp/rtcp_json.hpp"
 
+#include <array>
+
 namespace hepd::rtp {
 
 std::string_view to_string(RtcpJsonError error) noexcept {
@@ -21,6 +23,15 @@ namespace {
 bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
 bool is_hex(char c) noexcept { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 bool is_space(char c) noexcept { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// What ends the plain run of a string: its closing quote, an escape, or a control character
+// (invalid there). One table load per character instead of three comparisons.
+constexpr std::array<bool, 256> kStringStop = [] {
+    std::array<bool, 256> stop{};
+    for (int c = 0; c < 0x20; ++c) stop[static_cast<std::size_t>(c)] = true;
+    stop['"'] = stop['\\'] = true;
+    return stop;
+}();
 
 // Plain decimal integer text: optional '-', 1 to 19 digits (no sign '+', fraction or exponent).
 bool to_integer(std::string_view text, std::int64_t& out) noexcept {
@@ -86,17 +97,21 @@ public:
     bool string(std::string_view& raw) noexcept {
         if (!consume('"')) return false;
         const char* start = p_;
-        while (p_ < end_) {
+        for (;;) {
+            // A local cursor: through a member, every character read (a char may alias it) would
+            // reload and store p_.
+            const char* q = p_;
+            while (q < end_ && !kStringStop[static_cast<unsigned char>(*q)]) ++q;
+            p_ = q;
+            if (p_ >= end_) return fail(RtcpJsonError::truncated);
             const auto c = static_cast<unsigned char>(*p_);
             if (c == '"') {
                 raw = std::string_view(start, static_cast<std::size_t>(p_ - start));
                 ++p_;
                 return true;
             }
-            if (c < 0x20) return fail(RtcpJsonError::syntax);
-            ++p_;
-            if (c != '\\') continue;
-            if (p_ >= end_) break;
+            if (c != '\\') return fail(RtcpJsonError::syntax);  // a control character
+            if (++p_ >= end_) return fail(RtcpJsonError::truncated);
             const char e = *p_++;
             if (e == 'u') {
                 for (int i = 0; i < 4; ++i, ++p_) {
@@ -107,7 +122,6 @@ public:
                 return fail(RtcpJsonError::syntax);
             }
         }
-        return fail(RtcpJsonError::truncated);
     }
 
     bool number(std::string_view& raw) noexcept {
@@ -216,6 +230,7 @@ public:
     bool integer(int depth, std::int64_t& out) noexcept {
         std::string_view text;
         const char c = peek();
+        if (is_digit(c) && plain_integer(out)) return true;
         if (c == '"') {
             if (!string(text)) return false;
         } else if (c == '-' || is_digit(c)) {
@@ -257,6 +272,27 @@ public:
     }
 
 private:
+    // The common number, read in one pass: 0, or 1 to 18 digits without a leading zero, not
+    // followed by a fraction, an exponent or more digits. Anything else is left to number() and
+    // to_integer(), which say what is wrong with it. p_ is at a digit.
+    bool plain_integer(std::int64_t& out) noexcept {
+        const char* q = p_;
+        std::int64_t value = 0;
+        if (*q == '0') {
+            ++q;  // "01" is not JSON: the general path fails it
+        } else {
+            const char* const stop = end_ - q > 18 ? q + 18 : end_;
+            for (auto d = static_cast<unsigned>(*q - '0'); d < 10; d = static_cast<unsigned>(*q - '0')) {
+                value = value * 10 + d;
+                if (++q == stop) break;
+            }
+        }
+        if (q < end_ && (is_digit(*q) || *q == '.' || *q == 'e' || *q == 'E')) return false;
+        p_ = q;
+        out = value;
+        return true;
+    }
+
     bool digits() noexcept {
         if (p_ >= end_) return fail(RtcpJsonError::truncated);
         if (!is_digit(*p_)) return fail(RtcpJsonError::syntax);

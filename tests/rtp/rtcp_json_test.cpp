@@ -201,6 +201,34 @@ TEST_CASE("errors by reason", "[rtp][rtcp_json]") {
     CHECK(parse_copy(ok_depth).ok());
 }
 
+// Integers are read in one pass when they are plain digits; everything else takes the general
+// path. Both must agree at the edges between them.
+TEST_CASE("integers at the edges of the one-pass read", "[rtp][rtcp_json]") {
+    const auto ssrc_of = [](std::string_view text) {
+        const auto r = parse_copy(text);
+        REQUIRE(r.ok());
+        return r.value().ssrc;
+    };
+    CHECK(ssrc_of(R"({"ssrc":0})") == 0);
+    CHECK(ssrc_of(R"({"ssrc":7 })") == 7);
+    CHECK(ssrc_of(R"({"ssrc":4294967295})") == 4294967295U);
+    CHECK(ssrc_of(R"({"ssrc":-1})") == 4294967295U);  // C int packing
+    CHECK(ssrc_of(R"({"ssrc":"00042"})") == 42);      // a string of digits, as Asterisk writes some
+    CHECK(error_of(R"({"ssrc":000000000000000000})") == RtcpJsonError::syntax);
+    CHECK(error_of(R"({"ssrc":123456789012345678})") == RtcpJsonError::bad_number);   // 18 digits
+    CHECK(error_of(R"({"ssrc":1234567890123456789})") == RtcpJsonError::bad_number);  // 19
+    CHECK(error_of(R"({"ssrc":4294967295.0})") == RtcpJsonError::bad_number);
+    CHECK(error_of(R"({"ssrc":5E0})") == RtcpJsonError::bad_number);
+    CHECK(error_of(R"({"ssrc":0.5})") == RtcpJsonError::bad_number);
+    CHECK(error_of(R"({"ssrc":12)") == RtcpJsonError::truncated);
+    CHECK(error_of(R"({"ssrc":0)") == RtcpJsonError::truncated);
+    CHECK(error_of(R"({"ssrc":12x})") == RtcpJsonError::syntax);
+    // Keys are strings too: escapes and control characters inside them.
+    CHECK(ssrc_of(R"({"\u0073src":1,"ssrc":3})") == 3);
+    CHECK(error_of("{\"ss\x01rc\":1}") == RtcpJsonError::syntax);
+    CHECK(error_of(R"({"ssrc\)") == RtcpJsonError::truncated);
+}
+
 TEST_CASE("every truncation of real samples is reported as truncated", "[rtp][rtcp_json][hostile]") {
     for (const std::string_view sample : {rtpengine_sr, rtpengine_rr_two, asterisk_sr, asterisk_rr}) {
         REQUIRE(parse_copy(sample).ok());
