@@ -1,6 +1,7 @@
 // RTP/RTCP parser costs on the per-packet path: one G.711 packet (12-octet header + 160 octets of
 // 20 ms A-law), demultiplexing, and the RTCP shapes VoIP endpoints actually send.
 #include "rtp/demux.hpp"
+#include "rtp/rtcp_json.hpp"
 #include "rtp/rtcp_packet.hpp"
 #include "rtp/rtp_packet.hpp"
 
@@ -129,5 +130,29 @@ void BM_parse_rtcp_xr_voip(benchmark::State& state) {
     }
 }
 BENCHMARK(BM_parse_rtcp_xr_voip);
+
+// RTCP as HEP RTCP-JSON (payload type 5): the receiver report rtpengine sends, as bench/hepd_load
+// replays it, and Asterisk's sender report with its numbers as strings.
+constexpr std::string_view rtpengine_rr_json =
+    R"({ "ssrc":3047531941,"type":201,"report_count":1,"report_blocks":[{"source_ssrc":268435456,)"
+    R"("highest_seq_no":65749,"fraction_lost":0,"ia_jitter":0,"packets_lost":0,"lsr":0,"dlsr":0}]})";
+constexpr std::string_view asterisk_sr_json =
+    R"({"ssrc":-713680174,"type":200,"report_count":1,"sender_information":{"ntp_timestamp_sec":"1790000000",)"
+    R"("ntp_timestamp_usec":"250000","rtp_timestamp":160000,"packets":1000,"octets":160000},"report_blocks":[)"
+    R"({"source_ssrc":287454020,"fraction_lost":0,"packets_lost":0,"highest_seq_no":65800,"ia_jitter":17,)"
+    R"("lsr":"3070566400","dlsr":65536}]})";
+
+void parse_json(benchmark::State& state, std::string_view text) {
+    for (auto _ : state) {
+        benchmark::DoNotOptimize(text);
+        const auto report = parse_rtcp_json(text);
+        benchmark::DoNotOptimize(report.ok() ? report.value().blocks[0].ia_jitter : 0U);
+    }
+    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * text.size()));
+}
+void BM_parse_rtcp_json_rtpengine_rr(benchmark::State& state) { parse_json(state, rtpengine_rr_json); }
+BENCHMARK(BM_parse_rtcp_json_rtpengine_rr);
+void BM_parse_rtcp_json_asterisk_sr(benchmark::State& state) { parse_json(state, asterisk_sr_json); }
+BENCHMARK(BM_parse_rtcp_json_asterisk_sr);
 
 }  // namespace
