@@ -2,13 +2,12 @@
 
 #include "app/pcap_progress.hpp"
 #include "app/wiring.hpp"
+#include "core/process_usage.hpp"
 #include "records/offline_records.hpp"
 #include "report/collector.hpp"
 #include "report/run_report.hpp"
 #include "shard/pipeline.hpp"
 #include "shard/shard_worker.hpp"
-
-#include <sys/resource.h>
 
 #include <atomic>
 #include <chrono>
@@ -27,33 +26,8 @@ namespace {
 constexpr int kExitDataError = 65;  // EX_DATAERR
 
 double cpu_seconds() {
-    rusage u{};
-    getrusage(RUSAGE_SELF, &u);
-    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-           static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
-
-std::uint64_t peak_rss_bytes() {
-    rusage u{};
-    getrusage(RUSAGE_SELF, &u);
-    return static_cast<std::uint64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
-}
-
-// Anonymous resident memory (tables, queues, heap), without the mapped capture file that
-// ru_maxrss also counts. Read at the end, when the tables have reached their high-water mark
-// (their storage is kept for reuse, not returned).
-std::uint64_t rss_anon_bytes() {
-    std::ifstream status("/proc/self/status");
-    std::string key;
-    while (status >> key) {
-        if (key == "RssAnon:") {
-            std::uint64_t kib = 0;
-            status >> kib;
-            return kib * 1024;
-        }
-        status.ignore(4096, '\n');
-    }
-    return 0;
+    const auto usage = read_process_usage();
+    return usage ? usage->cpu_seconds : 0.0;
 }
 
 // The same lines the daemon writes (daemon/records), in record order.
@@ -216,8 +190,12 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
     inputs.duplicates = &duplicate_stats;
     info.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     info.cpu_seconds = cpu_seconds() - cpu0;
-    info.peak_rss_bytes = peak_rss_bytes();
-    info.rss_anon_bytes = rss_anon_bytes();
+    // Read at the end, when the tables have reached their high-water mark (their storage is
+    // kept for reuse, not returned). The anonymous part leaves out the mapped capture file.
+    if (const auto usage = read_process_usage()) {
+        info.peak_rss_bytes = usage->peak_resident_bytes;
+        info.rss_anon_bytes = usage->resident_anon_bytes;
+    }
 
     if (!args.records_path.empty() && !write_records(args.records_path, record_events)) return kExitDataError;
 

@@ -1,6 +1,7 @@
 #include "export/collector.hpp"
 
 #include "core/packet_meta.hpp"
+#include "core/process_usage.hpp"
 #include "core/version.hpp"
 #include "export/convert.hpp"
 #include "hep/error.hpp"
@@ -142,6 +143,7 @@ std::vector<MetricFamily> Collector::Collect() const {
     collect_snapshot(out);
     collect_relay(out);
     collect_records(out);
+    collect_process(out);
     return out.take();
 }
 
@@ -599,6 +601,26 @@ void Collector::collect_records(Writer& out) const {
     out.add(static_cast<double>(f.held));
     out.gauge("hepd_records_waiting_streams", "Finished streams and reports waiting for their dialog to finish.");
     out.add(static_cast<double>(f.waiting));
+}
+
+// The names, types and meanings every Prometheus client library gives them (client_golang,
+// client_python), so that dashboards and alerts written for any process work for hepd. Absent
+// when /proc cannot be read.
+void Collector::collect_process(Writer& out) {
+    const auto usage = read_process_usage();
+    if (!usage) return;
+    out.counter("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.");
+    out.add(usage->cpu_seconds);
+    out.gauge("process_resident_memory_bytes", "Resident memory size in bytes.");
+    out.add(static_cast<double>(usage->resident_bytes));
+    out.gauge("process_virtual_memory_bytes", "Virtual memory size in bytes.");
+    out.add(static_cast<double>(usage->virtual_bytes));
+    out.gauge("process_open_fds", "Number of open file descriptors.");
+    out.add(static_cast<double>(usage->open_fds));
+    out.gauge("process_max_fds", "Maximum number of open file descriptors.");
+    out.add(static_cast<double>(usage->max_fds));
+    out.gauge("process_start_time_seconds", "Start time of the process since unix epoch in seconds.");
+    out.add(usage->start_time_seconds);
 }
 
 }  // namespace hepd::metrics

@@ -131,6 +131,7 @@ private:
     void collect_snapshot(Writer& out) const;
     void collect_relay(Writer& out) const;
     void collect_records(Writer& out) const;
+    static void collect_process(Writer& out);
     std::size_t agent_label(std::size_t agent) const noexcept {
         return agent < options_.agent_names.size() ? agent : 0;
     }

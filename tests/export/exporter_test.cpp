@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <ctime>
 #include <thread>
 
 using namespace hepd;
@@ -193,6 +194,23 @@ TEST_CASE("a scrape over HTTP reports the estate exactly", "[export][http]") {
         CHECK(x.types.at("hepd_tcp_connections") == "gauge");
         CHECK(x.types.at("hepd_dialog_pdd_seconds") == "histogram");
         CHECK(x.at("hepd_build_info", {{"version", "9.8.7"}, {"commit", "0123456789ab"}}) == 1);
+    }
+
+    SECTION("the process's own figures, under the names every client library uses") {
+        CHECK(x.types.at("process_cpu_seconds_total") == "counter");
+        for (const char* name : {"process_resident_memory_bytes", "process_virtual_memory_bytes", "process_open_fds",
+                                 "process_max_fds", "process_start_time_seconds"}) {
+            INFO(name);
+            CHECK(x.types.at(name) == "gauge");
+        }
+        CHECK(x.at("process_cpu_seconds_total") > 0);
+        CHECK(x.at("process_resident_memory_bytes") > 1'000'000);  // the estate's tables at least
+        CHECK(x.at("process_virtual_memory_bytes") >= x.at("process_resident_memory_bytes"));
+        CHECK(x.at("process_open_fds") >= 2);  // the listening socket and this scrape's connection
+        CHECK(x.at("process_open_fds") <= x.at("process_max_fds"));
+        const double now = static_cast<double>(std::time(nullptr));
+        CHECK(x.at("process_start_time_seconds") <= now + 1);
+        CHECK(x.at("process_start_time_seconds") > now - 3600);
     }
 
     SECTION("dialogs: outcomes, states, timings and causes as generated") {
