@@ -113,6 +113,9 @@ public:
             }
         }
         unlink(at);
+        // Moved out first: assigning a fresh entry over a string keeps its heap buffer, and a
+        // free slot must not hold on to the Call-ID of a record that has gone.
+        [[maybe_unused]] const Entry gone = std::move(e);
         e = Entry{};
         free_.push_back(at);
         --size_;

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <memory>
 #include <new>
+#include <string>
 
 namespace hepd {
 
@@ -54,6 +55,13 @@ void reserve_room(Vector& v, std::size_t n) noexcept {
         v.reserve(n);
     } catch (const std::bad_alloc&) {
     }
+}
+
+// Heap bytes a string owns beyond its small-string buffer (the capacity asked of malloc): the
+// key text in the tables' memory figures.
+inline std::size_t string_heap_bytes(const std::string& s) noexcept {
+    static const std::size_t inline_capacity = std::string().capacity();
+    return s.capacity() > inline_capacity ? s.capacity() + 1 : 0;
 }
 
 }  // namespace hepd

@@ -330,6 +330,7 @@ void StreamTable::drop_binding(std::uint32_t b) {
         --pending_count_;
         stats_.pending_bindings.add(-1);
     }
+    key_heap_bytes_ -= string_heap_bytes(bindings_.entry(b).value.binding.call_id);
     bindings_.erase(b);
     if (m != kNone) release_media(m);
 }
@@ -350,7 +351,10 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, Binding binding)
             binding.codecs = e.binding.codecs;
             binding.clocks = e.binding.clocks;
         }
+        // Measured in place: a string moved onto one with a heap buffer may keep that buffer.
+        key_heap_bytes_ -= string_heap_bytes(e.binding.call_id);
         e.binding = std::move(binding);
+        key_heap_bytes_ += string_heap_bytes(e.binding.call_id);
         e.released = false;  // a Call-ID and From-tag used again: a call again
         if (e.streams == 0) e.idle_since = std::max(e.idle_since, e.binding.time);
         bindings_.touch(b);
@@ -387,6 +391,7 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, Binding binding)
     }
     const Timestamp since = binding.time;
     b = bindings_.insert(hash, key, BindingEntry{std::move(binding), since, 0}).first;
+    key_heap_bytes_ += string_heap_bytes(bindings_.entry(b).value.binding.call_id);
     MediaEntry& entry = media_[m];
     bindings_[b].next = entry.binding_head;
     if (entry.binding_head != kNone) bindings_[entry.binding_head].prev = b;
@@ -678,6 +683,7 @@ std::uint32_t StreamTable::reported_stream(std::string_view call_id, std::uint32
         ReportedSlot fresh;
         fresh.stream.first = now;
         i = reported_.insert(hash, ReportedKey{std::string(call_id), ssrc}, fresh).first;
+        key_heap_bytes_ += string_heap_bytes(reported_.entry(i).key.call_id);
         stats_.reported_streams_active.add(1);
     } else {
         reported_.touch(i);
@@ -719,6 +725,7 @@ void StreamTable::note_reporter_binding(std::uint32_t at, std::string_view call_
 void StreamTable::end_reported(std::uint32_t at, FinishReason reason) {
     finish_reported(at, reason);
     unlink_reported(at);
+    key_heap_bytes_ -= string_heap_bytes(reported_.entry(at).key.call_id);
     reported_.erase(at);
 }
 
@@ -926,12 +933,8 @@ StreamTable::EntrySizes StreamTable::entry_sizes() noexcept {
 }
 
 std::size_t StreamTable::memory_bytes() const noexcept {
-    const auto heap = [](const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; };
-    std::size_t bytes =
-        streams_.memory_bytes() + media_.memory_bytes() + bindings_.memory_bytes() + reported_.memory_bytes();
-    bindings_.for_each([&](std::uint32_t, const BindingLru::Entry& e) { bytes += heap(e.value.binding.call_id); });
-    reported_.for_each([&](std::uint32_t, const ReportedLru::Entry& e) { bytes += heap(e.key.call_id); });
-    return bytes;
+    return streams_.memory_bytes() + media_.memory_bytes() + bindings_.memory_bytes() + reported_.memory_bytes() +
+           key_heap_bytes_;
 }
 
 }  // namespace hepd::rtp

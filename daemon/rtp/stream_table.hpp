@@ -196,8 +196,12 @@ public:
     void drop_released_unused();
     bool insert_reported(const ReportedKey& key, const ReportedStream& stream);
 
-    // Bytes held by the tables and by the strings they own (heap: the requested sizes).
+    // Bytes held by the tables and by the strings they own (heap: the requested sizes). O(1):
+    // it is published once a second (hepd_table_memory_bytes).
     std::size_t memory_bytes() const noexcept;
+    // The strings' part of it: Call-IDs of bindings and reported streams beyond the small-string
+    // buffer, kept up to date as they come and go.
+    std::size_t key_heap_bytes() const noexcept { return key_heap_bytes_; }
 
     // Bytes of one entry of each table, beside its share of the table's index (8-byte slots
     // at a load of at most 1/2) and any Call-ID heap.
@@ -302,6 +306,7 @@ private:
     BindingLru bindings_;
     ReportedLru reported_;
     std::size_t pending_count_ = 0;  // bindings no stream uses
+    std::size_t key_heap_bytes_ = 0;
 };
 
 }  // namespace hepd::rtp

@@ -94,6 +94,8 @@ public:
     bool enabled() const noexcept { return window_us_ > 0; }
     // Entries of each of the two tables.
     std::size_t capacity() const noexcept { return lane_buckets_ * kWays; }
+    // Bytes of its table: none until the first packet, then all of it (fixed).
+    std::size_t memory_bytes() const noexcept { return buckets_.size() * sizeof(Bucket); }
 
     // True (and counted) when `d` copies a datagram taken within the window; otherwise
     // remembers it and returns false. Always false when disabled.

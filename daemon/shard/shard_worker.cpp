@@ -91,7 +91,21 @@ void ShardWorker::advance(Timestamp now, BindingSink& out) {
     advance_media(now, out);
 }
 
-void ShardWorker::advance_media(Timestamp now, BindingSink& /*out*/) { streams_.expire(now); }
+void ShardWorker::advance_media(Timestamp now, BindingSink& /*out*/) {
+    streams_.expire(now);
+    publish_memory(now);
+}
+
+void ShardWorker::publish_memory(Timestamp now) noexcept {
+    const std::int64_t second = now.us / 1'000'000;
+    if (second == memory_published_second_) return;
+    memory_published_second_ = second;
+    const std::size_t transactions = dialogs_.transactions().memory_bytes();
+    stats_.dialog_table_bytes.set(static_cast<std::int64_t>(dialogs_.memory_bytes() - transactions));
+    stats_.transaction_table_bytes.set(static_cast<std::int64_t>(transactions));
+    stats_.stream_table_bytes.set(static_cast<std::int64_t>(streams_.memory_bytes()));
+    stats_.duplicate_filter_bytes.set(static_cast<std::int64_t>(duplicates_.memory_bytes()));
+}
 
 void ShardWorker::advance_sip(Timestamp now, BindingSink& out) {
     out_ = &out;

@@ -31,6 +31,12 @@ struct ShardStats {
     Counter bindings_received;
     Counter unbinds_sent;  // ends of a dialog's bindings (MediaBinding::dialog_ended)
     Counter unbinds_received;
+    // Bytes the shard's tables hold (structures, and key text beyond the small-string buffer),
+    // refreshed once per second of packet time: hepd_table_memory_bytes.
+    Gauge dialog_table_bytes;  // dialogs, their SDP media addresses and their timers
+    Gauge transaction_table_bytes;
+    Gauge stream_table_bytes;  // streams, media addresses, bindings, reported streams
+    Gauge duplicate_filter_bytes;
 };
 
 class ShardWorker final : public Worker, private sip::MediaSink {
@@ -55,6 +61,7 @@ public:
 private:
     void take(const Datagram& d, BindingSink& out);  // past the duplicate filter
     void on_media_binding(const MediaBinding& binding) noexcept override;
+    void publish_memory(Timestamp now) noexcept;
 
     DuplicateFilter duplicates_;
     sip::DialogTable dialogs_;
@@ -62,6 +69,7 @@ private:
     ShardStats stats_;
     bool flush_at_end_;
     BindingSink* out_ = nullptr;  // set for the duration of process() and advance()
+    std::int64_t memory_published_second_ = -1;
 };
 
 }  // namespace hepd::shard

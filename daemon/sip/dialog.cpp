@@ -1,6 +1,7 @@
 #include "sip/dialog.hpp"
 
 #include "core/hash.hpp"
+#include "core/reserved_memory.hpp"
 
 #include <algorithm>
 
@@ -196,9 +197,6 @@ std::string_view DialogKey::call_id() const noexcept {
     return std::string_view(text_).substr(0, text_.size() - 1 - n);
 }
 
-std::size_t DialogKey::heap_bytes() const noexcept {
-    static const std::size_t inline_capacity = std::string().capacity();
-    return text_.capacity() > inline_capacity ? text_.capacity() + 1 : 0;
-}
+std::size_t DialogKey::heap_bytes() const noexcept { return string_heap_bytes(text_); }
 
 }  // namespace hepd::sip

@@ -19,10 +19,7 @@ TransactionOutcome outcome_for_status(std::uint16_t code) noexcept {
     }
 }
 
-std::size_t key_heap(const TransactionKey& key) noexcept {
-    static const std::size_t inline_capacity = std::string().capacity();
-    return key.call_id.capacity() > inline_capacity ? key.call_id.capacity() + 1 : 0;
-}
+std::size_t key_heap(const TransactionKey& key) noexcept { return string_heap_bytes(key.call_id); }
 
 // RFC 3261 10.2: a UA answers these by sending the REGISTER again, with the next CSeq.
 bool is_retried_registration(std::uint16_t code) noexcept { return code == 401 || code == 407 || code == 423; }

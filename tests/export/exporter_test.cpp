@@ -6,6 +6,7 @@
 #include "checks.hpp"
 #include "estate.hpp"
 #include "scrape.hpp"
+#include "sip/dialog.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -211,6 +212,19 @@ TEST_CASE("a scrape over HTTP reports the estate exactly", "[export][http]") {
         const double now = static_cast<double>(std::time(nullptr));
         CHECK(x.at("process_start_time_seconds") <= now + 1);
         CHECK(x.at("process_start_time_seconds") > now - 3600);
+    }
+
+    SECTION("the tables' memory, by table") {
+        CHECK(x.types.at("hepd_table_memory_bytes") == "gauge");
+        // Every call of the estate is still in its table (lingering): its dialog, streams and
+        // bindings hold memory. The duplicate filter's table comes with the first packet from an
+        // agent (raw packets skip the filter), so it may not be in a refresh yet.
+        const double dialogs = x.at("hepd_table_memory_bytes", {{"table", "dialogs"}});
+        CHECK(dialogs > static_cast<double>(c.calls) * sizeof(hepd::sip::Dialog));
+        CHECK(x.at("hepd_table_memory_bytes", {{"table", "streams"}}) > 0);
+        CHECK(x.at("hepd_table_memory_bytes", {{"table", "transactions"}}) > 0);
+        CHECK(x.value("hepd_table_memory_bytes", {{"table", "duplicates"}}).has_value());
+        CHECK(dialogs < x.at("process_resident_memory_bytes"));
     }
 
     SECTION("dialogs: outcomes, states, timings and causes as generated") {

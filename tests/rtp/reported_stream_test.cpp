@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -498,4 +499,52 @@ TEST_CASE("a reported stream already idle when its call ended finishes as idle, 
               (sink.reported[i].first.ssrc == 0xE ? FinishReason::idle : FinishReason::call_ended));
     }
     CHECK(t.reported_size() == 0);
+}
+
+// The memory figure (hepd_table_memory_bytes) is kept up to date as Call-IDs come and go, not
+// recounted: after every step of a churn of bindings, re-bindings to other calls, unbinds,
+// reports and expiry, with caps small enough to evict, it equals a recount of the tables.
+TEST_CASE("the Call-ID text the stream table holds is counted as it comes and goes", "[rtp][stream][table][memory]") {
+    StreamTableConfig c = small_config();
+    c.max_streams = 8;
+    c.max_pending_media = 6;
+    c.max_reported_streams = 5;
+    StreamTable t(c);
+    const auto recount = [&t] {
+        std::size_t bytes = 0;
+        t.for_each_binding(
+            [&](const Endpoint&, const Binding& b, bool, bool) { bytes += string_heap_bytes(b.call_id); });
+        t.for_each_reported(
+            [&](const ReportedKey& k, const ReportedStream&) { bytes += string_heap_bytes(k.call_id); });
+        return bytes;
+    };
+    std::uint64_t state = 42;
+    const auto next = [&state](std::uint64_t n) {
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+        return (state >> 33) % n;
+    };
+    std::size_t most = 0;
+    for (int step = 0; step < 4000; ++step) {
+        const std::int64_t at = step * 50'000LL;
+        // Short Call-IDs fit the small-string buffer, long ones do not: both kinds churn.
+        const std::string call = next(3) == 0 ? "c" + std::to_string(next(9))
+                                              : "a-long-call-id-" + std::to_string(next(9)) + "@pbx.example.com";
+        const Endpoint media{IpAddress::v4(0x0a000100 + static_cast<std::uint32_t>(next(6))), 20000};
+        const Endpoint peer = next(2) == 0 ? Endpoint{} : Endpoint{IpAddress::v4(0x0a000200), 30000};
+        switch (next(5)) {
+        case 0:
+        case 1: t.bind(with_dialog(media_binding(media, call, at, {codec(8, "PCMA", 8000)}), 1, peer)); break;
+        case 2: t.unbind(media, peer, call, 1, Timestamp{kBaseUs + at}); break;
+        case 3:
+            t.on_rtcp_json(meta_at(at, Endpoint{media.address, 20001}, uac), call,
+                           span_of(rtcp_json(static_cast<std::uint32_t>(next(4)), 7, 0, 0, 8)));
+            break;
+        default: t.expire(Timestamp{kBaseUs + at}); break;
+        }
+        INFO("step " << step);
+        REQUIRE(t.key_heap_bytes() == recount());
+        most = std::max(most, t.key_heap_bytes());
+    }
+    CHECK(most > 0);
+    CHECK(t.stats().evictions[static_cast<std::size_t>(StreamTableKind::reported_streams)].value() > 0);
 }
