@@ -96,10 +96,12 @@ void ShardWorker::advance_media(Timestamp now, BindingSink& /*out*/) {
     publish_memory(now);
 }
 
+// At most once per second of packet time (this runs before every datagram), and again whenever
+// the time goes back (captures read one after another).
 void ShardWorker::publish_memory(Timestamp now) noexcept {
-    const std::int64_t second = now.us / 1'000'000;
-    if (second == memory_published_second_) return;
-    memory_published_second_ = second;
+    constexpr std::int64_t kSecondUs = 1'000'000;
+    if (now.us < memory_due_us_ && now.us >= memory_due_us_ - kSecondUs) return;
+    memory_due_us_ = now.us + kSecondUs;
     const std::size_t transactions = dialogs_.transactions().memory_bytes();
     stats_.dialog_table_bytes.set(static_cast<std::int64_t>(dialogs_.memory_bytes() - transactions));
     stats_.transaction_table_bytes.set(static_cast<std::int64_t>(transactions));

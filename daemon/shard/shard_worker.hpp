@@ -10,6 +10,7 @@
 #include "sip/dialog_table.hpp"
 
 #include <array>
+#include <cstdint>
 
 namespace hepd::shard {
 
@@ -68,8 +69,8 @@ private:
     rtp::StreamTable streams_;
     ShardStats stats_;
     bool flush_at_end_;
-    BindingSink* out_ = nullptr;  // set for the duration of process() and advance()
-    std::int64_t memory_published_second_ = -1;
+    BindingSink* out_ = nullptr;              // set for the duration of process() and advance()
+    std::int64_t memory_due_us_ = INT64_MIN;  // next refresh of the memory figures
 };
 
 }  // namespace hepd::shard

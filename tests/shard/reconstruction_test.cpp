@@ -117,6 +117,13 @@ TEST_CASE("a flood of unique calls beyond the caps keeps memory flat and counts 
         });
         const auto& ds = worker->dialogs().stats();
         const auto& ss = worker->streams().stats();
+        // What hepd_table_memory_bytes serves, refreshed as packet time passed: the capped tables'
+        // figures, never above what they can hold.
+        const auto& published = worker->stats();
+        CHECK(published.dialog_table_bytes.value() > 0);
+        CHECK(published.stream_table_bytes.value() > 0);
+        CHECK(static_cast<std::size_t>(published.dialog_table_bytes.value() + published.stream_table_bytes.value()) <=
+              2 * peak);
         CHECK(ds.dialog_evictions.value() > 0);
         CHECK(ds.finished(sip::DialogOutcome::evicted) > 0);
         CHECK(ss.evictions[static_cast<std::size_t>(rtp::StreamTableKind::streams)].value() > 0);
