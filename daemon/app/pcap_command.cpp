@@ -25,11 +25,6 @@ namespace {
 
 constexpr int kExitDataError = 65;  // EX_DATAERR
 
-double cpu_seconds() {
-    const auto usage = read_process_usage();
-    return usage ? usage->cpu_seconds : 0.0;
-}
-
 // The same lines the daemon writes (daemon/records), in record order.
 bool write_records(const std::string& path, std::vector<std::unique_ptr<records::ShardEvents>>& shards) {
     std::vector<records::ShardEvents*> events;
@@ -53,7 +48,7 @@ bool write_records(const std::string& path, std::vector<std::unique_ptr<records:
 
 int run_pcap(const PcapArgs& args, const config::Config& cfg) {
     const auto wall0 = std::chrono::steady_clock::now();
-    const double cpu0 = cpu_seconds();
+    const double cpu0 = process_cpu_seconds();
     // --cores 0 means automatic, as for the daemon.
     const std::uint32_t shards = args.cores.value_or(0) != 0
                                      ? *args.cores
@@ -189,7 +184,7 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
     inputs.streams = &stream_stats;
     inputs.duplicates = &duplicate_stats;
     info.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-    info.cpu_seconds = cpu_seconds() - cpu0;
+    info.cpu_seconds = process_cpu_seconds() - cpu0;
     // Read at the end, when the tables have reached their high-water mark (their storage is
     // kept for reuse, not returned). The anonymous part leaves out the mapped capture file.
     if (const auto usage = read_process_usage()) {

@@ -84,14 +84,18 @@ std::optional<std::uint64_t> parse_boot_time(std::string_view proc_stat) noexcep
     return std::nullopt;
 }
 
+double process_cpu_seconds() noexcept {
+    timespec cpu{};
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu) != 0) return 0.0;
+    return static_cast<double>(cpu.tv_sec) + static_cast<double>(cpu.tv_nsec) * 1e-9;
+}
+
 std::optional<ProcessUsage> read_process_usage() {
     ProcessUsage usage;
     const auto status = slurp("/proc/self/status");
     if (!status || !parse_proc_status(*status, usage)) return std::nullopt;
 
-    timespec cpu{};
-    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu) == 0)
-        usage.cpu_seconds = static_cast<double>(cpu.tv_sec) + static_cast<double>(cpu.tv_nsec) * 1e-9;
+    usage.cpu_seconds = process_cpu_seconds();
 
     const auto stat = slurp("/proc/self/stat");
     const auto start = stat ? parse_start_ticks(*stat) : std::nullopt;

@@ -32,6 +32,9 @@ bool parse_proc_status(std::string_view text, ProcessUsage& out) noexcept;
 // The "btime" line of /proc/stat: boot time in seconds since the epoch.
 std::optional<std::uint64_t> parse_boot_time(std::string_view proc_stat) noexcept;
 
+// CPU time of every thread of this process, user and system, in seconds (one clock read).
+double process_cpu_seconds() noexcept;
+
 // This process, now; nothing where /proc is not readable (a figure is never made up).
 std::optional<ProcessUsage> read_process_usage();
 
