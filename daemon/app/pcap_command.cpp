@@ -6,6 +6,7 @@
 #include "records/offline_records.hpp"
 #include "report/collector.hpp"
 #include "report/run_report.hpp"
+#include "shard/dispatch.hpp"
 #include "shard/pipeline.hpp"
 #include "shard/shard_worker.hpp"
 
@@ -86,7 +87,9 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
     shard::Pipeline pipeline(po, std::move(owned));
 
     // One source per reader; every reader sees the same input and the same errors, and the
-    // first one's figures (capture statistics, progress, errors) speak for all.
+    // first one's figures (progress, errors) speak for all. Each skips the plain media other
+    // readers own (MediaSharing), so the capture statistics are the first one's with the
+    // others' own media added.
     std::vector<std::unique_ptr<pcap::CaptureSource>> sources;
     for (std::uint32_t i = 0; i < shards; ++i)
         sources.push_back(std::make_unique<pcap::CaptureSource>(capture_options(cfg)));
@@ -119,6 +122,16 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
         };
         auto on_progress = [&](std::uint64_t offset, std::uint64_t size) { progress.update(offset, size, datagrams); };
         const pcap::CaptureSource::ProgressSink progress_sink(on_progress);
+        auto passed = [&](Timestamp time) {
+            ++datagrams;
+            feed->pass(time);
+        };
+        auto kept = [&](const shard::Datagram& d) {
+            ++datagrams;
+            feed->push_own(d);
+        };
+        const pcap::MediaSharing sharing{reader, shards, passed, kept};
+        if (feed != nullptr) source.share_media(&sharing);
         for (std::size_t i = 0; i < args.files.size(); ++i) {
             const std::string& path = args.files[i];
             if (reader == 0) progress.start_file(i);
@@ -139,6 +152,7 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
             }
         }
         source.finish();
+        source.share_media(nullptr);
     };
     if (shards == 1) {
         pipeline.start();
@@ -163,7 +177,6 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
     // With one shard this thread did all the work; with several it only waited for the shards.
     info.reader_cpu_seconds = thread_cpu_seconds();
     info.shard_cpu_seconds = pipeline.shard_cpu_seconds();
-    const pcap::CaptureSource& source = *sources[0];
 
     // The shard threads have ended: their tables and statistics are this thread's to read now.
     sip::DialogStats dialog_stats;
@@ -178,7 +191,8 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
         duplicate_stats.merge(workers[i]->duplicate_stats());
         inputs.collectors.push_back(collectors[i].get());
     }
-    const auto capture = source.stats();
+    auto capture = sources[0]->stats();
+    for (std::size_t i = 1; i < sources.size(); ++i) capture.add_frames(sources[i]->owned_media());
     inputs.capture = &capture;
     inputs.dialogs = &dialog_stats;
     inputs.streams = &stream_stats;

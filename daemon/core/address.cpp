@@ -9,13 +9,6 @@
 
 namespace hepd {
 
-IpAddress IpAddress::v4(std::span<const std::uint8_t, 4> bytes) noexcept {
-    IpAddress a;
-    a.family_ = IpFamily::v4;
-    std::memcpy(a.bytes_.data(), bytes.data(), 4);
-    return a;
-}
-
 IpAddress IpAddress::v4(std::uint32_t host_order) noexcept {
     const std::array<std::uint8_t, 4> b{
         static_cast<std::uint8_t>(host_order >> 24), static_cast<std::uint8_t>(host_order >> 16),
@@ -100,11 +93,6 @@ IpAddress IpAddress::unmapped() const noexcept {
 
 std::uint64_t hash_address(const IpAddress& a) noexcept {
     return hash_bytes(a.bytes().data(), a.bytes().size()) ^ static_cast<std::uint64_t>(a.family());
-}
-
-std::uint64_t hash_endpoint(const Endpoint& e) noexcept {
-    std::uint64_t h = hash_bytes(e.address.bytes().data(), e.address.bytes().size());
-    return mix64(h ^ (std::uint64_t{e.port} << 8) ^ static_cast<std::uint64_t>(e.address.family()));
 }
 
 }  // namespace hepd

@@ -1,8 +1,11 @@
 #pragma once
 // IP addresses and endpoints as plain values: 16 bytes of storage for both families, so they can
 // be hashed, compared and copied without allocation.
+#include "core/hash.hpp"
+
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <span>
 #include <string>
@@ -41,6 +44,14 @@ private:
     std::array<std::uint8_t, 16> bytes_{};
 };
 
+// Inline: the capture decoder makes two for every packet.
+inline IpAddress IpAddress::v4(std::span<const std::uint8_t, 4> bytes) noexcept {
+    IpAddress a;
+    a.family_ = IpFamily::v4;
+    std::memcpy(a.bytes_.data(), bytes.data(), 4);
+    return a;
+}
+
 struct Endpoint {
     IpAddress address;
     std::uint16_t port = 0;
@@ -55,6 +66,13 @@ std::optional<Endpoint> parse_endpoint(std::string_view text) noexcept;
 
 // Portable (the same on every host and run): shard dispatch and table keys use them.
 std::uint64_t hash_address(const IpAddress& a) noexcept;
-std::uint64_t hash_endpoint(const Endpoint& e) noexcept;
+// Two words and two mixes, inline: every reading shard hashes every media packet's address to
+// find its owner (shard::shard_of_media), and the stream table hashes it again.
+inline std::uint64_t hash_endpoint(const Endpoint& e) noexcept {
+    const std::uint8_t* const b = e.address.bytes().data();
+    const std::uint64_t low =
+        load_le64(b + 8) ^ (std::uint64_t{e.port} << 8) ^ static_cast<std::uint64_t>(e.address.family());
+    return mix64(load_le64(b) ^ mix64(low));
+}
 
 }  // namespace hepd

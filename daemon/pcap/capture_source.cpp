@@ -1,6 +1,6 @@
 #include "pcap/capture_source.hpp"
 
-#include "rtp/demux.hpp"
+#include "shard/dispatch.hpp"
 
 #include <cstring>
 #include <numeric>
@@ -75,6 +75,20 @@ std::uint64_t CaptureStats::packets_total() const noexcept {
     return std::accumulate(packets.begin(), packets.end(), std::uint64_t{0});
 }
 
+void CaptureStats::add_frames(const CaptureStats& other) noexcept {
+    const auto add = [](auto& into, const auto& from) {
+        for (std::size_t i = 0; i < into.size(); ++i) into[i] += from[i];
+    };
+    frames += other.frames;
+    bytes += other.bytes;
+    add(frames_by_link, other.frames_by_link);
+    add(decode_errors, other.decode_errors);
+    add(tunnelled, other.tunnelled);
+    add(packets, other.packets);
+    datagrams += other.datagrams;
+    add(datagrams_by_kind, other.datagrams_by_kind);
+}
+
 CaptureSource::CaptureSource(CaptureOptions options)
     : options_(std::move(options)), intake_(options_.intake), fragments_(options_.fragments), tcp_(options_.tcp) {
     set_bits(hep_ports_, options_.hep_ports);
@@ -132,15 +146,16 @@ void CaptureSource::finish() noexcept {
 }
 
 void CaptureSource::process(const Frame& frame, DatagramSink sink) {
-    ++stats_.frames;
-    stats_.bytes += frame.data.size();
-    ++stats_.frames_by_link[link_type_slot(frame.link_type)];
-
     L4Packet p;
     if (decode_plain_udp(frame, p)) {  // the bulk of most captures, in one pass
-        udp(p, sink);
+        const rtp::PacketKind kind = media_kind(p);
+        const bool shared = sharing_ != nullptr && (kind == rtp::PacketKind::rtp || kind == rtp::PacketKind::rtcp);
+        if (shared && !keep_shared(frame, p, kind)) return;
+        count_frame(stats_, frame);
+        udp(p, kind, shared ? sharing_->kept : sink);
         return;
     }
+    count_frame(stats_, frame);
     IpPacket ip;
     DecodeError e = decode_ip(frame, ip);
     if (e != DecodeError::none) {
@@ -174,7 +189,7 @@ void CaptureSource::process(const Frame& frame, DatagramSink sink) {
         return;
     }
     if (p.transport == Transport::udp) {
-        udp(p, sink);
+        udp(p, media_kind(p), sink);
     } else {
         tcp(p, sink);
     }
@@ -204,7 +219,28 @@ void CaptureSource::hep(ByteSpan bytes, intake::Carrier carrier, Timestamp time,
     sink(datagram_);
 }
 
-void CaptureSource::udp(const L4Packet& p, DatagramSink sink) {
+rtp::PacketKind CaptureSource::media_kind(const L4Packet& p) const noexcept {
+    if (is_hep_port(p.dst.port) || is_hep_port(p.src.port) || is_sip_port(p.dst.port) || is_sip_port(p.src.port))
+        return rtp::PacketKind::unknown;
+    return rtp::classify(p.payload);
+}
+
+bool CaptureSource::keep_shared(const Frame& frame, const L4Packet& p, rtp::PacketKind kind) {
+    const bool is_rtp = kind == rtp::PacketKind::rtp;
+    const PayloadClass payload_class = is_rtp ? PayloadClass::rtp : PayloadClass::rtcp;
+    if (shard::shard_of_media(shard::routing_media(payload_class, p.src, p.dst), sharing_->shards) != sharing_->shard) {
+        sharing_->passed(frame.time);
+        return false;
+    }
+    // What udp() counts of it, once more for the merge.
+    count_frame(owned_media_, frame);
+    ++owned_media_.packets[static_cast<std::size_t>(is_rtp ? PacketClass::rtp : PacketClass::rtcp)];
+    ++owned_media_.datagrams;
+    ++owned_media_.datagrams_by_kind[static_cast<std::size_t>(payload_class)];
+    return true;
+}
+
+void CaptureSource::udp(const L4Packet& p, rtp::PacketKind kind, DatagramSink sink) {
     const ByteSpan payload = p.payload;
     if (is_hep_port(p.dst.port) || is_hep_port(p.src.port)) {
         count(PacketClass::hep_udp);
@@ -226,7 +262,6 @@ void CaptureSource::udp(const L4Packet& p, DatagramSink sink) {
         raw(p, PayloadClass::sip, payload, p.time, sink);
         return;
     }
-    const rtp::PacketKind kind = rtp::classify(payload);
     switch (kind) {
     case rtp::PacketKind::rtp:
         count(PacketClass::rtp);

@@ -11,6 +11,7 @@
 #include "pcap/ip_reassembly.hpp"
 #include "pcap/reader.hpp"
 #include "pcap/tcp_reassembly.hpp"
+#include "rtp/demux.hpp"
 #include "shard/datagram.hpp"
 
 #include <array>
@@ -74,6 +75,25 @@ struct CaptureStats {
 
     std::uint64_t decode_errors_total() const noexcept;
     std::uint64_t packets_total() const noexcept;
+    // Adds other's per-frame counters: frames, bytes, links, decode errors, tunnels, packets
+    // and datagrams (not files, nor the reassembly, TCP and HEP figures).
+    void add_frames(const CaptureStats& other) noexcept;
+};
+
+// Readers that share one input, each keeping what its shard owns (shard::Pipeline::run_readers):
+// RTP and RTCP of plain UDP frames (Ethernet, IPv4, unfragmented, off the HEP and SIP ports) are
+// routed here, as the pipeline would (shard::shard_of_media), before they are decoded further.
+// Another shard's go to `passed` with their time only, uncounted (their owner counts them); this
+// one's go to `kept` instead of the sink. Every other frame is read and counted by every reader.
+struct MediaSharing {
+    MediaSharing(std::size_t own_shard, std::size_t shard_count, FunctionRef<void(Timestamp time)> on_passed,
+                 FunctionRef<void(const shard::Datagram&)> on_kept) noexcept
+        : shard(own_shard), shards(shard_count), passed(on_passed), kept(on_kept) {}
+
+    std::size_t shard;
+    std::size_t shards;
+    FunctionRef<void(Timestamp time)> passed;
+    FunctionRef<void(const shard::Datagram&)> kept;
 };
 
 class CaptureSource {
@@ -104,8 +124,23 @@ public:
 
     CaptureStats stats() const noexcept;
 
+    // Shares the media with other readers from now on (null: keeps all). Not owned.
+    void share_media(const MediaSharing* sharing) noexcept { sharing_ = sharing; }
+    // The frames of shared media this reader kept, counted as in stats() (also there). The
+    // input in full is one reader's stats() plus the others' owned_media() (add_frames).
+    const CaptureStats& owned_media() const noexcept { return owned_media_; }
+
 private:
-    void udp(const L4Packet& p, DatagramSink sink);
+    void count_frame(CaptureStats& s, const Frame& frame) noexcept {
+        ++s.frames;
+        s.bytes += frame.data.size();
+        ++s.frames_by_link[link_type_slot(frame.link_type)];
+    }
+    // What a UDP packet off the HEP and SIP ports carries (rtp::classify); unknown on them.
+    rtp::PacketKind media_kind(const L4Packet& p) const noexcept;
+    // Shared media (sharing_): counts and keeps this reader's, passes the others'.
+    bool keep_shared(const Frame& frame, const L4Packet& p, rtp::PacketKind kind);
+    void udp(const L4Packet& p, rtp::PacketKind kind, DatagramSink sink);
     void tcp(const L4Packet& p, DatagramSink sink);
     void hep(ByteSpan bytes, intake::Carrier carrier, Timestamp time, DatagramSink sink);
     void raw(const L4Packet& p, PayloadClass kind, ByteSpan payload, Timestamp time, DatagramSink sink);
@@ -123,6 +158,8 @@ private:
     Reassembler fragments_;
     TcpReassembler tcp_;
     CaptureStats stats_;
+    const MediaSharing* sharing_ = nullptr;
+    CaptureStats owned_media_;
     shard::Datagram datagram_;
     std::vector<std::uint8_t> inner_fragment_;
 };

@@ -343,20 +343,6 @@ DecodeError decapsulate(IpPacket& p) noexcept {
     return DecodeError::none;
 }
 
-std::size_t link_type_slot(LinkType type) noexcept {
-    switch (type) {
-    case LinkType::null_loopback: return 0;
-    case LinkType::ethernet: return 1;
-    case LinkType::raw: return 2;
-    case LinkType::loop: return 3;
-    case LinkType::linux_sll: return 4;
-    case LinkType::ipv4: return 5;
-    case LinkType::ipv6: return 6;
-    case LinkType::linux_sll2: return 7;
-    }
-    return 8;
-}
-
 std::string_view link_type_slot_name(std::size_t slot) noexcept {
     static constexpr std::string_view names[kLinkTypeSlots] = {"null", "ethernet", "raw",        "loop", "linux_sll",
                                                                "ipv4", "ipv6",     "linux_sll2", "other"};

@@ -29,7 +29,20 @@ enum class LinkType : std::uint32_t {
 
 // Link types as a small closed set (a report/metric label): the known ones, then `other`.
 inline constexpr std::size_t kLinkTypeSlots = 9;
-std::size_t link_type_slot(LinkType type) noexcept;
+// Inline: every frame is counted by its link.
+constexpr std::size_t link_type_slot(LinkType type) noexcept {
+    switch (type) {
+    case LinkType::null_loopback: return 0;
+    case LinkType::ethernet: return 1;
+    case LinkType::raw: return 2;
+    case LinkType::loop: return 3;
+    case LinkType::linux_sll: return 4;
+    case LinkType::ipv4: return 5;
+    case LinkType::ipv6: return 6;
+    case LinkType::linux_sll2: return 7;
+    }
+    return 8;
+}
 std::string_view link_type_slot_name(std::size_t slot) noexcept;
 std::string_view to_string(LinkType type) noexcept;
 

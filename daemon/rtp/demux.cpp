@@ -15,19 +15,4 @@ std::string_view to_string(PacketKind kind) noexcept {
     return "unknown";
 }
 
-PacketKind classify(ByteSpan bytes) noexcept {
-    if (bytes.empty()) return PacketKind::unknown;
-    const std::uint8_t first = bytes[0];
-    if (first <= 3) return PacketKind::stun;
-    if (first >= 16 && first <= 19) return PacketKind::zrtp;
-    if (first >= 20 && first <= 63) return PacketKind::dtls;
-    if (first >= 64 && first <= 79) return PacketKind::turn_channel;
-    if (first >= 128 && first <= 191) {
-        if (bytes.size() < 2) return PacketKind::unknown;
-        const std::uint8_t second = bytes[1];
-        return (second >= 192 && second <= 223) ? PacketKind::rtcp : PacketKind::rtp;
-    }
-    return PacketKind::unknown;
-}
-
 }  // namespace hepd::rtp

@@ -1,7 +1,6 @@
 #include "shard/dispatch.hpp"
 
 #include "core/hash.hpp"
-#include "core/media_binding.hpp"
 
 #include <cstring>
 
@@ -60,18 +59,16 @@ std::string_view find_call_id(std::string_view sip) noexcept {
 
 std::uint64_t call_key(std::string_view call_id) noexcept { return hash_text(call_id); }
 
-std::uint64_t media_hash(const Endpoint& media) noexcept { return hash_endpoint(media_key(media)); }
-
 std::uint64_t dispatch_hash(const Datagram& d) noexcept {
     switch (d.kind) {
     case PayloadClass::sip: {
         const auto id = find_call_id(as_text(d.payload));
         return id.empty() ? hash_endpoint(d.src) : call_key(id);
     }
-    case PayloadClass::rtp: return media_hash(d.dst);
     // Reports land beside the stream they describe, whatever their correlation id says.
+    case PayloadClass::rtp:
     case PayloadClass::rtcp:
-    case PayloadClass::rtcp_json: return media_hash(d.src);
+    case PayloadClass::rtcp_json: return media_hash(routing_media(d.kind, d.src, d.dst));
     case PayloadClass::qos:
     case PayloadClass::log:
     case PayloadClass::other:

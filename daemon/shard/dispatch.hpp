@@ -8,6 +8,7 @@
 //                                  correlation id names the call, not that shard)
 //   other with correlation id   -> hash(correlation id)   (senders put the Call-ID there)
 #include "core/address.hpp"
+#include "core/media_binding.hpp"
 #include "shard/datagram.hpp"
 
 #include <cstddef>
@@ -21,9 +22,15 @@ namespace hepd::shard {
 std::string_view find_call_id(std::string_view sip) noexcept;
 
 std::uint64_t call_key(std::string_view call_id) noexcept;
-std::uint64_t media_hash(const Endpoint& media) noexcept;  // applies media_key()
+// Applies media_key(). Inline: every reading shard routes every media packet with it.
+inline std::uint64_t media_hash(const Endpoint& media) noexcept { return hash_endpoint(media_key(media)); }
 
 std::uint64_t dispatch_hash(const Datagram& d) noexcept;
+
+// The address whose media_key() routes RTP (its destination) or RTCP and RTCP-JSON (its source).
+inline const Endpoint& routing_media(PayloadClass kind, const Endpoint& src, const Endpoint& dst) noexcept {
+    return kind == PayloadClass::rtp ? dst : src;
+}
 
 // The shard of a hash: its high 32 bits scaled to [0, shards) by a multiply, not a division (one
 // per datagram, in every reading shard, offline).

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -429,11 +430,12 @@ public:
     // waits for no binding); its media wait, in order, until every peer has processed the SIP
     // before them (so has sent its bindings), as in drain_ordered(). A reader sees its peers'
     // SIP go by, so it waits only for the last of those, not for the peers to read as far.
-    void take(const Datagram& in) {
+    // `own`: shard_of(in) == index_, when the reader knows it already.
+    void take(const Datagram& in, std::optional<bool> own = std::nullopt) {
         const std::uint64_t order = next_order_++;
         const Timestamp before = watermark_;  // the newest time before this datagram
         if (in.time > watermark_) watermark_ = in.time;
-        if (shard_of(in, pipeline_.shards()) != index_) {
+        if (!own.value_or(shard_of(in, pipeline_.shards()) == index_)) {
             if (in.kind == PayloadClass::sip) peer_sip_end_ = order + 1;
         } else {
             Datagram d = in;  // only the own ones are copied, to carry their order
@@ -458,15 +460,18 @@ public:
                 hold_own(d, before);
             }
         }
-        if (next_order_ % kPublishEvery == 0) {
-            publish_reading();
-            if (held_.empty()) {
-                catch_up_clock();
-            } else {
-                drain_own_held(false);
-            }
-        }
+        if (next_order_ % kPublishEvery == 0) publish_and_catch_up();
     }
+
+    // A peer's media, known as such by the reader (not decoded): as take() with it.
+    void pass(Timestamp time) {
+        ++next_order_;
+        if (time > watermark_) watermark_ = time;
+        if (next_order_ % kPublishEvery == 0) publish_and_catch_up();
+    }
+
+    std::size_t index() const noexcept { return index_; }
+    std::size_t shards() const noexcept { return pipeline_.shards(); }
 
     void stable_input(ByteSpan bytes) noexcept { stable_ = bytes; }
 
@@ -540,6 +545,16 @@ private:
     void publish_reading() {
         flush_out();
         if (next_order_ > progress.load(std::memory_order_relaxed)) advance_progress(next_order_);
+    }
+
+    // Every kPublishEvery datagrams read: the peers hear how far, and the shard catches up.
+    void publish_and_catch_up() {
+        publish_reading();
+        if (held_.empty()) {
+            catch_up_clock();
+        } else {
+            drain_own_held(false);
+        }
     }
 
     // Bytes of the input (stable_input) are held where they are; others are copied.
@@ -836,6 +851,10 @@ void Pipeline::start() {
 }
 
 void Pipeline::Feed::push(const Datagram& d) { shard_.take(d); }
+void Pipeline::Feed::push_own(const Datagram& d) { shard_.take(d, true); }
+void Pipeline::Feed::pass(Timestamp time) { shard_.pass(time); }
+std::size_t Pipeline::Feed::shard() const noexcept { return shard_.index(); }
+std::size_t Pipeline::Feed::shards() const noexcept { return shard_.shards(); }
 void Pipeline::Feed::stable_input(ByteSpan bytes) noexcept { shard_.stable_input(bytes); }
 void Pipeline::Feed::end_input() { shard_.end_input(); }
 

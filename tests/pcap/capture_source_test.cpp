@@ -5,12 +5,14 @@
 #include "pcap/capture_source.hpp"
 
 #include "core/bytes.hpp"
+#include "shard/dispatch.hpp"
 #include "support/fixtures.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -499,4 +501,106 @@ TEST_CASE("catalogue: pcapng blocks with lying lengths are counted, the blocks b
     auto lying_caplen = bytes;
     store_le32(lying_caplen.data() + epb + 20, load_le32(bytes.data() + epb + 4));
     check_same_as_clean_prefix(run_bytes(lying_caplen), clean, FileError::bad_record);
+}
+
+namespace {
+
+// What one reader of a shared input gave, in input order: 'd' a datagram to the sink, 'k' one
+// kept, 'p' one passed (its time only).
+struct SharedRun {
+    std::string sequence;
+    std::vector<Got> datagrams;  // sink and kept, in input order
+    std::vector<Timestamp> times;
+    CaptureStats stats;
+    CaptureStats owned;
+};
+
+SharedRun run_shared(const std::string& path, std::size_t shard, std::size_t shards) {
+    CaptureSource source;
+    SharedRun r;
+    auto got = [&](const shard::Datagram& d, char what) {
+        r.sequence += what;
+        r.times.push_back(d.time);
+        r.datagrams.push_back(Got{d.time, d.src.to_string(), d.dst.to_string(), d.transport, d.kind, d.hep_payload_type,
+                                  d.capture_id, std::string(d.correlation_id), std::string(as_text(d.payload))});
+        if (what == 'k') CHECK(shard::shard_of(d, shards) == shard);
+    };
+    auto sink = [&](const shard::Datagram& d) { got(d, 'd'); };
+    auto kept = [&](const shard::Datagram& d) { got(d, 'k'); };
+    auto passed = [&](Timestamp t) {
+        r.sequence += 'p';
+        r.times.push_back(t);
+    };
+    const MediaSharing sharing{shard, shards, passed, kept};
+    source.share_media(&sharing);
+    CHECK(source.read_file(path, sink) == FileError::none);
+    source.finish();
+    r.stats = source.stats();
+    r.owned = source.owned_media();
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("sharing: readers of one input split its media and count each frame once", "[pcap][sharing]") {
+    const std::vector<std::string> files = {test::fixture_path("sipp-10-calls-g711-via-kamailio.pcap"),
+                                            test::fixture_path("kamailio-siptrace-hep3-udp.pcap"),
+                                            test::fixture_path("third-party/aaa.pcap"),
+                                            data_file("fragmented_invite.pcap"),
+                                            data_file("sip_tcp.pcap"),
+                                            data_file("two_interfaces.pcapng")};
+    for (const std::string& path : files) {
+        for (std::size_t shards : {2U, 3U}) {
+            INFO(path << ", " << shards << " readers");
+            const Run whole = run_file(path);
+            std::vector<SharedRun> readers;
+            for (std::size_t i = 0; i < shards; ++i) readers.push_back(run_shared(path, i, shards));
+
+            // The input in full: the first reader's statistics and the others' own media.
+            CaptureStats merged = readers[0].stats;
+            for (std::size_t i = 1; i < shards; ++i) merged.add_frames(readers[i].owned);
+            CHECK(merged.frames == whole.stats.frames);
+            CHECK(merged.bytes == whole.stats.bytes);
+            CHECK(merged.frames_by_link == whole.stats.frames_by_link);
+            CHECK(merged.packets == whole.stats.packets);
+            CHECK(merged.decode_errors == whole.stats.decode_errors);
+            CHECK(merged.datagrams == whole.stats.datagrams);
+            CHECK(merged.datagrams_by_kind == whole.stats.datagrams_by_kind);
+            check_accounting(merged);
+
+            // Each reader sees every datagram in its place (the same times in the same order):
+            // media of plain frames kept by one and passed by the others, everything else whole.
+            std::size_t kept = 0;
+            for (const SharedRun& r : readers) REQUIRE(r.times.size() == whole.got.size());
+            for (std::size_t i = 0; i < whole.got.size(); ++i) {
+                const Got& g = whole.got[i];
+                std::string seen;
+                for (const SharedRun& r : readers) {
+                    CHECK(r.times[i] == g.time);
+                    seen += r.sequence[i];
+                }
+                const auto keepers = std::count(seen.begin(), seen.end(), 'k');
+                const auto passers = std::count(seen.begin(), seen.end(), 'p');
+                const bool media = g.kind == PayloadClass::rtp || g.kind == PayloadClass::rtcp;
+                CHECK((seen == std::string(shards, 'd') ||
+                       (media && keepers == 1 && passers == static_cast<long>(shards) - 1)));
+                kept += static_cast<std::size_t>(keepers);
+            }
+            for (const SharedRun& r : readers) {
+                // What a reader does not pass is the whole input's, datagram for datagram.
+                std::size_t at = 0;
+                for (std::size_t i = 0; i < whole.got.size(); ++i) {
+                    if (r.sequence[i] == 'p') continue;
+                    REQUIRE(at < r.datagrams.size());
+                    CHECK(r.datagrams[at].payload == whole.got[i].payload);
+                    CHECK(r.datagrams[at].src == whole.got[i].src);
+                    CHECK(r.datagrams[at].dst == whole.got[i].dst);
+                    ++at;
+                }
+                const auto own = std::count(r.sequence.begin(), r.sequence.end(), 'k');
+                if (path == files[0]) CHECK(own > 0);  // sipp's calls: media for every reader
+            }
+            if (path == files[0]) CHECK(kept == kind_count(whole.stats, PayloadClass::rtp));
+        }
+    }
 }
