@@ -101,8 +101,10 @@ def scaling_model(scaling, packets, project=(3, 4, 8, 14)):
            "repeated_per_shard_seconds": r, "split_seconds": w,
            "ceiling_packets_per_second": packets / r if r > 0 else None,
            "assumptions": [
-               "every shard reads, decodes and dispatches every packet (R, repeated) and does the rest of "
-               "the work only for the calls and media it owns (W, split): R + W = the one-shard CPU time",
+               "every shard walks every record and decodes its headers, routes the media of plain UDP "
+               "frames on the spot and builds and dispatches every other datagram (R, repeated), and does "
+               "the rest of the work only for the calls and media it owns (W, split): R + W = the "
+               "one-shard CPU time",
                "W does not grow with the number of shards beyond what 2 shards measure (the share of SDP "
                "bindings crossing shards grows from 1/2 to (N-1)/N; bindings are 1 per call, RTP is 93 % "
                "of packets) and hashing spreads the calls evenly",
