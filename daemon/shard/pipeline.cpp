@@ -470,9 +470,6 @@ public:
         if (next_order_ % kPublishEvery == 0) publish_and_catch_up();
     }
 
-    std::size_t index() const noexcept { return index_; }
-    std::size_t shards() const noexcept { return pipeline_.shards(); }
-
     void stable_input(ByteSpan bytes) noexcept { stable_ = bytes; }
 
     void end_input() {
@@ -853,8 +850,6 @@ void Pipeline::start() {
 void Pipeline::Feed::push(const Datagram& d) { shard_.take(d); }
 void Pipeline::Feed::push_own(const Datagram& d) { shard_.take(d, true); }
 void Pipeline::Feed::pass(Timestamp time) { shard_.pass(time); }
-std::size_t Pipeline::Feed::shard() const noexcept { return shard_.index(); }
-std::size_t Pipeline::Feed::shards() const noexcept { return shard_.shards(); }
 void Pipeline::Feed::stable_input(ByteSpan bytes) noexcept { shard_.stable_input(bytes); }
 void Pipeline::Feed::end_input() { shard_.end_input(); }
 

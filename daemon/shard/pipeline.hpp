@@ -111,7 +111,7 @@ public:
     // time). Order across shards is kept as with one producer (see the top of this file).
     // Media a shard must hold back are copied, unless they lie in the bytes the reader named
     // with Feed::stable_input(), which stay valid until Feed::end_input(). A reader that knows
-    // which shard owns a datagram (shard_of(d, feed.shards())) may say so: feed.push_own() for
+    // which shard owns a datagram (shard_of() against `shard`) may say so: feed.push_own() for
     // its own, feed.pass() with only the time for another's, which it then need not decode.
     class Feed;
     void run_readers(const std::function<void(std::size_t shard, Feed& feed)>& read);
@@ -169,8 +169,6 @@ public:
     // One of another shard, in its place in the input: it counts for the order and the shard's
     // clock as push() would, and nothing else.
     void pass(Timestamp time);
-    std::size_t shard() const noexcept;
-    std::size_t shards() const noexcept;
     // The bytes of the input being read (a mapped or inflated capture): datagrams whose payload
     // and correlation id lie inside are held without copying until end_input().
     void stable_input(ByteSpan bytes) noexcept;
