@@ -74,7 +74,7 @@ DialogTable::DialogTable(const DialogConfig& config, MediaSink* sink)
 }
 
 Disposition DialogTable::process(std::string_view text, const PacketMeta& meta) {
-    if (const auto error = parse_message_into(text, *message_)) {
+    if (const auto error = parse_message_into(text, *message_, ParseDepth::dialog)) {
         stats_->parse_errors[static_cast<std::size_t>(*error)].add();
         return Disposition::parse_error;
     }

@@ -194,7 +194,11 @@ std::size_t skip_token(std::string_view s, std::size_t i) noexcept {
 
 }  // namespace
 
-Via parse_via(std::string_view via_parm) noexcept {
+namespace {
+
+// `through_branch`: stop at the branch parameter (ParseDepth::dialog): all the fields before it
+// are what a full parse gives, and so is the branch, since the first occurrence counts.
+Via parse_via_parm(std::string_view via_parm, bool through_branch) noexcept {
     Via via;
     const std::string_view s = trim_lws(via_parm);
     via.raw = s;
@@ -251,6 +255,7 @@ Via parse_via(std::string_view via_parm) noexcept {
             if (!have_branch && matches_name(name, "branch", "branch")) {
                 via.branch = value;
                 have_branch = true;
+                if (through_branch) return true;
             } else if (!have_received && matches_name(name, "received", "received")) {
                 via.received = value;
                 have_received = true;
@@ -265,10 +270,15 @@ Via parse_via(std::string_view via_parm) noexcept {
             return false;
         });
         if (bad_rport) return via;
+        if (through_branch) return via;
     }
-    via.valid = true;
+    via.valid = !through_branch;
     return via;
 }
+
+}  // namespace
+
+Via parse_via(std::string_view via_parm) noexcept { return parse_via_parm(via_parm, false); }
 
 NameAddr parse_name_addr(std::string_view value) noexcept {
     NameAddr na;
@@ -453,9 +463,22 @@ struct Seen {
     bool user_agent = false;
     bool server = false;
     bool max_forwards = false;
+    bool via = false;  // ParseDepth::dialog: the top via-parm is found
 };
 
-void apply_via(std::string_view value, Message& m) {
+void apply_via(std::string_view value, Message& m, ParseDepth depth, Seen& seen) {
+    if (depth == ParseDepth::dialog) {
+        if (seen.via) return;
+        ItemSplitter items(value, ',', true);
+        while (!items.done()) {
+            const std::string_view item = items.next();
+            if (item.empty()) continue;
+            m.top_via = parse_via_parm(item, true);
+            seen.via = true;
+            return;
+        }
+        return;
+    }
     ItemSplitter items(value, ',', true);
     while (!items.done()) {
         const std::string_view item = items.next();
@@ -483,7 +506,7 @@ void apply_reason(std::string_view value, Message& m) {
     }
 }
 
-void apply_header(HeaderId id, std::string_view value, Message& m, Seen& seen) noexcept {
+void apply_header(HeaderId id, std::string_view value, Message& m, Seen& seen, ParseDepth depth) noexcept {
     switch (id) {
     case HeaderId::call_id:
         if (m.call_id.empty()) m.call_id = value;
@@ -497,7 +520,7 @@ void apply_header(HeaderId id, std::string_view value, Message& m, Seen& seen) n
             }
         }
         break;
-    case HeaderId::via: apply_via(value, m); break;
+    case HeaderId::via: apply_via(value, m, depth, seen); break;
     case HeaderId::from:
         if (!seen.from) {
             seen.from = true;
@@ -513,7 +536,7 @@ void apply_header(HeaderId id, std::string_view value, Message& m, Seen& seen) n
         }
         break;
     case HeaderId::contact:
-        if (!seen.contact) {
+        if (!seen.contact && depth == ParseDepth::full) {
             seen.contact = true;
             std::string_view rest = value;
             m.contact = parse_name_addr(next_list_item(rest));
@@ -566,7 +589,7 @@ ParseError line_error(LineStatus status) noexcept {
 
 }  // namespace
 
-std::optional<ParseError> parse_message_into(std::string_view text, Message& m) noexcept {
+std::optional<ParseError> parse_message_into(std::string_view text, Message& m, ParseDepth depth) noexcept {
     static_cast<MessageFields&>(m) = MessageFields{};
     std::size_t pos = 0;
     // Leading CRLFs are keep-alives (RFC 5626) or stream leftovers, never part of a message.
@@ -583,6 +606,7 @@ std::optional<ParseError> parse_message_into(std::string_view text, Message& m) 
     if (lf_ptr == nullptr) return ParseError::truncated_headers;
 
     Seen seen;
+    const std::size_t stored_headers = depth == ParseDepth::full ? kMaxStoredHeaders : 0;
     HeaderCursor cursor(text, lf + 1);
     HeaderLine line;
     std::size_t fields = 0;
@@ -605,13 +629,13 @@ std::optional<ParseError> parse_message_into(std::string_view text, Message& m) 
         if (status != LineStatus::field) return line_error(status);
         if (++fields > kMaxHeaderLines) return ParseError::too_many_headers;
         const HeaderId id = header_id(line.name);
-        if (m.header_count < kMaxStoredHeaders) {
+        if (m.header_count < stored_headers) {
             m.header_fields[m.header_count++] = HeaderField{line.name, line.value, id, line.folded};
         } else {
             if (m.header_overflow == 0) overflow_begin = line.start;
             ++m.header_overflow;
         }
-        apply_header(id, line.value, m, seen);
+        apply_header(id, line.value, m, seen, depth);
     }
     if (std::memchr(text.data() + pos, '\0', headers_end - pos) != nullptr) return ParseError::nul_in_headers;
     if (m.header_overflow > 0) m.overflow_text = text.substr(overflow_begin, headers_end - overflow_begin);

@@ -1,6 +1,8 @@
 // Fuzzes the SIP message parser, the stream framer and the SDP parser on whatever body the
 // message carries, and checks the invariants a caller relies on: every view lies inside the
-// input, the body never exceeds what is present, and a complete frame fits the buffer.
+// input, the body never exceeds what is present, a complete frame fits the buffer, and a parse at
+// dialog depth agrees with the full one.
+#include "../sip/parse_depth_check.hpp"
 #include "sip/framing.hpp"
 #include "sip/message.hpp"
 #include "sip/sdp.hpp"
@@ -110,6 +112,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } else {
         require(!to_string(message.error()).empty());
     }
+
+    // The shards parse at dialog depth: it must agree with the full parse on what they read.
+    require(hepd::sip::test::dialog_depth_agrees(text));
 
     const Frame frame = message_length(text, 4096);
     require(frame.skip <= size);

@@ -1,5 +1,6 @@
 #include "sip/message.hpp"
 
+#include "parse_depth_check.hpp"
 #include "sip/sdp.hpp"
 #include "test_util.hpp"
 
@@ -7,9 +8,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <fstream>
 #include <iterator>
+#include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 using namespace hepd::sip;
 using hepd::sip::test::crlf;
@@ -1072,4 +1076,47 @@ TEST_CASE("hostile bytes: NULs, lone CRs, high bytes", "[sip][message][hostile]"
     CHECK(cr.call_id == "a\rb");
     CHECK(parse_error(std::string(1000, '\xff')) == ParseError::bad_start_line);
     CHECK(parse_error(std::string(1000, ':')) == ParseError::bad_start_line);
+}
+
+TEST_CASE("dialog depth: what the dialog table reads is what a full parse gives", "[sip][message][depth]") {
+    using hepd::sip::test::dialog_depth_agrees;
+    std::vector<std::string> messages{kInvite};
+    // Real messages of Kamailio and sipp (tests/sip/data).
+    for (const char* name : {"kamailio_100_trying.sip", "kamailio_ack.sip", "kamailio_invite_sdp.sip",
+                             "sipp_uac_bye.sip", "sipp_uas_180_ringing.sip", "sipp_uas_200_ok_sdp.sip"}) {
+        std::ifstream in(std::string(HEPD_SOURCE_DIR) + "/tests/sip/data/" + name, std::ios::binary);
+        REQUIRE(in.good());
+        messages.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    // The corners of the top Via and of the header array.
+    const std::string tail = "Call-ID: c1\r\nCSeq: 7 INVITE\r\nContact: <sip:a@h>, \"B\" <sip:b@h>\r\n\r\n";
+    messages.push_back(crlf("INVITE sip:x SIP/2.0\nVia: ,\nv: SIP/2.0/TCP h2;branch=z9hG4bK2\n") + tail);
+    messages.push_back(crlf("INVITE sip:x SIP/2.0\nVia: SIP/2.0/UDP h:5060;rport=x;branch=z9hG4bK3\n") + tail);
+    messages.push_back(crlf("INVITE sip:x SIP/2.0\nVia: SIP/2.0/UDP h;branch=z9hG4bK4;rport=x\n") + tail);
+    messages.push_back(crlf("INVITE sip:x SIP/2.0\nVia: SIP/2.0 h;branch=z9hG4bK5\nVia: SIP/2.0/UDP g;branch=6\n") +
+                       tail);
+    messages.push_back(crlf("INVITE sip:x SIP/2.0\nVia: SIP/2.0/UDP [2001:db8::1]:5062 ;received=1.2.3.4; "
+                            "BRANCH=\"z9hG4bK7\",SIP/2.0/UDP g\n f: <sip:a@h>;tag=1\nt: <sip:b@h>\n") +
+                       tail);
+    std::string many = "OPTIONS sip:x SIP/2.0\r\nVia: SIP/2.0/UDP h;branch=z9hG4bK8\r\n";
+    for (int i = 0; i < 80; ++i) many += "X-Filler-" + std::to_string(i) + ": " + std::to_string(i) + "\r\n";
+    many += "Route: <sip:r@h>\r\n" + tail;
+    messages.push_back(many);
+
+    for (const std::string& message : messages) {
+        INFO(message);
+        CHECK(dialog_depth_agrees(message));
+        // And every prefix of it: the errors, the unterminated headers and the truncated bodies.
+        for (std::size_t n = 0; n < message.size(); ++n) {
+            if (!dialog_depth_agrees(std::string_view(message).substr(0, n))) FAIL("differs at length " << n);
+        }
+    }
+    // Not worked out at dialog depth: the Contact, the Via count, the stored header array.
+    Message m;
+    REQUIRE_FALSE(parse_message_into(kInvite, m, ParseDepth::dialog));
+    CHECK(m.top_via.branch == "z9hG4bK776asdhds");
+    CHECK_FALSE(m.contact.valid);
+    CHECK(m.via_count == 0);
+    CHECK(m.header_count == 0);
+    CHECK(m.find_header("Max-Forwards") == std::optional<std::string_view>("70"));
 }
