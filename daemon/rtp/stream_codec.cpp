@@ -83,38 +83,6 @@ Codec codec_from_name(std::string_view name) noexcept {
     return Codec::other;
 }
 
-// RFC 3551's table, a line per payload type, even where two lines say the same.
-StaticPayload static_payload(std::uint8_t pt) noexcept {
-    switch (pt) {
-    case 0: return {Codec::pcmu, 8000};
-    case 3: return {Codec::gsm, 8000};
-    case 4: return {Codec::g723, 8000};
-    case 5: return {Codec::other, 8000};   // DVI4
-    case 6: return {Codec::other, 16000};  // DVI4
-    case 7: return {Codec::other, 8000};   // LPC
-    case 8: return {Codec::pcma, 8000};
-    case 9: return {Codec::g722, 8000};
-    case 10: return {Codec::other, 44100};  // L16 stereo NOLINT(bugprone-branch-clone)
-    case 11: return {Codec::other, 44100};  // L16 mono
-    case 12: return {Codec::other, 8000};   // QCELP
-    case 13: return {Codec::comfort_noise, 8000};
-    case 14: return {Codec::other, 90000};  // MPA
-    case 15: return {Codec::other, 8000};   // G728
-    case 16: return {Codec::other, 11025};  // DVI4
-    case 17: return {Codec::other, 22050};  // DVI4
-    case 18: return {Codec::g729, 8000};
-    case 19: return {Codec::comfort_noise, 8000};  // reserved; CN in RFC 1890, still sent
-    case 25:
-    case 26:
-    case 28:
-    case 31:
-    case 32:
-    case 33:
-    case 34: return {Codec::other, 90000};  // CelB, JPEG, nv, H261, MPV, MP2T, H263
-    default: return {};
-    }
-}
-
 std::uint8_t clock_code(std::uint32_t rate) noexcept {
     for (std::size_t i = 0; i < kClockRates.size(); ++i)
         if (kClockRates[i] == rate) return static_cast<std::uint8_t>(i);

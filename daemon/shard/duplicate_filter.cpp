@@ -80,15 +80,9 @@ DuplicateFilter::DuplicateFilter(const DuplicateFilterConfig& config)
     lane_buckets_ = capacity / kWays;
 }
 
-bool DuplicateFilter::is_duplicate(const Datagram& d) noexcept {
-    const std::optional<DuplicateKey> key = prepare(d);
-    return key && is_duplicate(*key, capture_source(d), d.time);
-}
+bool DuplicateFilter::check(const Datagram& d) noexcept { return is_duplicate(key_of(d), capture_source(d), d.time); }
 
-std::optional<DuplicateKey> DuplicateFilter::prepare(const Datagram& d) const noexcept {
-    // Raw packets of a capture come from one observer: without same_source none can be a copy,
-    // and the capacity runs on raw captures do not pay for the filter.
-    if (!enabled() || (!same_source_ && !d.from_agent)) return std::nullopt;
+DuplicateKey DuplicateFilter::key_of(const Datagram& d) const noexcept {
     const DuplicateKey key = duplicate_key(d);
     if (!buckets_.empty()) {
         const Bucket* lane = buckets_.data() + lane_of(key.kind);

@@ -97,18 +97,27 @@ public:
     // Bytes of its table: none until the first packet, then all of it (fixed).
     std::size_t memory_bytes() const noexcept { return buckets_.size() * sizeof(Bucket); }
 
+    // Whether the filter looks at `d` at all: not when disabled, nor at a raw capture's packet
+    // without same_source (one observer sends no copies). Inline: offline, that is every packet.
+    bool applies_to(const Datagram& d) const noexcept { return enabled() && (same_source_ || d.from_agent); }
     // True (and counted) when `d` copies a datagram taken within the window; otherwise
-    // remembers it and returns false. Always false when disabled.
-    bool is_duplicate(const Datagram& d) noexcept;
+    // remembers it and returns false. Always false when the filter does not apply to `d`.
+    bool is_duplicate(const Datagram& d) noexcept { return applies_to(d) && check(d); }
     // `d`'s key, its buckets prefetched for a later is_duplicate(key, ...); none when the filter
-    // does not apply to `d` (disabled, or a raw capture's packet without same_source).
-    std::optional<DuplicateKey> prepare(const Datagram& d) const noexcept;
+    // does not apply to `d`.
+    std::optional<DuplicateKey> prepare(const Datagram& d) const noexcept {
+        if (!applies_to(d)) return std::nullopt;
+        return key_of(d);
+    }
     // The same for a key already computed (tests give keys with colliding hashes).
     bool is_duplicate(const DuplicateKey& key, std::uint64_t source, Timestamp time) noexcept;
 
     const DuplicateStats& stats() const noexcept { return stats_; }
 
 private:
+    bool check(const Datagram& d) noexcept;
+    DuplicateKey key_of(const Datagram& d) const noexcept;  // with its buckets prefetched
+
     static constexpr std::size_t kWays = 4;
     static constexpr std::int64_t kEmpty = INT64_MIN;
     // First line: what every lookup reads; second line: read on a fingerprint match, written on
