@@ -471,15 +471,12 @@ void StreamTable::drop_released_unused() {
 void StreamTable::apply_binding(const Endpoint& media, Binding binding) {
     const bool known_peer = binding.peer.port != 0;
     const Endpoint peer = binding.peer;
-    Binding identity;  // the call, without the codecs (the binding moves into the table)
-    identity.call_id = binding.call_id;
-    identity.dialog = binding.dialog;
     const Timestamp time = binding.time;
     // Another call's binding of this pair being replaced, or streams of another call ended: a
     // re-used pair or address.
     bool rebound = false;
     if (const std::uint32_t old = find_binding_index(media, peer);
-        old != kNone && !bindings_.entry(old).value.binding.same_call(identity)) {
+        old != kNone && !bindings_.entry(old).value.binding.same_call(binding)) {
         rebound = true;
         // Its streams are the previous call's: they end before the entry changes hands.
         const std::uint32_t m = media_entry(media, false);
@@ -491,6 +488,8 @@ void StreamTable::apply_binding(const Endpoint& media, Binding binding) {
     }
     const std::uint32_t b = store_binding(media, std::move(binding));
     if (b == kNone) return;
+    // The call, as stored (entries never move, and nothing below erases this one).
+    const Binding& identity = bindings_.entry(b).value.binding;
     const std::uint32_t m = media_entry(media, false);
     media_[m].latest = b;
 
