@@ -80,7 +80,10 @@ DuplicateFilter::DuplicateFilter(const DuplicateFilterConfig& config)
     lane_buckets_ = capacity / kWays;
 }
 
-bool DuplicateFilter::check(const Datagram& d) noexcept { return is_duplicate(key_of(d), capture_source(d), d.time); }
+// Looks up at once: no prefetch (that is for prepare(), ahead of a batch).
+bool DuplicateFilter::check(const Datagram& d) noexcept {
+    return is_duplicate(duplicate_key(d), capture_source(d), d.time);
+}
 
 DuplicateKey DuplicateFilter::key_of(const Datagram& d) const noexcept {
     const DuplicateKey key = duplicate_key(d);

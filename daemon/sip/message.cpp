@@ -270,7 +270,6 @@ Via parse_via_parm(std::string_view via_parm, bool through_branch) noexcept {
             return false;
         });
         if (bad_rport) return via;
-        if (through_branch) return via;
     }
     via.valid = !through_branch;
     return via;
@@ -463,28 +462,20 @@ struct Seen {
     bool user_agent = false;
     bool server = false;
     bool max_forwards = false;
-    bool via = false;  // ParseDepth::dialog: the top via-parm is found
+    bool top_via = false;  // the first via-parm is found
 };
 
 void apply_via(std::string_view value, Message& m, ParseDepth depth, Seen& seen) {
-    if (depth == ParseDepth::dialog) {
-        if (seen.via) return;
-        ItemSplitter items(value, ',', true);
-        while (!items.done()) {
-            const std::string_view item = items.next();
-            if (item.empty()) continue;
-            m.top_via = parse_via_parm(item, true);
-            seen.via = true;
-            return;
-        }
-        return;
-    }
+    const bool top_only = depth == ParseDepth::dialog;
+    if (top_only && seen.top_via) return;
     ItemSplitter items(value, ',', true);
     while (!items.done()) {
         const std::string_view item = items.next();
         if (item.empty()) continue;
-        if (m.via_count == 0) {
-            m.top_via = parse_via(item);
+        if (!seen.top_via) {
+            seen.top_via = true;
+            m.top_via = parse_via_parm(item, top_only);
+            if (top_only) return;
             m.via_malformed = !m.top_via.valid;
         }
         if (m.via_count < UINT16_MAX) ++m.via_count;

@@ -9,7 +9,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <fstream>
 #include <iterator>
 #include <map>
 #include <set>
@@ -17,16 +16,9 @@
 
 using namespace hepd::sip;
 using hepd::IpAddress;
+using hepd::sip::test::read_data;
 
 namespace {
-
-std::string_view read_data(const std::string& name) {
-    const std::string path = std::string(HEPD_SOURCE_DIR) + "/tests/sip/data/" + name;
-    std::ifstream in(path, std::ios::binary);
-    INFO(path);
-    REQUIRE(in.good());
-    return hepd::sip::test::keep(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
-}
 
 // The proxy (Kamailio) inserted its own Via, without a port, above sipp's.
 constexpr std::string_view kProxyBranch = "z9hG4bKb2ec.e58e8450ae9f40e832f305d828699131.0";

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <iterator>
 #include <optional>
 #include <set>
@@ -1081,13 +1080,10 @@ TEST_CASE("hostile bytes: NULs, lone CRs, high bytes", "[sip][message][hostile]"
 TEST_CASE("dialog depth: what the dialog table reads is what a full parse gives", "[sip][message][depth]") {
     using hepd::sip::test::dialog_depth_agrees;
     std::vector<std::string> messages{kInvite};
-    // Real messages of Kamailio and sipp (tests/sip/data).
+    // Real messages of Kamailio and sipp.
     for (const char* name : {"kamailio_100_trying.sip", "kamailio_ack.sip", "kamailio_invite_sdp.sip",
-                             "sipp_uac_bye.sip", "sipp_uas_180_ringing.sip", "sipp_uas_200_ok_sdp.sip"}) {
-        std::ifstream in(std::string(HEPD_SOURCE_DIR) + "/tests/sip/data/" + name, std::ios::binary);
-        REQUIRE(in.good());
-        messages.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    }
+                             "sipp_uac_bye.sip", "sipp_uas_180_ringing.sip", "sipp_uas_200_ok_sdp.sip"})
+        messages.emplace_back(hepd::sip::test::read_data(name));
     // The corners of the top Via and of the header array.
     const std::string tail = "Call-ID: c1\r\nCSeq: 7 INVITE\r\nContact: <sip:a@h>, \"B\" <sip:b@h>\r\n\r\n";
     messages.push_back(crlf("INVITE sip:x SIP/2.0\nVia: ,\nv: SIP/2.0/TCP h2;branch=z9hG4bK2\n") + tail);

@@ -1,7 +1,11 @@
 #pragma once
 // Helpers for writing SIP test messages readably: raw string literals with '\n' line ends,
-// converted to the CRLF the wire uses.
+// converted to the CRLF the wire uses; and the real messages kept in tests/sip/data.
+#include <catch2/catch.hpp>
+
 #include <deque>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <string_view>
 
@@ -23,6 +27,15 @@ inline std::string_view keep(std::string text) {
     static std::deque<std::string> arena;
     arena.push_back(std::move(text));
     return arena.back();
+}
+
+// A message of tests/sip/data (captured from Kamailio and sipp), kept alive like keep().
+inline std::string_view read_data(const std::string& name) {
+    const std::string path = std::string(HEPD_SOURCE_DIR) + "/tests/sip/data/" + name;
+    std::ifstream in(path, std::ios::binary);
+    INFO(path);
+    REQUIRE(in.good());
+    return keep(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
 }
 
 }  // namespace hepd::sip::test
