@@ -234,7 +234,7 @@ void BM_memory_per_dialog(benchmark::State& state) {
     state.counters["bytes_per_dialog"] = bytes_per_dialog;
     state.counters["key_heap_bytes"] = key_heap_per_dialog;
     state.counters["sizeof_Dialog"] = static_cast<double>(sizeof(Dialog));
-    state.counters["sizeof_entry"] = static_cast<double>(sizeof(LruTable<DialogKey, Dialog>::Entry));
+    state.counters["sizeof_entry"] = static_cast<double>(sizeof(LruTable<DialogKey, Dialog, DialogKeyHash>::Entry));
 }
 
 }  // namespace

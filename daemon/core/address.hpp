@@ -75,4 +75,12 @@ inline std::uint64_t hash_endpoint(const Endpoint& e) noexcept {
     return mix64(load_le64(b) ^ mix64(low));
 }
 
+// The same hashes as table hash functors (LruTable's KeyHash).
+struct AddressHash {
+    std::uint64_t operator()(const IpAddress& a) const noexcept { return hash_address(a); }
+};
+struct EndpointHash {
+    std::uint64_t operator()(const Endpoint& e) const noexcept { return hash_endpoint(e); }
+};
+
 }  // namespace hepd

@@ -10,6 +10,10 @@
 // index line and, nearly always, the one entry it finds. The index costs 16 to 64 bytes a live
 // entry (see grow_index_if_needed); a 16-byte slot with the whole hash cost twice that.
 //
+// Entries do not store their hash (8 bytes of every entry of every table): insert(), erase()
+// and an index rebuild compute it from the key with `KeyHash`, and a lookup must probe with
+// the same hash (find() takes it from the caller, who may hold only a view of the key).
+//
 // Not thread-safe: one table belongs to one shard.
 #include "core/reserved_memory.hpp"
 
@@ -22,14 +26,13 @@
 
 namespace hepd {
 
-template <class Key, class Value>
+template <class Key, class Value, class KeyHash>
 class LruTable {
 public:
     static constexpr std::uint32_t kNone = 0xffffffffU;
 
-    // The links and the hash first: what touch() and a lookup read share the key's cache line.
+    // The links first: what touch() and a lookup read share the key's cache line.
     struct Entry {
-        std::uint64_t hash = 0;
         std::uint32_t prev = kNone;  // towards the least recently touched
         std::uint32_t next = kNone;  // towards the most recently touched
         Key key{};
@@ -63,12 +66,14 @@ public:
 
     // Inserts a new entry (the caller has checked that the key is absent) and makes it the most
     // recent. When the table is full, the least recent entry is removed first and returned.
-    std::pair<std::uint32_t, std::optional<Entry>> insert(std::uint64_t hash, Key key, Value value) {
+    std::pair<std::uint32_t, std::optional<Entry>> insert(Key key, Value value) {
+        const std::uint64_t hash = KeyHash{}(key);
         std::optional<Entry> evicted;
         if (size_ >= capacity_) {
             const std::uint32_t victim = head_;
+            unindex(victim);  // by its key, before the key is moved out
             evicted = std::move(entries_[victim]);
-            erase(victim);
+            release(victim);
         }
         std::uint32_t at;
         if (!free_.empty()) {
@@ -88,7 +93,6 @@ public:
         Entry& e = entries_[at];
         e.key = std::move(key);
         e.value = std::move(value);
-        e.hash = hash;
         link_back(at);
         ++size_;
         grow_index_if_needed();
@@ -103,22 +107,8 @@ public:
     }
 
     void erase(std::uint32_t at) {
-        Entry& e = entries_[at];
-        const std::size_t mask = index_.size() - 1;
-        for (std::size_t i = e.hash & mask;; i = (i + 1) & mask) {
-            if (index_[i].entry == at) {
-                index_[i].entry = kTombstone;
-                ++tombstones_;
-                break;
-            }
-        }
-        unlink(at);
-        // Moved out first: assigning a fresh entry over a string keeps its heap buffer, and a
-        // free slot must not hold on to the Call-ID of a record that has gone.
-        [[maybe_unused]] const Entry gone = std::move(e);
-        e = Entry{};
-        free_.push_back(at);
-        --size_;
+        unindex(at);
+        release(at);
     }
 
     // Whether `at` holds a live entry (an index kept elsewhere may name an erased one): a live
@@ -200,7 +190,31 @@ private:
         index_.swap(old);
         tombstones_ = 0;
         for (const Slot& s : old)
-            if (s.entry != kNone && s.entry != kTombstone) place(entries_[s.entry].hash, s.entry);
+            if (s.entry != kNone && s.entry != kTombstone) place(KeyHash{}(entries_[s.entry].key), s.entry);
+    }
+
+    // Marks the index slot of the entry at `at` free (a tombstone).
+    void unindex(std::uint32_t at) noexcept {
+        const std::size_t mask = index_.size() - 1;
+        for (std::size_t i = KeyHash{}(entries_[at].key) & mask;; i = (i + 1) & mask) {
+            if (index_[i].entry == at) {
+                index_[i].entry = kTombstone;
+                ++tombstones_;
+                return;
+            }
+        }
+    }
+
+    // Unlinks the unindexed entry at `at` and frees its room.
+    void release(std::uint32_t at) {
+        unlink(at);
+        // Moved out first: assigning a fresh entry over a string keeps its heap buffer, and a
+        // free slot must not hold on to the Call-ID of a record that has gone.
+        Entry& e = entries_[at];
+        [[maybe_unused]] const Entry gone = std::move(e);
+        e = Entry{};
+        free_.push_back(at);
+        --size_;
     }
 
     void link_back(std::uint32_t at) noexcept {

@@ -39,7 +39,7 @@ public:
     const SourceLimiterStats& stats() const noexcept { return stats_; }
 
 private:
-    LruTable<IpAddress, TokenBucket> table_;
+    LruTable<IpAddress, TokenBucket, AddressHash> table_;
     std::uint64_t rate_ = 0;
     std::uint64_t burst_ = 0;
     SourceLimiterStats stats_;

@@ -27,6 +27,8 @@ double seconds(std::int64_t us) noexcept { return static_cast<double>(us) / 1e6;
 
 }  // namespace
 
+std::uint64_t SenderKeyHash::operator()(const SenderKey& key) const noexcept { return hash_sender(key); }
+
 SenderClocks::SenderClocks(SenderClockOptions options) : options_(options), table_(options.max_senders) {}
 
 std::int64_t SenderClocks::offset_for(std::int64_t raw_us) const noexcept {
@@ -39,7 +41,7 @@ Timestamp SenderClocks::correct(const SenderKey& sender, Timestamp capture_time,
     const std::int64_t raw = receive_time.us - capture_time.us;
     const std::uint64_t h = hash_sender(sender);
     std::uint32_t at = table_.find(h, [&](const SenderKey& k) { return k == sender; });
-    if (at == LruTable<SenderKey, SenderClock>::kNone) {
+    if (at == LruTable<SenderKey, SenderClock, SenderKeyHash>::kNone) {
         SenderClock c;
         c.measured_us = raw;
         c.offset_us = offset_for(raw);
@@ -47,7 +49,7 @@ Timestamp SenderClocks::correct(const SenderKey& sender, Timestamp capture_time,
             c.note = Note::shifted;
             stats.offset_exceeded[a].add();
         }
-        auto [index, evicted] = table_.insert(h, sender, c);
+        auto [index, evicted] = table_.insert(sender, c);
         at = index;
         if (evicted) {
             stats.evictions.add();
@@ -100,7 +102,7 @@ void SenderClocks::log_note(const SenderKey& sender, SenderClock& c, Timestamp r
 
 std::optional<std::int64_t> SenderClocks::offset_us(const SenderKey& sender) const noexcept {
     const std::uint32_t at = table_.find(hash_sender(sender), [&](const SenderKey& k) { return k == sender; });
-    if (at == LruTable<SenderKey, SenderClock>::kNone) return std::nullopt;
+    if (at == LruTable<SenderKey, SenderClock, SenderKeyHash>::kNone) return std::nullopt;
     return table_.entry(at).value.offset_us;
 }
 

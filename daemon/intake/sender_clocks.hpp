@@ -48,6 +48,9 @@ struct SenderKey {
     bool has_capture_id = false;
     friend bool operator==(const SenderKey&, const SenderKey&) = default;
 };
+struct SenderKeyHash {
+    std::uint64_t operator()(const SenderKey& key) const noexcept;
+};
 
 struct SenderClockOptions {
     std::int64_t offset_limit_us = 5'000'000;  // hep.clock_offset_limit
@@ -91,7 +94,7 @@ private:
     void log_note(const SenderKey& sender, SenderClock& clock, Timestamp receive_time, std::string_view agent_name);
 
     SenderClockOptions options_;
-    LruTable<SenderKey, SenderClock> table_;
+    LruTable<SenderKey, SenderClock, SenderKeyHash> table_;
     Timestamp next_log_{};
     LogThrottle eviction_log_;
 };

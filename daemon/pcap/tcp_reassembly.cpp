@@ -19,7 +19,7 @@ std::uint64_t TcpReassembler::hash_of(const Key& key) noexcept {
 
 bool TcpReassembler::has_stream(const L4Packet& p) const noexcept {
     const Key key{p.src, p.dst};
-    return table_.find(hash_of(key), [&](const Key& k) { return k == key; }) != LruTable<Key, Stream>::kNone;
+    return table_.find(hash_of(key), [&](const Key& k) { return k == key; }) != LruTable<Key, Stream, KeyHash>::kNone;
 }
 
 TcpReassembler::TcpReassembler(TcpOptions options)
@@ -300,12 +300,12 @@ void TcpReassembler::segment(const L4Packet& p, StreamProtocol protocol, Message
     const std::uint64_t hash = hash_of(key);
     std::uint32_t at = table_.find(hash, [&](const Key& k) { return k == key; });
     const std::uint32_t data_seq = syn ? p.tcp_seq + 1 : p.tcp_seq;
-    if (at == LruTable<Key, Stream>::kNone) {
+    if (at == LruTable<Key, Stream, KeyHash>::kNone) {
         if (rst || (!syn && p.payload.empty())) {
             ++stats_.ignored_segments;
             return;
         }
-        auto inserted = table_.insert(hash, key, Stream{});
+        auto inserted = table_.insert(key, Stream{});
         if (inserted.second) {
             ++stats_.streams_evicted;
             stats_.leftover_bytes += inserted.second->value.buffer.size() + inserted.second->value.ws_message.size();

@@ -97,6 +97,9 @@ private:
         Endpoint dst;
         friend bool operator==(const Key&, const Key&) = default;
     };
+    struct KeyHash {
+        std::uint64_t operator()(const Key& key) const noexcept { return hash_of(key); }
+    };
     struct Pending {
         std::uint32_t seq = 0;
         std::uint32_t length = 0;
@@ -150,7 +153,7 @@ private:
 
     TcpOptions options_;
     hep::StreamFramer framer_;
-    LruTable<Key, Stream> table_;
+    LruTable<Key, Stream, KeyHash> table_;
     TcpStats stats_;
     std::vector<std::uint8_t> unmasked_;  // one masked frame's payload; reused (no allocation once warm)
 };

@@ -53,6 +53,9 @@ struct StreamKey {
 };
 
 std::uint64_t hash_stream_key(const StreamKey& key) noexcept;
+struct StreamKeyHash {
+    std::uint64_t operator()(const StreamKey& key) const noexcept { return hash_stream_key(key); }
+};
 // Equality without memcmp calls (the per-packet lookup compares a key or two).
 bool same_key(const StreamKey& a, const StreamKey& b) noexcept;
 

@@ -69,6 +69,10 @@ std::uint64_t hash_reported(std::string_view call_id, std::uint32_t ssrc) noexce
     return mix64(hash_text(call_id) ^ (std::uint64_t{ssrc} << 1));
 }
 
+std::uint64_t hash_binding(const Endpoint& media, const Endpoint& peer) noexcept {
+    return mix64(hash_endpoint(media) ^ (hash_endpoint(peer) << 1));
+}
+
 std::uint32_t compact_arrival(Timestamp time) noexcept { return ntp_middle32(ntp_from_unix_micros(time.us)); }
 
 std::uint32_t clamp_rtt(std::int64_t rtt_us) noexcept {
@@ -77,6 +81,13 @@ std::uint32_t clamp_rtt(std::int64_t rtt_us) noexcept {
 }
 
 }  // namespace
+
+std::uint64_t StreamTable::BindingKeyHash::operator()(const BindingKey& key) const noexcept {
+    return hash_binding(key.media, key.peer);
+}
+std::uint64_t StreamTable::ReportedKeyHash::operator()(const ReportedKey& key) const noexcept {
+    return hash_reported(key.call_id, key.ssrc);
+}
 
 StreamTable::StreamTable(const StreamTableConfig& config)
     : config_(config),
@@ -116,7 +127,7 @@ void StreamTable::on_rtp(const PacketMeta& meta, const RtpPacket& packet) {
         at = kNone;
     }
     if (at == kNone) {
-        measure(create_stream(key, hash, true, meta.time), packet, meta.time);
+        measure(create_stream(key, true, meta.time), packet, meta.time);
         return;
     }
     streams_.touch(at);
@@ -138,7 +149,7 @@ void StreamTable::on_rtp(const PacketMeta& meta, const RtpPacket& packet) {
     case Continuity::restarted: {
         const TakenPacket held = take_held(stream);
         end_stream(at, FinishReason::restarted);
-        at = create_stream(key, hash, true, held.arrival);
+        at = create_stream(key, true, held.arrival);
         measure(at, held.packet, held.arrival);
         measure(at, packet, meta.time);
         return;
@@ -155,7 +166,7 @@ void StreamTable::measure(std::uint32_t at, const RtpPacket& packet, Timestamp a
     }
 }
 
-std::uint32_t StreamTable::create_stream(const StreamKey& key, std::uint64_t hash, bool count_start, Timestamp now) {
+std::uint32_t StreamTable::create_stream(const StreamKey& key, bool count_start, Timestamp now) {
     if (streams_.full()) {
         // Made room here rather than by insert() so that the victim is accounted for (and
         // unlinked from its media entry) while its index still names it.
@@ -168,7 +179,7 @@ std::uint32_t StreamTable::create_stream(const StreamKey& key, std::uint64_t has
                         more, config_.max_streams);
         });
     }
-    const std::uint32_t at = streams_.insert(hash, key, StreamSlot{}).first;
+    const std::uint32_t at = streams_.insert(key, StreamSlot{}).first;
     link_media(at, key.dst);
     if (streams_[at].media != kNone) join(at, binding_for(key, streams_[at].media), now);
     stats_.streams_active.add(1);
@@ -230,7 +241,7 @@ std::uint32_t StreamTable::media_entry(const Endpoint& media, bool create) {
     // Every entry has a stream or a binding, and the table is as large as both caps together,
     // so it is never full here.
     if (media_.full()) return kNone;
-    return media_.insert(hash, media, MediaEntry{}).first;
+    return media_.insert(media, MediaEntry{}).first;
 }
 
 void StreamTable::release_media(std::uint32_t m) {
@@ -269,8 +280,7 @@ void StreamTable::unlink_media(std::uint32_t index) {
 
 std::uint32_t StreamTable::find_binding_index(const Endpoint& media, const Endpoint& peer) const noexcept {
     const BindingKey key{media, peer};
-    return bindings_.find(mix64(hash_endpoint(media) ^ (hash_endpoint(peer) << 1)),
-                          [&key](const BindingKey& k) { return k == key; });
+    return bindings_.find(hash_binding(media, peer), [&key](const BindingKey& k) { return k == key; });
 }
 
 std::uint32_t StreamTable::binding_for(const StreamKey& key, std::uint32_t media) const noexcept {
@@ -338,7 +348,6 @@ void StreamTable::drop_binding(std::uint32_t b) {
 // Inserts or replaces the binding of (media, binding.peer); returns its index or kNone.
 std::uint32_t StreamTable::store_binding(const Endpoint& media, Binding binding) {
     const BindingKey key{media, binding.peer};
-    const std::uint64_t hash = mix64(hash_endpoint(media) ^ (hash_endpoint(binding.peer) << 1));
     std::uint32_t b = find_binding_index(media, binding.peer);
     if (b != kNone) {
         // Another call's reports are not this call's to finish.
@@ -390,7 +399,7 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, Binding binding)
         }
     }
     const Timestamp since = binding.time;
-    b = bindings_.insert(hash, key, BindingEntry{std::move(binding), since, 0}).first;
+    b = bindings_.insert(key, BindingEntry{std::move(binding), since, 0}).first;
     key_heap_bytes_ += string_heap_bytes(bindings_.entry(b).value.binding.call_id);
     MediaEntry& entry = media_[m];
     bindings_[b].next = entry.binding_head;
@@ -681,7 +690,7 @@ std::uint32_t StreamTable::reported_stream(std::string_view call_id, std::uint32
         }
         ReportedSlot fresh;
         fresh.stream.first = now;
-        i = reported_.insert(hash, ReportedKey{std::string(call_id), ssrc}, fresh).first;
+        i = reported_.insert(ReportedKey{std::string(call_id), ssrc}, fresh).first;
         key_heap_bytes_ += string_heap_bytes(reported_.entry(i).key.call_id);
         stats_.reported_streams_active.add(1);
     } else {
@@ -909,7 +918,7 @@ StreamSummary StreamTable::summary(const StreamKey& key) const noexcept {
 bool StreamTable::insert(const StreamKey& key, const Stream& stream) {
     const std::uint64_t hash = hash_stream_key(key);
     if (find_stream(key, hash) != kNone) return false;
-    const std::uint32_t i = create_stream(key, hash, false, stream.last);
+    const std::uint32_t i = create_stream(key, false, stream.last);
     streams_[i].stream = stream;
     return true;
 }

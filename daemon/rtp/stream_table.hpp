@@ -104,7 +104,7 @@ public:
 
 class StreamTable {
 public:
-    static constexpr std::uint32_t kNone = LruTable<StreamKey, int>::kNone;
+    static constexpr std::uint32_t kNone = LruTable<StreamKey, int, StreamKeyHash>::kNone;
     // Streams examined per RTCP lookup on one media address (bounds the work a flood of SSRCs
     // to one address can cause).
     static constexpr std::size_t kMaxStreamsPerLookup = 64;
@@ -233,6 +233,12 @@ private:
         Endpoint peer;  // port 0: unknown
         friend bool operator==(const BindingKey&, const BindingKey&) = default;
     };
+    struct BindingKeyHash {
+        std::uint64_t operator()(const BindingKey& key) const noexcept;
+    };
+    struct ReportedKeyHash {
+        std::uint64_t operator()(const ReportedKey& key) const noexcept;
+    };
     struct BindingEntry {
         Binding binding;
         Timestamp idle_since;        // when the last stream left it (or its SDP time)
@@ -242,9 +248,9 @@ private:
         std::uint32_t reported_head = kNone;  // reported streams linked to it (ReportedSlot)
         bool released = false;                // its dialog ended: dropped when its last stream leaves
     };
-    using StreamLru = LruTable<StreamKey, StreamSlot>;
-    using MediaLru = LruTable<Endpoint, MediaEntry>;
-    using BindingLru = LruTable<BindingKey, BindingEntry>;
+    using StreamLru = LruTable<StreamKey, StreamSlot, StreamKeyHash>;
+    using MediaLru = LruTable<Endpoint, MediaEntry, EndpointHash>;
+    using BindingLru = LruTable<BindingKey, BindingEntry, BindingKeyHash>;
     // A reported stream and its place in the list of its binding's reported streams (not in
     // snapshots: restored reported streams are linked to no binding).
     struct ReportedSlot {
@@ -253,11 +259,11 @@ private:
         std::uint32_t prev = kNone;     // reported streams of the same binding
         std::uint32_t next = kNone;
     };
-    using ReportedLru = LruTable<ReportedKey, ReportedSlot>;
+    using ReportedLru = LruTable<ReportedKey, ReportedSlot, ReportedKeyHash>;
 
     const Binding* bound(const StreamSlot& slot) const noexcept;
     std::uint32_t find_stream(const StreamKey& key, std::uint64_t hash) const noexcept;
-    std::uint32_t create_stream(const StreamKey& key, std::uint64_t hash, bool count_start, Timestamp now);
+    std::uint32_t create_stream(const StreamKey& key, bool count_start, Timestamp now);
     void measure(std::uint32_t at, const RtpPacket& packet, Timestamp arrival);
     void end_stream(std::uint32_t at, FinishReason reason);  // finish and erase
     void finish_stream(std::uint32_t at, FinishReason reason);

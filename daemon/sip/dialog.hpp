@@ -298,6 +298,10 @@ public:
 private:
     std::string text_;
 };
+// The hash under which the dialog table files a key (dialog_table.cpp).
+struct DialogKeyHash {
+    std::uint64_t operator()(const DialogKey& key) const noexcept;
+};
 
 enum class TransactionState : std::uint8_t { pending, completed };
 
@@ -327,6 +331,10 @@ struct TransactionKey {
     std::string call_id;
     std::uint32_t cseq = 0;
     Method method = Method::other;
+};
+// The hash under which the transaction table files a key (transaction_table.cpp).
+struct TransactionKeyHash {
+    std::uint64_t operator()(const TransactionKey& key) const noexcept;
 };
 
 }  // namespace hepd::sip

@@ -62,6 +62,10 @@ private:
 
 }  // namespace
 
+std::uint64_t DialogKeyHash::operator()(const DialogKey& key) const noexcept {
+    return dialog_hash(hash_text(key.call_id()), key.from_tag());
+}
+
 DialogTable::DialogTable(const DialogConfig& config, MediaSink* sink)
     : config_(config),
       sink_(sink),
@@ -144,7 +148,7 @@ std::size_t DialogTable::active_count() const noexcept {
 
 std::size_t DialogTable::memory_bytes() const noexcept {
     return table_.memory_bytes() + key_heap_bytes_ + transactions_.memory_bytes() + due_.memory_bytes() +
-           sdp_sides_.size() * sizeof(SdpSides);  // grown by doubling: what can have been touched
+           sdp_sides_.size() * sizeof(SdpSides);  // every one has been touched
 }
 
 void DialogTable::anomaly(DialogAnomaly a) noexcept { stats_->anomalies[static_cast<std::size_t>(a)].add(); }
@@ -178,7 +182,7 @@ Disposition DialogTable::on_unknown(const Message& m, const PacketMeta& meta, Ho
                 anomaly(DialogAnomaly::key_too_long);
                 return Disposition::anomaly;
             }
-            return create(m, meta, hop, call_hash, fingerprint);
+            return create(m, meta, hop, fingerprint);
         case Method::ack: anomaly(DialogAnomaly::ack_unknown_dialog); return Disposition::anomaly;
         case Method::bye: anomaly(DialogAnomaly::bye_unknown_dialog); return Disposition::anomaly;
         case Method::cancel: anomaly(DialogAnomaly::cancel_unknown_dialog); return Disposition::anomaly;
@@ -198,8 +202,7 @@ Disposition DialogTable::on_unknown(const Message& m, const PacketMeta& meta, Ho
     }
 }
 
-Disposition DialogTable::create(const Message& m, const PacketMeta& meta, Hop hop, std::uint64_t call_hash,
-                                std::uint32_t fingerprint) {
+Disposition DialogTable::create(const Message& m, const PacketMeta& meta, Hop hop, std::uint32_t fingerprint) {
     Dialog d;
     d.invite_time = meta.time;
     d.last_activity = meta.time;
@@ -221,7 +224,7 @@ Disposition DialogTable::create(const Message& m, const PacketMeta& meta, Hop ho
     if (d.to_party.user_size == 0) d.to_party = party_name(m.request_uri);
 
     std::uint32_t at = Table::kNone;
-    insert_entry(dialog_hash(call_hash, m.from.tag), DialogKey(m.call_id, m.from.tag), d, &at, meta.time);
+    insert_entry(DialogKey(m.call_id, m.from.tag), d, &at, meta.time);
     stats_->dialogs_created.add();
     emit_sdp(at, m, hop, meta.time);
     return Disposition::dialog_created;
@@ -596,10 +599,9 @@ void DialogTable::queue_deadline(std::uint32_t at) { due_.schedule(at, table_[at
 // ---------------------------------------------------------------------------------------------
 // Insertion, eviction, restore
 
-void DialogTable::insert_entry(std::uint64_t hash, DialogKey key, const Dialog& record, std::uint32_t* at_out,
-                               Timestamp now) {
+void DialogTable::insert_entry(DialogKey key, const Dialog& record, std::uint32_t* at_out, Timestamp now) {
     key_heap_bytes_ += key.heap_bytes();
-    auto [at, evicted] = table_.insert(hash, std::move(key), record);
+    auto [at, evicted] = table_.insert(std::move(key), record);
     // The victim's slot is the one reused: its SDP sides are still at `at`.
     if (evicted) account_removed(*evicted, true, at, now);
     if (at < sdp_sides_.size()) sdp_sides_[at] = SdpSides{};
@@ -610,7 +612,10 @@ void DialogTable::insert_entry(std::uint64_t hash, DialogKey key, const Dialog& 
 }
 
 SdpSides& DialogTable::sdp_sides_at(std::uint32_t at) {
-    if (sdp_sides_.size() <= at) sdp_sides_.resize(std::max<std::size_t>(at + 1, sdp_sides_.size() * 2));
+    // Within the reserved room the sides grow one entry at a time: a resize by doubling would
+    // touch (zero) up to twice the memory the live dialogs need.
+    if (sdp_sides_.size() <= at)
+        sdp_sides_.resize(at < sdp_sides_.capacity() ? at + 1 : std::max<std::size_t>(at + 1, sdp_sides_.size() * 2));
     return sdp_sides_[at];
 }
 
@@ -673,7 +678,7 @@ bool DialogTable::restore(std::string_view call_id, std::string_view from_tag, c
     Dialog restored = record;
     classify_peers(restored);
     std::uint32_t at = Table::kNone;
-    insert_entry(dialog_hash(call_hash, from_tag), DialogKey(call_id, from_tag), restored, &at, Timestamp{});
+    insert_entry(DialogKey(call_id, from_tag), restored, &at, Timestamp{});
     // Its bindings end with it, and a later offer or answer pairs with these as before.
     if (sdp_sides != SdpSides{}) sdp_sides_at(at) = sdp_sides;
     return true;

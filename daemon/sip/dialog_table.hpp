@@ -114,14 +114,13 @@ public:
     std::size_t memory_bytes() const noexcept;
 
 private:
-    using Table = LruTable<DialogKey, Dialog>;
+    using Table = LruTable<DialogKey, Dialog, DialogKeyHash>;
     static constexpr SdpSides kNoSdpSides{};
 
     std::uint32_t lookup(std::uint64_t call_hash, std::string_view call_id, std::string_view tag) const noexcept;
     Disposition on_unknown(const Message& m, const PacketMeta& meta, Hop hop, std::uint64_t call_hash,
                            std::uint32_t fingerprint);
-    Disposition create(const Message& m, const PacketMeta& meta, Hop hop, std::uint64_t call_hash,
-                       std::uint32_t fingerprint);
+    Disposition create(const Message& m, const PacketMeta& meta, Hop hop, std::uint32_t fingerprint);
     Disposition on_dialog_message(std::uint32_t at, Party side, const Message& m, const PacketMeta& meta, Hop hop,
                                   std::uint32_t fingerprint);
     void on_request(Dialog& d, Party side, const Message& m, Timestamp now);
@@ -148,7 +147,7 @@ private:
     void anomaly(DialogAnomaly a) noexcept;
     void defect(MessageDefect d) noexcept;
     // `now`/`when`: when a dialog leaves the table (dates the end of its bindings; 0 at restore).
-    void insert_entry(std::uint64_t hash, DialogKey key, const Dialog& record, std::uint32_t* at_out, Timestamp now);
+    void insert_entry(DialogKey key, const Dialog& record, std::uint32_t* at_out, Timestamp now);
     void account_removed(const Table::Entry& entry, bool evicted, std::uint32_t at, Timestamp when);
     // Tells the owners of the media addresses of the dialog at `at` that its bindings go.
     void end_media(std::uint32_t at, std::string_view call_id, std::string_view from_tag, Timestamp when);

@@ -39,6 +39,10 @@ std::uint64_t transaction_hash(std::uint64_t call_hash, std::uint32_t cseq, Meth
     return mix64(call_hash ^ (extra * 0x9e3779b97f4a7c15ULL));
 }
 
+std::uint64_t TransactionKeyHash::operator()(const TransactionKey& key) const noexcept {
+    return transaction_hash(hash_text(key.call_id), key.cseq, key.method);
+}
+
 TransactionTable::TransactionTable(const DialogConfig& config, DialogStats& stats)
     : config_(config), stats_(stats), table_(config.max_transactions) {}
 
@@ -63,9 +67,9 @@ void TransactionTable::account_removed(const Table::Entry& entry) {
         stats_.transactions_lingering.add(-1);
 }
 
-void TransactionTable::insert_entry(std::uint64_t hash, TransactionKey key, const Transaction& record) {
+void TransactionTable::insert_entry(TransactionKey key, const Transaction& record) {
     key_heap_bytes_ += key_heap(key);
-    auto [at, evicted] = table_.insert(hash, std::move(key), record);
+    auto [at, evicted] = table_.insert(std::move(key), record);
     if (evicted) {
         stats_.transaction_evictions.add();
         if (evicted->value.state == TransactionState::pending)
@@ -141,7 +145,7 @@ Disposition TransactionTable::on_request(const Message& m, const PacketMeta& met
     t.agent = static_cast<std::uint8_t>(meta.agent < kMaxAgents ? meta.agent : 0);
     t.recent.push(fingerprint);
     remember_id(t.hops, t.hop_count, hop.id);
-    insert_entry(hash, TransactionKey{std::string(m.call_id), m.cseq.number, method}, t);
+    insert_entry(TransactionKey{std::string(m.call_id), m.cseq.number, method}, t);
     stats_.transactions_started[static_cast<std::size_t>(method)].add();
     return Disposition::transaction_created;
 }
@@ -214,7 +218,7 @@ bool TransactionTable::restore(const TransactionKey& key, const Transaction& rec
     const std::uint64_t hash = transaction_hash(hash_text(key.call_id), key.cseq, key.method);
     if (lookup(hash, key.call_id, key.cseq, key.method) != Table::kNone) return false;
     TransactionKey copy{std::string(key.call_id), key.cseq, key.method};
-    insert_entry(hash, std::move(copy), record);
+    insert_entry(std::move(copy), record);
     return true;
 }
 

@@ -47,7 +47,7 @@ public:
     std::size_t memory_bytes() const noexcept { return table_.memory_bytes() + key_heap_bytes_ + due_.memory_bytes(); }
 
 private:
-    using Table = LruTable<TransactionKey, Transaction>;
+    using Table = LruTable<TransactionKey, Transaction, TransactionKeyHash>;
 
     std::uint32_t lookup(std::uint64_t hash, std::string_view call_id, std::uint32_t cseq,
                          Method method) const noexcept;
@@ -58,7 +58,7 @@ private:
     // RFC 6076 4.1/4.2: RRD and the registration attempt's result, at a REGISTER's final response.
     void on_register_final(const Transaction& t, Timestamp now);
     void account_removed(const Table::Entry& entry);
-    void insert_entry(std::uint64_t hash, TransactionKey key, const Transaction& record);
+    void insert_entry(TransactionKey key, const Transaction& record);
     // Arms the deadline of the transaction at `at` unless one no later is armed (DeadlineQueue).
     void queue_deadline(std::uint32_t at);
 

@@ -10,13 +10,19 @@
 #include <string>
 
 using namespace hepd;
-using Table = LruTable<std::string, int>;
+struct TextHash {
+    std::uint64_t operator()(const std::string& s) const noexcept { return hash_text(s); }
+};
+struct IntHash {
+    std::uint64_t operator()(std::uint64_t k) const noexcept { return mix64(k); }
+};
+using Table = LruTable<std::string, int, TextHash>;
 
 namespace {
 std::uint32_t find(const Table& t, const std::string& k) {
     return t.find(hash_text(k), [&](const std::string& stored) { return stored == k; });
 }
-std::optional<Table::Entry> put(Table& t, const std::string& k, int v) { return t.insert(hash_text(k), k, v).second; }
+std::optional<Table::Entry> put(Table& t, const std::string& k, int v) { return t.insert(k, v).second; }
 }  // namespace
 
 TEST_CASE("LRU table finds, touches and evicts the least recently active", "[core][lru]") {
@@ -100,19 +106,19 @@ TEST_CASE("LRU table agrees with a reference model under random churn", "[core][
 
 TEST_CASE("LRU table entries stay in place as a large table grows to its cap", "[core][lru]") {
     // Entries big enough that the room for the cap is a mapping of its own (reserved_memory.hpp).
-    using Big = LruTable<std::uint64_t, std::array<std::uint64_t, 32>>;
+    using Big = LruTable<std::uint64_t, std::array<std::uint64_t, 32>, IntHash>;
     constexpr std::size_t kCap = 20'000;
     static_assert(kCap * sizeof(Big::Entry) >= kReservedMappingBytes);
     Big t(kCap);
-    auto key_hash = [](std::uint64_t k) { return mix64(k); };
-    const std::uint32_t first = t.insert(key_hash(0), 0, {}).first;
+    const IntHash key_hash;
+    const std::uint32_t first = t.insert(0, {}).first;
     const Big::Entry* const first_entry = &t.entry(first);
     // Accounted by doubling steps, not by the room reserved: a young table reports little.
     CHECK(t.memory_bytes() < 64 * sizeof(Big::Entry) + (std::size_t{1} << 16));
     for (std::uint64_t k = 1; k < kCap; ++k) {
         std::array<std::uint64_t, 32> v{};
         v.fill(k);
-        t.insert(key_hash(k), k, v);
+        t.insert(k, v);
     }
     CHECK(&t.entry(first) == first_entry);
     for (std::uint64_t k = 0; k < kCap; ++k) {
@@ -128,17 +134,17 @@ TEST_CASE("LRU table rebuilds its index a bounded number of times under steady c
     // (just under half the index, as bindings of a steady number of calls sit, or at the cap of
     // a table whose cap is a power of two), a rebuild must be followed by many inserts before
     // the next, not by a handful.
-    using Ints = LruTable<std::uint64_t, int>;
-    auto key_hash = [](std::uint64_t k) { return mix64(k); };
+    using Ints = LruTable<std::uint64_t, int, IntHash>;
+    const IntHash key_hash;
     for (const std::size_t live : {std::size_t{255}, std::size_t{511}, std::size_t{1023}, std::size_t{4096}}) {
         Ints t(4096);
         std::uint64_t next = 0;
-        for (; next < live; ++next) t.insert(key_hash(next), next, 0);
+        for (; next < live; ++next) t.insert(next, 0);
         const std::uint64_t before = t.index_rebuilds();
         constexpr std::uint64_t kChurn = 100'000;
         for (std::uint64_t i = 0; i < kChurn; ++i, ++next) {
             if (t.size() == live) t.erase(t.oldest());  // at the cap, insert() would evict it just so
-            t.insert(key_hash(next), next, 0);
+            t.insert(next, 0);
         }
         INFO("live entries " << live);
         CHECK(t.size() == live);
