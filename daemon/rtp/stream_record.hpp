@@ -171,20 +171,20 @@ inline bool is_event_shaped(const RtpPacket& packet) noexcept {
 }
 
 // A media binding as a stream table keeps it: Call-ID text and the payload types of the SDP.
+// Members ordered to leave no hole (96 bytes; a binding table entry is 176).
 struct Binding {
     std::string call_id;
+    Timestamp time;                // of the SIP message; for a binding waiting for streams, its last activity
     Endpoint peer;                 // media_key() of the other end of the media line; port 0 when unknown
     std::uint32_t dialog = 0;      // which dialog of the Call-ID (MediaBinding::dialog)
     std::uint8_t caller_peer = 0;  // the dialog's peer groups (MediaBinding::caller_peer)
     std::uint8_t callee_peer = 0;
-
-    bool same_call(const Binding& o) const noexcept { return dialog == o.dialog && call_id == o.call_id; }
-    Timestamp time;  // of the SIP message; for a binding waiting for streams, its last activity
     std::uint8_t codec_count = 0;
     std::array<std::uint8_t, kMaxBindingCodecs> payload_types{};
     std::array<Codec, kMaxBindingCodecs> codecs{};
     std::array<std::uint8_t, kMaxBindingCodecs> clocks{};  // clock_code() of the rtpmap rate
 
+    bool same_call(const Binding& o) const noexcept { return dialog == o.dialog && call_id == o.call_id; }
     std::uint32_t clock_rate(std::size_t i) const noexcept { return clock_rate_of(clocks[i]); }
 
     // Index of the rtpmap entry for `payload_type`, or -1.
