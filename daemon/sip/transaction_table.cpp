@@ -215,8 +215,7 @@ void TransactionTable::expire(Timestamp now) {
 
 bool TransactionTable::restore(const TransactionKey& key, const Transaction& record) {
     if (key.call_id.size() > kMaxCallIdSize) return false;
-    const std::uint64_t hash = transaction_hash(hash_text(key.call_id), key.cseq, key.method);
-    if (lookup(hash, key.call_id, key.cseq, key.method) != Table::kNone) return false;
+    if (lookup(TransactionKeyHash{}(key), key.call_id, key.cseq, key.method) != Table::kNone) return false;
     TransactionKey copy{std::string(key.call_id), key.cseq, key.method};
     insert_entry(std::move(copy), record);
     return true;
