@@ -59,6 +59,7 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
     publish_peers(peers, cfg, intake::AgentMap{});  // offline, every packet is agent "other"
     auto sc = shard_config(cfg);
     sc.peers = &peers;
+    sc.dialogs.keep_caller_identity = !args.records_path.empty();  // --records, not the file's records.enabled
     std::vector<std::unique_ptr<report::ShardCollector>> collectors;
     std::vector<std::unique_ptr<records::ShardEvents>> record_events;  // with --records
     std::vector<shard::ShardWorker*> workers;

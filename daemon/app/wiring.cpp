@@ -28,6 +28,7 @@ shard::ShardConfig shard_config(const config::Config& cfg) {
     s.dialogs.max_call_duration = cfg.timers.max_call_duration;
     s.dialogs.dialog_linger = cfg.timers.dialog_linger;
     s.dialogs.transaction_timeout = cfg.timers.transaction_timeout;
+    s.dialogs.keep_caller_identity = cfg.records.enabled;  // only call records name the parties
     s.streams.max_streams = cfg.tables.max_streams;
     s.streams.max_reported_streams = cfg.tables.max_streams;
     s.streams.max_pending_media = cfg.tables.max_pending_media;

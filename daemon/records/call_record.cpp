@@ -8,12 +8,13 @@
 namespace hepd::records {
 
 DialogFigures dialog_figures(std::string_view call_id, std::string_view from_tag, const sip::Dialog& dialog,
-                             bool evicted, const peer::PeerDirectory* peers) {
+                             const sip::CallerIdentity& caller, bool evicted, const peer::PeerDirectory* peers) {
     DialogFigures f;
     f.call_id = std::string(call_id);
     f.from_tag = std::string(from_tag);
     f.dialog_id = sip::tag_id(from_tag);
     f.dialog = dialog;
+    f.caller = caller;
     f.evicted = evicted;
     if (peers != nullptr && peers->name_count() > 1) {
         f.caller_group = std::string(peers->name(dialog.caller_peer));
@@ -289,16 +290,16 @@ std::string record_line(const CallRecord& record) {
     l.time("cancel", d.cancel_time);
     l.time("bye", d.bye_time);
     l.time("end", d.end_time);
-    l.text("from_user", d.from_party.user());
-    l.text("from_host", d.from_party.host());
-    l.text("to_user", d.to_party.user());
-    l.text("to_host", d.to_party.host());
+    l.text("from_user", f.caller.from_party.user());
+    l.text("from_host", f.caller.from_party.host());
+    l.text("to_user", f.caller.to_party.user());
+    l.text("to_host", f.caller.to_party.host());
     l.address("caller_ip", "caller_port", d.caller);
     l.address("callee_ip", "callee_port", d.callee);
     l.address("callee_side_ip", "callee_side_port", d.callee_side);
     if (!f.caller_group.empty()) l.text("caller_group", f.caller_group);
     if (!f.callee_group.empty()) l.text("callee_group", f.callee_group);
-    l.text("user_agent", d.user_agent_view());
+    l.text("user_agent", f.caller.user_agent_view());
     l.text("state", f.evicted ? std::string_view("evicted") : sip::to_string(d.state));
     l.text("outcome", outcome_text(f));
     if (d.final_status == 0) {

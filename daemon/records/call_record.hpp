@@ -24,6 +24,7 @@ struct DialogFigures {
     std::string from_tag;
     std::uint32_t dialog_id = 0;  // sip::tag_id(from_tag): what MediaBinding::dialog names
     sip::Dialog dialog;
+    sip::CallerIdentity caller{};
     bool evicted = false;  // removed unfinished by the table cap: outcome "evicted"
     // Peer groups (`peers:`) of the caller and callee side, "other" for a far end in none; both
     // empty (and not written) when no group is configured.
@@ -59,7 +60,7 @@ struct ReportedFigures {
 
 // `peers` names the dialog's groups; null (or no group configured): no groups in the record.
 DialogFigures dialog_figures(std::string_view call_id, std::string_view from_tag, const sip::Dialog& dialog,
-                             bool evicted, const peer::PeerDirectory* peers);
+                             const sip::CallerIdentity& caller, bool evicted, const peer::PeerDirectory* peers);
 StreamFigures stream_figures(const rtp::FinishedStream& finished);
 ReportedFigures reported_figures(const rtp::FinishedReported& finished);
 

@@ -16,15 +16,16 @@ void ShardEvents::on_reported_stream_finished(const rtp::FinishedReported& finis
 }
 
 void ShardEvents::on_dialog_removed(std::string_view call_id, std::string_view from_tag, const sip::Dialog& dialog,
-                                    bool evicted) {
+                                    const sip::CallerIdentity& caller, bool evicted) {
     if (dialog.finished() || evicted)
-        dialogs.push_back(dialog_figures(call_id, from_tag, dialog, evicted && !dialog.finished(), peers_));
-    if (next_dialogs_ != nullptr) next_dialogs_->on_dialog_removed(call_id, from_tag, dialog, evicted);
+        dialogs.push_back(dialog_figures(call_id, from_tag, dialog, caller, evicted && !dialog.finished(), peers_));
+    if (next_dialogs_ != nullptr) next_dialogs_->on_dialog_removed(call_id, from_tag, dialog, caller, evicted);
 }
 
 void ShardEvents::collect_remaining(const sip::DialogTable& table) {
-    table.for_each([&](std::string_view call_id, std::string_view from_tag, const sip::Dialog& d) {
-        if (d.finished()) dialogs.push_back(dialog_figures(call_id, from_tag, d, false, peers_));
+    table.for_each_in_full([&](std::string_view call_id, std::string_view from_tag, const sip::Dialog& d,
+                               const sip::SdpSides&, const sip::CallerIdentity& caller) {
+        if (d.finished()) dialogs.push_back(dialog_figures(call_id, from_tag, d, caller, false, peers_));
     });
 }
 

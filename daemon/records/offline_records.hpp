@@ -24,7 +24,7 @@ public:
     void on_stream_finished(const rtp::FinishedStream& finished) override;
     void on_reported_stream_finished(const rtp::FinishedReported& finished) override;
     void on_dialog_removed(std::string_view call_id, std::string_view from_tag, const sip::Dialog& dialog,
-                           bool evicted) override;
+                           const sip::CallerIdentity& caller, bool evicted) override;
     // End of the run: finished dialogs still lingering in the table have their records too.
     void collect_remaining(const sip::DialogTable& table);
 

@@ -17,10 +17,10 @@ void ShardRecorder::on_reported_stream_finished(const rtp::FinishedReported& fin
 }
 
 void ShardRecorder::on_dialog_removed(std::string_view call_id, std::string_view from_tag, const sip::Dialog& dialog,
-                                      bool evicted) {
+                                      const sip::CallerIdentity& caller, bool evicted) {
     // Only a finished dialog has a record, or one the table's cap pushed out unfinished.
     if (!dialog.finished() && !evicted) return;
-    push(dialog_figures(call_id, from_tag, dialog, evicted && !dialog.finished(), peers_));
+    push(dialog_figures(call_id, from_tag, dialog, caller, evicted && !dialog.finished(), peers_));
 }
 
 RecordWriter::RecordWriter(RecordWriterOptions options, std::size_t shards, const Clock& steady, const Clock& wall)

@@ -58,7 +58,7 @@ public:
     void on_stream_finished(const rtp::FinishedStream& finished) override;
     void on_reported_stream_finished(const rtp::FinishedReported& finished) override;
     void on_dialog_removed(std::string_view call_id, std::string_view from_tag, const sip::Dialog& dialog,
-                           bool evicted) override;
+                           const sip::CallerIdentity& caller, bool evicted) override;
 
     std::uint64_t dropped() const noexcept { return dropped_.value(); }
     // Writer side.

@@ -109,7 +109,7 @@ void ShardCollector::finished_dialog(std::string_view call_id, std::string_view 
 }
 
 void ShardCollector::on_dialog_removed(std::string_view call_id, std::string_view from_tag, const sip::Dialog& d,
-                                       bool /*evicted*/) {
+                                       const sip::CallerIdentity& /*caller*/, bool /*evicted*/) {
     // An evicted unfinished record never finishes: the statistics count it as outcome evicted.
     if (d.finished()) finished_dialog(call_id, from_tag, d);
 }

@@ -94,7 +94,7 @@ public:
     void on_stream_finished(const rtp::FinishedStream& finished) override;
     void on_reported_stream_finished(const rtp::FinishedReported& finished) override;
     void on_dialog_removed(std::string_view call_id, std::string_view from_tag, const sip::Dialog& dialog,
-                           bool evicted) override;
+                           const sip::CallerIdentity& caller, bool evicted) override;
     // End of the run: dialogs still in the table (lingering finished ones are counted here).
     void collect_remaining(const sip::DialogTable& table);
 

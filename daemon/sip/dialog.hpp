@@ -40,6 +40,9 @@ struct DialogConfig {
     std::chrono::microseconds transaction_timeout = std::chrono::seconds(32);
     // Completed non-INVITE transaction kept to absorb retransmissions: Timer J/K.
     std::chrono::microseconds transaction_linger = std::chrono::seconds(32);
+    // Keep each dialog's CallerIdentity (call records read it; nothing else does): 130 bytes a
+    // dialog, so hepd keeps it only when it writes records.
+    bool keep_caller_identity = true;
 };
 
 // The label set of hepd_dialogs_active{state}. Terminal states (terminated and after) are held by
@@ -215,6 +218,18 @@ struct PartyName {
 PartyName party_name(std::string_view uri) noexcept;
 PartyName party_name(std::string_view user, std::string_view host) noexcept;
 
+// Who placed a call and to whom, as its first INVITE said: what a call record names. The dialog
+// table keeps it beside the dialog (DialogConfig::keep_caller_identity).
+struct CallerIdentity {
+    std::uint8_t user_agent_size = 0;
+    std::array<char, kUserAgentCap> user_agent{};  // caller's User-Agent, cut at kUserAgentCap
+    PartyName from_party;                          // From URI of the first INVITE
+    PartyName to_party;                            // To URI of the first INVITE (its request URI when To names no user)
+
+    std::string_view user_agent_view() const noexcept { return {user_agent.data(), user_agent_size}; }
+    friend bool operator==(const CallerIdentity&, const CallerIdentity&) = default;
+};
+
 struct Dialog {
     Timestamp invite_time;   // first INVITE, earliest over hops
     Timestamp trying_time;   // first 100 (0: not seen)
@@ -264,12 +279,7 @@ struct Dialog {
     Party hangup = Party::unknown;  // sender of the first BYE
     bool cancel_seen = false;
     bool q850_counted = false;  // the cause went into the statistics
-    std::uint8_t user_agent_size = 0;
-    std::array<char, kUserAgentCap> user_agent{};  // caller's User-Agent, cut at kUserAgentCap
-    PartyName from_party;                          // From URI of the first INVITE
-    PartyName to_party;                            // To URI of the first INVITE (its request URI when To names no user)
 
-    std::string_view user_agent_view() const noexcept { return {user_agent.data(), user_agent_size}; }
     bool finished() const noexcept { return is_finished(state); }
     DialogOutcome outcome() const noexcept { return outcome_of(state); }
     // Microsecond intervals; -1 when either end is missing.

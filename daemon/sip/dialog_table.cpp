@@ -75,6 +75,7 @@ DialogTable::DialogTable(const DialogConfig& config, MediaSink* sink)
       message_(std::make_unique<Message>()),
       sdp_(std::make_unique<SessionDescription>()) {
     reserve_room(sdp_sides_, config.max_dialogs);  // like the table's entries: the sides never move
+    if (config.keep_caller_identity) reserve_room(caller_identities_, config.max_dialogs);
 }
 
 Disposition DialogTable::process(std::string_view text, const PacketMeta& meta) {
@@ -148,7 +149,8 @@ std::size_t DialogTable::active_count() const noexcept {
 
 std::size_t DialogTable::memory_bytes() const noexcept {
     return table_.memory_bytes() + key_heap_bytes_ + transactions_.memory_bytes() + due_.memory_bytes() +
-           sdp_sides_.size() * sizeof(SdpSides);  // every one has been touched
+           sdp_sides_.size() * sizeof(SdpSides) +
+           caller_identities_.size() * sizeof(CallerIdentity);  // every one has been touched
 }
 
 void DialogTable::anomaly(DialogAnomaly a) noexcept { stats_->anomalies[static_cast<std::size_t>(a)].add(); }
@@ -216,15 +218,18 @@ Disposition DialogTable::create(const Message& m, const PacketMeta& meta, Hop ho
     d.agent = static_cast<std::uint8_t>(meta.agent < kMaxAgents ? meta.agent : 0);
     d.callee_agent = d.agent;
     classify_peers(d);
-    const std::size_t ua = std::min(m.user_agent.size(), kUserAgentCap);
-    std::copy_n(m.user_agent.data(), ua, d.user_agent.data());
-    d.user_agent_size = static_cast<std::uint8_t>(ua);
-    d.from_party = party_name(m.from.uri);
-    d.to_party = party_name(m.to.uri);
-    if (d.to_party.user_size == 0) d.to_party = party_name(m.request_uri);
 
     std::uint32_t at = Table::kNone;
     insert_entry(DialogKey(m.call_id, m.from.tag), d, &at, meta.time);
+    if (config_.keep_caller_identity) {
+        CallerIdentity& who = caller_identity_at(at);
+        const std::size_t ua = std::min(m.user_agent.size(), kUserAgentCap);
+        std::copy_n(m.user_agent.data(), ua, who.user_agent.data());
+        who.user_agent_size = static_cast<std::uint8_t>(ua);
+        who.from_party = party_name(m.from.uri);
+        who.to_party = party_name(m.to.uri);
+        if (who.to_party.user_size == 0) who.to_party = party_name(m.request_uri);
+    }
     stats_->dialogs_created.add();
     emit_sdp(at, m, hop, meta.time);
     return Disposition::dialog_created;
@@ -605,10 +610,28 @@ void DialogTable::insert_entry(DialogKey key, const Dialog& record, std::uint32_
     // The victim's slot is the one reused: its SDP sides are still at `at`.
     if (evicted) account_removed(*evicted, true, at, now);
     if (at < sdp_sides_.size()) sdp_sides_[at] = SdpSides{};
+    if (at < caller_identities_.size()) caller_identities_[at] = CallerIdentity{};
     stats_->dialogs_by_state[static_cast<std::size_t>(record.state)].add(1);
     set_deadline(table_[at], record.deadline);
     queue_deadline(at);
     *at_out = at;
+}
+
+CallerIdentity& DialogTable::caller_identity_at(std::uint32_t at) {
+    // Grown like the SDP sides, one entry at a time within the reserved room.
+    if (caller_identities_.size() <= at)
+        caller_identities_.resize(
+            at < caller_identities_.capacity() ? at + 1 : std::max<std::size_t>(at + 1, caller_identities_.size() * 2));
+    return caller_identities_[at];
+}
+
+const CallerIdentity& DialogTable::caller_identity_of(std::uint32_t at) const noexcept {
+    return at < caller_identities_.size() ? caller_identities_[at] : kNoCallerIdentity;
+}
+
+const CallerIdentity& DialogTable::caller_identity(std::string_view call_id, std::string_view from_tag) const noexcept {
+    const std::uint32_t at = lookup(hash_text(call_id), call_id, from_tag);
+    return at == Table::kNone ? kNoCallerIdentity : caller_identity_of(at);
 }
 
 SdpSides& DialogTable::sdp_sides_at(std::uint32_t at) {
@@ -654,7 +677,8 @@ void DialogTable::end_media(std::uint32_t at, std::string_view call_id, std::str
 void DialogTable::account_removed(const Table::Entry& entry, bool evicted, std::uint32_t at, Timestamp when) {
     end_media(at, entry.key.call_id(), entry.key.from_tag(), when);
     if (removed_sink_ != nullptr)
-        removed_sink_->on_dialog_removed(entry.key.call_id(), entry.key.from_tag(), entry.value, evicted);
+        removed_sink_->on_dialog_removed(entry.key.call_id(), entry.key.from_tag(), entry.value, caller_identity_of(at),
+                                         evicted);
     key_heap_bytes_ -= entry.key.heap_bytes();
     stats_->dialogs_by_state[static_cast<std::size_t>(entry.value.state)].add(-1);
     if (!evicted) return;
@@ -670,7 +694,7 @@ void DialogTable::account_removed(const Table::Entry& entry, bool evicted, std::
 }
 
 bool DialogTable::restore(std::string_view call_id, std::string_view from_tag, const Dialog& record,
-                          const SdpSides& sdp_sides) {
+                          const SdpSides& sdp_sides, const CallerIdentity& caller) {
     if (call_id.size() > kMaxCallIdSize || from_tag.size() > kMaxTagSize || from_tag.empty()) return false;
     const std::uint64_t call_hash = hash_text(call_id);
     if (lookup(call_hash, call_id, from_tag) != Table::kNone) return false;
@@ -681,6 +705,7 @@ bool DialogTable::restore(std::string_view call_id, std::string_view from_tag, c
     insert_entry(DialogKey(call_id, from_tag), restored, &at, Timestamp{});
     // Its bindings end with it, and a later offer or answer pairs with these as before.
     if (sdp_sides != SdpSides{}) sdp_sides_at(at) = sdp_sides;
+    if (config_.keep_caller_identity && caller != CallerIdentity{}) caller_identity_at(at) = caller;
     return true;
 }
 

@@ -42,8 +42,9 @@ namespace hepd::sip {
 class DialogSink {
 public:
     virtual ~DialogSink() = default;
+    // `caller` is empty unless the table keeps caller identities.
     virtual void on_dialog_removed(std::string_view call_id, std::string_view from_tag, const Dialog& dialog,
-                                   bool evicted) = 0;
+                                   const CallerIdentity& caller, bool evicted) = 0;
 };
 
 class DialogTable {
@@ -86,19 +87,23 @@ public:
             if (!e.value.finished()) f(e.key.call_id(), e.key.from_tag(), e.value);
         });
     }
-    // f(call_id, from_tag, const Dialog&, const SdpSides&): for_each() with the media
-    // addresses of each dialog's SDP (all empty when it had none). For snapshots.
+    // f(call_id, from_tag, const Dialog&, const SdpSides&, const CallerIdentity&): for_each()
+    // with what the table keeps beside each dialog: the media addresses of its SDP (all empty
+    // when it had none) and who placed it (empty unless kept). For snapshots and records.
     template <class F>
-    void for_each_with_media(F&& f) const {
+    void for_each_in_full(F&& f) const {
         table_.for_each([&](std::uint32_t at, const auto& e) {
-            f(e.key.call_id(), e.key.from_tag(), e.value, at < sdp_sides_.size() ? sdp_sides_[at] : kNoSdpSides);
+            f(e.key.call_id(), e.key.from_tag(), e.value, at < sdp_sides_.size() ? sdp_sides_[at] : kNoSdpSides,
+              caller_identity_of(at));
         });
     }
-    // Inserts a fully formed record (snapshot restore) with the media addresses of its SDP:
+    // Who placed the dialog (Call-ID, From-tag); empty when it is unknown or not kept.
+    const CallerIdentity& caller_identity(std::string_view call_id, std::string_view from_tag) const noexcept;
+    // Inserts a fully formed record (snapshot restore) with what the table keeps beside it:
     // counted in the state gauges, not as created. False when the key is refused (too long) or
     // already present. At the cap this evicts like any insertion.
     bool restore(std::string_view call_id, std::string_view from_tag, const Dialog& record,
-                 const SdpSides& sdp_sides = {});
+                 const SdpSides& sdp_sides = {}, const CallerIdentity& caller = {});
 
     // Not owned; may be null.
     void set_sink(DialogSink* sink) noexcept { removed_sink_ = sink; }
@@ -116,6 +121,7 @@ public:
 private:
     using Table = LruTable<DialogKey, Dialog, DialogKeyHash>;
     static constexpr SdpSides kNoSdpSides{};
+    static constexpr CallerIdentity kNoCallerIdentity{};
 
     std::uint32_t lookup(std::uint64_t call_hash, std::string_view call_id, std::string_view tag) const noexcept;
     Disposition on_unknown(const Message& m, const PacketMeta& meta, Hop hop, std::uint64_t call_hash,
@@ -167,6 +173,10 @@ private:
     std::unique_ptr<SessionDescription> sdp_;
     std::vector<SdpSides, ReservingAllocator<SdpSides>> sdp_sides_;  // by dialog entry index; grows with the table
     SdpSides& sdp_sides_at(std::uint32_t at);
+    // By dialog entry index, like the SDP sides; empty unless config_.keep_caller_identity.
+    std::vector<CallerIdentity, ReservingAllocator<CallerIdentity>> caller_identities_;
+    CallerIdentity& caller_identity_at(std::uint32_t at);
+    const CallerIdentity& caller_identity_of(std::uint32_t at) const noexcept;
 };
 
 }  // namespace hepd::sip

@@ -70,11 +70,11 @@ Json dialog_json(const DialogRecord& r) {
     j["state"] = sip::to_string(d.state);
     j["caller"] = endpoint_json(d.caller);
     j["callee"] = endpoint_json(d.callee);
-    j["user_agent"] = std::string(d.user_agent_view());
-    j["from_user"] = std::string(d.from_party.user());
-    j["from_host"] = std::string(d.from_party.host());
-    j["to_user"] = std::string(d.to_party.user());
-    j["to_host"] = std::string(d.to_party.host());
+    j["user_agent"] = std::string(r.caller.user_agent_view());
+    j["from_user"] = std::string(r.caller.from_party.user());
+    j["from_host"] = std::string(r.caller.from_party.host());
+    j["to_user"] = std::string(r.caller.to_party.user());
+    j["to_host"] = std::string(r.caller.to_party.host());
     j["agent"] = d.agent;
     j["callee_side"] = endpoint_json(d.callee_side);
     j["callee_agent"] = d.callee_agent;

@@ -290,12 +290,13 @@ void to_proto(const DialogRecord& in, Dialog& out) {
     out.set_hangup(static_cast<Party>(d.hangup));
     out.set_cancel_seen(d.cancel_seen);
     out.set_q850_counted(d.q850_counted);
-    const std::size_t ua = std::min<std::size_t>(d.user_agent_size, d.user_agent.size());
-    out.set_user_agent(d.user_agent.data(), ua);
-    out.set_from_user(std::string(d.from_party.user()));
-    out.set_from_host(std::string(d.from_party.host()));
-    out.set_to_user(std::string(d.to_party.user()));
-    out.set_to_host(std::string(d.to_party.host()));
+    const sip::CallerIdentity& who = in.caller;
+    const std::size_t ua = std::min<std::size_t>(who.user_agent_size, who.user_agent.size());
+    out.set_user_agent(who.user_agent.data(), ua);
+    out.set_from_user(std::string(who.from_party.user()));
+    out.set_from_host(std::string(who.from_party.host()));
+    out.set_to_user(std::string(who.to_party.user()));
+    out.set_to_host(std::string(who.to_party.host()));
     put_sdp_sides(in.sdp_sides, *out.mutable_sdp_sides());
 }
 
@@ -303,6 +304,7 @@ bool from_proto(const Dialog& in, DialogRecord& out, std::string& why) {
     FieldReader r(why);
     sip::Dialog& d = out.dialog;
     d = sip::Dialog{};
+    out.caller = sip::CallerIdentity{};
     out.call_id = in.call_id();
     out.from_tag = in.from_tag();
     r.time("invite_time_us", in.invite_time_us(), d.invite_time);
@@ -347,16 +349,17 @@ bool from_proto(const Dialog& in, DialogRecord& out, std::string& why) {
     d.cancel_seen = in.cancel_seen();
     d.q850_counted = in.q850_counted();
     get_sdp_sides(r, in.sdp_sides(), out.sdp_sides);
-    if (r.ok() && in.user_agent().size() > d.user_agent.size())
+    sip::CallerIdentity& who = out.caller;
+    if (r.ok() && in.user_agent().size() > who.user_agent.size())
         r.fail("user_agent",
-               std::to_string(in.user_agent().size()) + " octets, at most " + std::to_string(d.user_agent.size()));
+               std::to_string(in.user_agent().size()) + " octets, at most " + std::to_string(who.user_agent.size()));
     if (!r.ok()) return false;
-    d.user_agent.fill('\0');
-    std::copy(in.user_agent().begin(), in.user_agent().end(), d.user_agent.begin());
-    d.user_agent_size = static_cast<std::uint8_t>(in.user_agent().size());
+    who.user_agent.fill('\0');
+    std::copy(in.user_agent().begin(), in.user_agent().end(), who.user_agent.begin());
+    who.user_agent_size = static_cast<std::uint8_t>(in.user_agent().size());
     // Longer text than a live record holds is cut the same way (a party name is informational).
-    d.from_party = sip::party_name(in.from_user(), in.from_host());
-    d.to_party = sip::party_name(in.to_user(), in.to_host());
+    who.from_party = sip::party_name(in.from_user(), in.from_host());
+    who.to_party = sip::party_name(in.to_user(), in.to_host());
     return true;
 }
 

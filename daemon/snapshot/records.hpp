@@ -23,7 +23,8 @@ struct DialogRecord {
     std::string call_id;
     std::string from_tag;
     sip::Dialog dialog;
-    sip::SdpSides sdp_sides{};  // the media addresses of its SDP, kept beside the record by the table
+    sip::SdpSides sdp_sides{};     // the media addresses of its SDP, kept beside the record by the table
+    sip::CallerIdentity caller{};  // who placed it: empty unless the table keeps it (call records on)
 
     friend bool operator==(const DialogRecord&, const DialogRecord&) = default;
 };

@@ -15,10 +15,10 @@ ShardImage capture(const shard::ShardWorker& worker) {
     const rtp::StreamTable& streams = worker.streams();
 
     image.dialogs.reserve(dialogs.size());
-    dialogs.for_each_with_media(
-        [&](std::string_view call_id, std::string_view from_tag, const sip::Dialog& d, const sip::SdpSides& sdp_sides) {
-            image.dialogs.push_back(DialogRecord{std::string(call_id), std::string(from_tag), d, sdp_sides});
-        });
+    dialogs.for_each_in_full([&](std::string_view call_id, std::string_view from_tag, const sip::Dialog& d,
+                                 const sip::SdpSides& sdp_sides, const sip::CallerIdentity& caller) {
+        image.dialogs.push_back(DialogRecord{std::string(call_id), std::string(from_tag), d, sdp_sides, caller});
+    });
     image.transactions.reserve(dialogs.transactions().size());
     dialogs.transactions().for_each([&](const sip::TransactionKey& key, const sip::Transaction& t) {
         image.transactions.push_back(TransactionRecord{key, t});
@@ -77,7 +77,7 @@ RestoreCounts restore(const SnapshotFile& file, const std::vector<shard::ShardWo
     for (const std::size_t i : by_time(r.dialogs, [](const DialogRecord& d) { return d.dialog.last_activity; })) {
         const DialogRecord& d = r.dialogs[i];
         sip::DialogTable& table = shards[shard::shard_of_call(d.call_id, n)]->dialogs();
-        count(counts.dialogs, table.restore(d.call_id, d.from_tag, d.dialog, d.sdp_sides));
+        count(counts.dialogs, table.restore(d.call_id, d.from_tag, d.dialog, d.sdp_sides, d.caller));
     }
     for (const std::size_t i :
          by_time(r.transactions, [](const TransactionRecord& t) { return t.transaction.last_activity; })) {

@@ -46,8 +46,6 @@ DialogFigures answered_call(const std::string& call_id, const std::string& from_
     d.caller = ep("192.0.2.1:5060");
     d.callee = ep("[2001:db8::2]:5080");
     d.callee_side = ep("[2001:db8::3]:5090");  // the proxy at `callee` relayed the INVITE here
-    d.from_party = sip::party_name("sip:+4930123@carrier.example;user=phone");
-    d.to_party = sip::party_name("sip:bob@pbx.example:5080");
     d.final_status = 200;
     d.bye_status = 200;
     d.q850_cause = 16;
@@ -57,10 +55,13 @@ DialogFigures answered_call(const std::string& call_id, const std::string& from_
     d.fork_count = 1;
     d.retransmissions = 3;
     d.reinvites = 1;
+    sip::CallerIdentity who;
+    who.from_party = sip::party_name("sip:+4930123@carrier.example;user=phone");
+    who.to_party = sip::party_name("sip:bob@pbx.example:5080");
     const std::string ua = "sipp \"3.6\"";
-    std::copy(ua.begin(), ua.end(), d.user_agent.begin());
-    d.user_agent_size = static_cast<std::uint8_t>(ua.size());
-    return dialog_figures(call_id, from_tag, d, false, nullptr);
+    std::copy(ua.begin(), ua.end(), who.user_agent.begin());
+    who.user_agent_size = static_cast<std::uint8_t>(ua.size());
+    return dialog_figures(call_id, from_tag, d, who, false, nullptr);
 }
 
 StreamFigures stream_of(const std::string& call_id, std::string_view from_tag, std::uint32_t ssrc, std::int64_t first) {
@@ -179,12 +180,12 @@ TEST_CASE("party names: the dialog table takes them from the first INVITE's From
         "CSeq: 1 INVITE\r\n"
         "Content-Length: 0\r\n\r\n";
     REQUIRE(table.process(invite, meta) == sip::Disposition::dialog_created);
-    const sip::Dialog* d = table.find("party-1", "f1");
-    REQUIRE(d != nullptr);
-    CHECK(d->from_party.user() == "alice");
-    CHECK(d->from_party.host() == "a.example");
-    CHECK(d->to_party.user() == "+4930999");
-    CHECK(d->to_party.host() == "gw.example");
+    REQUIRE(table.find("party-1", "f1") != nullptr);
+    const sip::CallerIdentity& who = table.caller_identity("party-1", "f1");
+    CHECK(who.from_party.user() == "alice");
+    CHECK(who.from_party.host() == "a.example");
+    CHECK(who.to_party.user() == "+4930999");
+    CHECK(who.to_party.host() == "gw.example");
 }
 
 TEST_CASE("JSON strings: quotes, backslashes, control bytes and invalid UTF-8 are escaped", "[records]") {
@@ -320,7 +321,7 @@ TEST_CASE("record line: an unanswered call has nulls, an evicted one its own out
     d.caller_peer = 1;
     d.callee_peer = 2;
     CallRecord r;
-    r.dialog = dialog_figures("c1", "t1", d, false, &peers);
+    r.dialog = dialog_figures("c1", "t1", d, {}, false, &peers);
     Json j = Json::parse(record_line(r));
     CHECK(j["outcome"] == "failed");
     CHECK(j["final_status"] == 486);
@@ -336,16 +337,16 @@ TEST_CASE("record line: an unanswered call has nulls, an evicted one its own out
     CHECK(j["streams"].empty());
     CHECK(j["reported"].empty());
     d.callee_peer = peer::kOtherPeer;
-    j = Json::parse(record_line(CallRecord{dialog_figures("c1", "t1", d, false, &peers), {}, {}}));
+    j = Json::parse(record_line(CallRecord{dialog_figures("c1", "t1", d, {}, false, &peers), {}, {}}));
     CHECK(j["callee_group"] == "other");
     // Without groups configured, none are written (not even "other").
     peer::PeerDirectory none;
     none.publish({});
-    j = Json::parse(record_line(CallRecord{dialog_figures("c1", "t1", d, false, &none), {}, {}}));
+    j = Json::parse(record_line(CallRecord{dialog_figures("c1", "t1", d, {}, false, &none), {}, {}}));
     CHECK_FALSE(j.contains("caller_group"));
 
     d.state = sip::DialogState::early;
-    r.dialog = dialog_figures("c1", "t1", d, true, nullptr);
+    r.dialog = dialog_figures("c1", "t1", d, {}, true, nullptr);
     j = Json::parse(record_line(r));
     CHECK(j["outcome"] == "evicted");
     CHECK(j["state"] == "evicted");
@@ -489,13 +490,13 @@ TEST_CASE("writer: a full shard queue drops the event and counts it; the rest is
     // The writer is not polled: shard 0's queue fills after 16 events and the shard goes on.
     for (int i = 0; i < 20; ++i) {
         const auto d = answered_call("call-" + std::to_string(i), "a", 1'000'000 + i);
-        w.shard(0).on_dialog_removed(d.call_id, d.from_tag, d.dialog, false);
+        w.shard(0).on_dialog_removed(d.call_id, d.from_tag, d.dialog, d.caller, false);
     }
     // An unfinished dialog leaving the table without eviction has no record; an evicted one has.
     sip::Dialog open;
     open.invite_time = Timestamp{5};
-    w.shard(1).on_dialog_removed("unfinished", "x", open, false);
-    w.shard(1).on_dialog_removed("evicted", "x", open, true);
+    w.shard(1).on_dialog_removed("unfinished", "x", open, {}, false);
+    w.shard(1).on_dialog_removed("evicted", "x", open, {}, true);
     CHECK(w.shard(0).dropped() == 4);
     CHECK(w.queue_drops() == 4);
     w.poll();
@@ -521,7 +522,7 @@ TEST_CASE("writer: stop writes the held records and counts the streams still wai
     RecordWriter w(o, 1, steady, wall);
     w.start();
     const auto d = answered_call("held", "a", 1'000'000);
-    w.shard(0).on_dialog_removed(d.call_id, d.from_tag, d.dialog, false);
+    w.shard(0).on_dialog_removed(d.call_id, d.from_tag, d.dialog, d.caller, false);
     rtp::StreamKey key{ep("192.0.2.1:16000"), ep("192.0.2.2:26000"), 7};
     rtp::Stream stream;
     rtp::Binding binding;

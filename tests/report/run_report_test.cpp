@@ -56,7 +56,7 @@ struct Input {
         answered.ringing_time = Timestamp{t0.us + 500'000};
         answered.answer_time = Timestamp{t0.us + 2'000'000};
         answered.bye_time = Timestamp{t0.us + 62'000'000};
-        collector.on_dialog_removed("ok-1@test", "tag-ok", answered, false);
+        collector.on_dialog_removed("ok-1@test", "tag-ok", answered, {}, false);
         sip::Dialog refused;
         refused.state = sip::DialogState::failed;
         refused.invite_time = Timestamp{t0.us + 1'000'000};
@@ -65,7 +65,7 @@ struct Input {
         refused.q850_cause = 17;
         refused.caller = Endpoint{IpAddress::v4(0x0a000001U), 5060};
         refused.callee = Endpoint{IpAddress::v4(0x0a000002U), 5062};
-        collector.on_dialog_removed("busy-1@test", "tag-busy", refused, false);
+        collector.on_dialog_removed("busy-1@test", "tag-busy", refused, {}, false);
 
         streams.streams_started.add(4);
         streams.streams_finished[static_cast<std::size_t>(rtp::FinishReason::idle)].add(3);

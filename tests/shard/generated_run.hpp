@@ -66,9 +66,9 @@ public:
         reported[{f.key.call_id, f.key.ssrc}].push_back(f.stream);
     }
     void on_dialog_removed(std::string_view call_id, std::string_view from_tag, const sip::Dialog& d,
-                           bool evicted) override {
+                           const sip::CallerIdentity& caller, bool evicted) override {
         dialogs[{std::string(call_id), std::string(from_tag)}] = d;
-        collector.on_dialog_removed(call_id, from_tag, d, evicted);
+        collector.on_dialog_removed(call_id, from_tag, d, caller, evicted);
     }
     std::map<DialogId, sip::Dialog> dialogs;
     std::map<StreamId, StreamRecord> streams;

@@ -92,7 +92,7 @@ TEST_CASE("dialog: a normal call, timed to the microsecond", "[sip][dialog]") {
     CHECK(d->invite_cseq == 1);
     CHECK(d->agent == 1);
     CHECK_FALSE(d->cancel_seen);
-    CHECK(d->user_agent_view() == "TestPhone/1.0");
+    CHECK(h.table.caller_identity("call-1@example.net", "caller-tag").user_agent_view() == "TestPhone/1.0");
 
     const DialogStats& s = h.stats();
     CHECK(s.dialogs_created.value() == 1);

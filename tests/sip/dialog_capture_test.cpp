@@ -126,7 +126,7 @@ TEST_CASE("capture: 5 calls through Kamailio, both legs mirrored over HEP/UDP", 
         CHECK(d->bye_status == 200);
         CHECK(d->hangup == Party::caller);
         CHECK(d->q850_cause == kNoCause);
-        CHECK(d->user_agent_view().empty());  // sipp sends none
+        CHECK(table.caller_identity(e.call_id, e.from_tag).user_agent_view().empty());  // sipp sends none
         CHECK(table.match(e.call_id, e.to_tag, e.from_tag) == d);
     }
     // Call 1 to the microsecond: PDD 1328 us, setup 2105 us, duration 1.005252 s.

@@ -23,7 +23,8 @@ struct Outcome {
 
 struct Calls : DialogSink {
     std::map<std::string, Outcome> ended;
-    void on_dialog_removed(std::string_view call_id, std::string_view, const Dialog& d, bool) override {
+    void on_dialog_removed(std::string_view call_id, std::string_view, const Dialog& d, const CallerIdentity&,
+                           bool) override {
         ended[std::string(call_id)] = Outcome{d.state, d.final_status};
     }
 };

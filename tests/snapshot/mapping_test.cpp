@@ -54,9 +54,9 @@ TEST_CASE("a dialog with every field set survives the round trip", "[snapshot][m
     CHECK(out == in);
     CHECK(out.call_id == in.call_id);
     CHECK(out.from_tag == in.from_tag);
-    CHECK(out.dialog.user_agent_view() == "Asterisk PBX 18.20.0-1~deb12u1 x");
-    CHECK(out.dialog.from_party.user() == "+4930123456");
-    CHECK(out.dialog.to_party.host() == "2001:db8::5");
+    CHECK(out.caller.user_agent_view() == "Asterisk PBX 18.20.0-1~deb12u1 x");
+    CHECK(out.caller.from_party.user() == "+4930123456");
+    CHECK(out.caller.to_party.host() == "2001:db8::5");
 
     // The message says what the schema documents.
     CHECK(m.caller().address() == bytes_of({192, 0, 2, 10}));

@@ -34,7 +34,7 @@ public:
         stream_calls[id] = f.binding != nullptr ? f.binding->call_id : std::string();
     }
     void on_dialog_removed(std::string_view call_id, std::string_view from_tag, const sip::Dialog& d,
-                           bool /*evicted*/) override {
+                           const sip::CallerIdentity& /*caller*/, bool /*evicted*/) override {
         dialogs[{std::string(call_id), std::string(from_tag)}] = d;
     }
     std::map<DialogId, sip::Dialog> dialogs;

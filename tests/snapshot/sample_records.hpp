@@ -55,10 +55,10 @@ inline DialogRecord sample_dialog(const std::string& call_id = "a84b4c76e66710@p
     d.cancel_seen = true;
     d.q850_counted = true;
     const std::string ua = "Asterisk PBX 18.20.0-1~deb12u1 x";  // 32 octets: exactly the cap
-    std::copy(ua.begin(), ua.end(), d.user_agent.begin());
-    d.user_agent_size = static_cast<std::uint8_t>(ua.size());
-    d.from_party = sip::party_name("sip:+4930123456@carrier.example");
-    d.to_party = sip::party_name("sip:1002@[2001:db8::5]:5080");
+    std::copy(ua.begin(), ua.end(), r.caller.user_agent.begin());
+    r.caller.user_agent_size = static_cast<std::uint8_t>(ua.size());
+    r.caller.from_party = sip::party_name("sip:+4930123456@carrier.example");
+    r.caller.to_party = sip::party_name("sip:1002@[2001:db8::5]:5080");
     // An offer and its answer on the first hop (video declined in the answer), and a relayed
     // offer on the second hop whose audio was on hold; the fourth slot empty.
     r.sdp_sides[0] = {0x11111111U, false, {ep("[2001:db8::1]:30000"), hepd::Endpoint{}}};
