@@ -186,6 +186,24 @@ TEST_CASE("party names: the dialog table takes them from the first INVITE's From
     CHECK(who.from_party.host() == "a.example");
     CHECK(who.to_party.user() == "+4930999");
     CHECK(who.to_party.host() == "gw.example");
+
+    // Without call records nothing reads them: a table told so keeps none, and its sink and
+    // snapshot walk see an empty identity beside the same dialog.
+    sip::DialogConfig lean = config;
+    lean.keep_caller_identity = false;
+    sip::DialogTable without(lean);
+    REQUIRE(without.process(invite, meta) == sip::Disposition::dialog_created);
+    REQUIRE(without.find("party-1", "f1") != nullptr);
+    CHECK(without.caller_identity("party-1", "f1") == sip::CallerIdentity{});
+    CHECK(*without.find("party-1", "f1") == *table.find("party-1", "f1"));
+    std::size_t seen = 0;
+    without.for_each_in_full([&](std::string_view, std::string_view, const sip::Dialog&, const sip::SdpSides&,
+                                 const sip::CallerIdentity& caller) {
+        CHECK(caller == sip::CallerIdentity{});
+        ++seen;
+    });
+    CHECK(seen == 1);
+    CHECK(without.memory_bytes() < table.memory_bytes());
 }
 
 TEST_CASE("JSON strings: quotes, backslashes, control bytes and invalid UTF-8 are escaped", "[records]") {
