@@ -75,7 +75,7 @@ bool same_key(const StreamKey& a, const StreamKey& b) noexcept {
            a.src.address.family() == b.src.address.family() && a.dst.address.family() == b.dst.address.family();
 }
 
-SeqVerdict observe_packet(Stream& s, const RtpPacket& p, Timestamp arrival) noexcept {
+SeqVerdict observe_packet(Stream& s, const RtpPacket& p, Timestamp arrival) {
     const std::int64_t t = arrival.us;
     if (s.packets == 0) {
         s.first = arrival;
@@ -114,17 +114,22 @@ SeqVerdict observe_packet(Stream& s, const RtpPacket& p, Timestamp arrival) noex
     }
     if (assigned.clock_rate == 0 && (s.flags & Stream::kCandidateClocks) == 0) {
         s.flags |= Stream::kCandidateClocks;
-        for (std::size_t i = 1; i < s.jitter.size(); ++i) s.jitter[i] = s.jitter[0];
+        s.extras.mut().candidates.fill(s.jitter);
         s.dynamic_payload_type = p.payload_type;
     }
     if ((s.flags & Stream::kHasVoiceReference) != 0) {
         const auto arrival_delta = static_cast<double>(t - s.last_voice_arrival_us);
         const auto timestamp_delta =
             static_cast<double>(static_cast<std::int32_t>(p.timestamp - s.last_voice_timestamp));
-        const std::size_t estimates = (s.flags & Stream::kCandidateClocks) != 0 ? s.jitter.size() : 1;
-        for (std::size_t i = 0; i < estimates; ++i) {
-            const std::uint32_t rate = assigned.clock_rate != 0 ? assigned.clock_rate : kCandidateClockRates[i];
-            add_transit_difference(s.jitter[i], arrival_delta, timestamp_delta, rate);
+        const std::uint32_t rate = assigned.clock_rate != 0 ? assigned.clock_rate : kCandidateClockRates[0];
+        add_transit_difference(s.jitter, arrival_delta, timestamp_delta, rate);
+        if ((s.flags & Stream::kCandidateClocks) != 0) {
+            auto& candidates = s.extras.mut().candidates;
+            for (std::size_t i = 0; i < candidates.size(); ++i) {
+                const std::uint32_t candidate_rate =
+                    assigned.clock_rate != 0 ? assigned.clock_rate : kCandidateClockRates[i + 1];
+                add_transit_difference(candidates[i], arrival_delta, timestamp_delta, candidate_rate);
+            }
         }
     }
     s.last_voice_arrival_us = t;
@@ -161,9 +166,9 @@ const std::uint8_t kZeroPayload[kMaxHeldPayload] = {};
 }  // namespace
 
 Continuity classify(const Stream& s, const RtpPacket& p, Timestamp arrival) noexcept {
-    if (s.held.valid) {
-        const bool follows = p.sequence == static_cast<std::uint16_t>(s.held.sequence + 1U) &&
-                             arrival.us >= s.last.us + s.held.after_last_us;
+    if (const HeldPacket& held = s.held(); held.valid) {
+        const bool follows = p.sequence == static_cast<std::uint16_t>(held.sequence + 1U) &&
+                             arrival.us >= s.last.us + held.after_last_us;
         return follows ? Continuity::restarted : Continuity::stray;
     }
     if (!s.sequence.validated) return Continuity::continues;  // A.1 probation judges the start
@@ -172,26 +177,28 @@ Continuity classify(const Stream& s, const RtpPacket& p, Timestamp arrival) noex
     return jump || timestamp_breaks(s, p, arrival) ? Continuity::breaks : Continuity::continues;
 }
 
-void hold_packet(Stream& s, const RtpPacket& p, Timestamp arrival) noexcept {
+void hold_packet(Stream& s, const RtpPacket& p, Timestamp arrival) {
     constexpr std::int64_t most = std::numeric_limits<std::uint32_t>::max();
-    s.held = HeldPacket{static_cast<std::uint32_t>(std::clamp<std::int64_t>(arrival.us - s.last.us, 0, most)),
-                        p.timestamp,
-                        p.sequence,
-                        static_cast<std::uint16_t>(std::min<std::size_t>(p.payload.size(), kMaxHeldPayload)),
-                        p.payload_type,
-                        p.marker,
-                        true};
+    s.extras.mut().held =
+        HeldPacket{static_cast<std::uint32_t>(std::clamp<std::int64_t>(arrival.us - s.last.us, 0, most)),
+                   p.timestamp,
+                   p.sequence,
+                   static_cast<std::uint16_t>(std::min<std::size_t>(p.payload.size(), kMaxHeldPayload)),
+                   p.payload_type,
+                   p.marker,
+                   true};
 }
 
 TakenPacket take_held(Stream& s) noexcept {
+    const HeldPacket& held = s.held();
     TakenPacket t;
-    t.packet.marker = s.held.marker;
-    t.packet.payload_type = s.held.payload_type;
-    t.packet.sequence = s.held.sequence;
-    t.packet.timestamp = s.held.timestamp;
-    t.packet.payload = ByteSpan(kZeroPayload, s.held.payload_size);
-    t.arrival = Timestamp{s.last.us + s.held.after_last_us};
-    s.held = HeldPacket{};
+    t.packet.marker = held.marker;
+    t.packet.payload_type = held.payload_type;
+    t.packet.sequence = held.sequence;
+    t.packet.timestamp = held.timestamp;
+    t.packet.payload = ByteSpan(kZeroPayload, held.payload_size);
+    t.arrival = Timestamp{s.last.us + held.after_last_us};
+    if (s.extras.allocated()) s.extras.mut().held = HeldPacket{};
     return t;
 }
 
@@ -238,13 +245,13 @@ StreamSummary summarize(const Stream& s, const Binding* binding, const QualityOp
             out.clock_from_binding = true;
         } else {
             out.clock_unmatched = bound_rate != 0 || (at >= 0 && binding->clocks[bi] == kUnlistedClock);
-            for (std::size_t i = 1; i < s.jitter.size(); ++i)
-                if (s.jitter[i].max_jitter_us < s.jitter[static_cast<std::size_t>(slot)].max_jitter_us)
+            for (std::size_t i = 1; i < kCandidateClockRates.size(); ++i)
+                if (s.estimate(i).max_jitter_us < s.estimate(static_cast<std::size_t>(slot)).max_jitter_us)
                     slot = static_cast<int>(i);
         }
     }
     out.jitter_slot = slot;
-    const JitterEstimate& estimate = s.jitter[static_cast<std::size_t>(slot)];
+    const JitterEstimate& estimate = s.estimate(static_cast<std::size_t>(slot));
     out.jitter_ms = estimate.jitter_us / 1000.0;
     out.max_jitter_ms = estimate.max_jitter_us / 1000.0;
 
@@ -275,10 +282,10 @@ StreamSummary summarize(const Stream& s, const Binding* binding, const QualityOp
         out.burst_ratio = std::max(1.0, mean_burst * (1.0 - out.loss_percent / 100.0));
     }
     double network_ms = options.default_network_delay_ms;
-    if (s.receiver.rtt_us != kNoRtt) {
-        network_ms = s.receiver.rtt_us / 2000.0;
-    } else if (s.receiver.xr_round_trip_ms != 0) {
-        network_ms = s.receiver.xr_round_trip_ms / 2.0;
+    if (const ReceiverView& view = s.receiver; view.rtt_us != kNoRtt) {
+        network_ms = view.rtt_us / 2000.0;
+    } else if (view.xr_round_trip_ms != 0) {
+        network_ms = view.xr_round_trip_ms / 2.0;
     }
     out.one_way_delay_ms = network_ms + options.jitter_buffer_factor * out.max_jitter_ms;
     const EmodelResult e = evaluate(codec_impairment(out.codec, options.g711_plc),

@@ -31,6 +31,7 @@
 // maximum jitter) is taken.
 #include "core/address.hpp"
 #include "core/media_binding.hpp"
+#include "core/out_of_line.hpp"
 #include "core/time.hpp"
 #include "rtp/rtp_packet.hpp"
 #include "rtp/sequence.hpp"
@@ -105,6 +106,16 @@ struct HeldPacket {
     friend bool operator==(const HeldPacket&, const HeldPacket&) = default;
 };
 
+// The parts of a stream that most streams never use, out of line (32 bytes a stream less): the
+// estimates under the other candidate clocks (only a dynamic payload type runs them) and a held
+// packet (only after a break). The receiver's view stays inline: most captures carry RTCP.
+struct StreamExtras {
+    std::array<JitterEstimate, kCandidateClockRates.size() - 1> candidates{};  // clocks 1.. of kCandidateClockRates
+    HeldPacket held;  // not in snapshots: at most one packet, re-judged
+
+    friend bool operator==(const StreamExtras&, const StreamExtras&) = default;
+};
+
 struct Stream {
     enum Flags : std::uint8_t {
         kHasVoiceReference = 1,  // last_voice_* hold the previous voice packet
@@ -124,23 +135,30 @@ struct Stream {
     std::uint32_t markers = 0;
     std::uint32_t duplicates = 0;
     std::uint32_t out_of_order = 0;
-    // Index i: estimate under kCandidateClockRates[i] for payload types of unknown clock. Only
-    // [0] runs until such a payload type appears.
-    std::array<JitterEstimate, kCandidateClockRates.size()> jitter{};
+    // Under the voice payload type's clock, or under kCandidateClockRates[0] while the clock is
+    // unknown (the other candidates' estimates are in extras, estimate(i)).
+    JitterEstimate jitter;
     ReceiverView receiver;
-    HeldPacket held;  // not in snapshots: at most one packet, re-judged
     std::uint16_t payload_type_changes = 0;
     std::uint8_t voice_payload_type = kNoPayloadType;    // current voice payload type
     std::uint8_t dynamic_payload_type = kNoPayloadType;  // first voice payload type of unknown clock
     std::uint8_t flags = 0;
+    OutOfLine<StreamExtras> extras;
 
     std::uint32_t voice_packets() const noexcept { return packets - event_packets - comfort_noise_packets; }
+    // The estimate under kCandidateClockRates[i].
+    const JitterEstimate& estimate(std::size_t i) const noexcept {
+        return i == 0 ? jitter : extras.get().candidates[i - 1];
+    }
+    JitterEstimate& estimate_mut(std::size_t i) { return i == 0 ? jitter : extras.mut().candidates[i - 1]; }
+    const HeldPacket& held() const noexcept { return extras.get().held; }
 
     friend bool operator==(const Stream&, const Stream&) = default;
 };
 
 // Updates `stream` with one packet that arrived at `arrival`; returns the sequence verdict.
-SeqVerdict observe_packet(Stream& stream, const RtpPacket& packet, Timestamp arrival) noexcept;
+// Allocates the stream's extras at its first voice packet of a dynamic payload type.
+SeqVerdict observe_packet(Stream& stream, const RtpPacket& packet, Timestamp arrival);
 
 // A voice packet whose RTP timestamp and arrival time disagree by more than this (under every
 // clock the payload type may have) breaks the stream: sipp replaying the same sequence and
@@ -156,7 +174,7 @@ enum class Continuity : std::uint8_t {
     stray,      // does not follow the held packet: measure the held one, then this one
 };
 Continuity classify(const Stream& stream, const RtpPacket& packet, Timestamp arrival) noexcept;
-void hold_packet(Stream& stream, const RtpPacket& packet, Timestamp arrival) noexcept;
+void hold_packet(Stream& stream, const RtpPacket& packet, Timestamp arrival);  // allocates the extras
 // The held packet as a packet again (its payload octets are zeros of the right length) with its
 // arrival, and the stream without it.
 struct TakenPacket {

@@ -134,13 +134,13 @@ void StreamTable::on_rtp(const PacketMeta& meta, const RtpPacket& packet) {
     Stream& stream = streams_[at].stream;
     switch (classify(stream, packet, meta.time)) {
     case Continuity::continues: measure(at, packet, meta.time); return;
-    case Continuity::breaks: hold_packet(stream, packet, meta.time); return;
+    case Continuity::breaks: hold(at, packet, meta.time); return;
     case Continuity::stray: {
         const TakenPacket held = take_held(stream);
         measure(at, held.packet, held.arrival);
         // The stray may itself have been the first of a restart: judge this packet afresh.
         if (classify(streams_[at].stream, packet, meta.time) == Continuity::breaks) {
-            hold_packet(streams_[at].stream, packet, meta.time);
+            hold(at, packet, meta.time);
         } else {
             measure(at, packet, meta.time);
         }
@@ -158,7 +158,10 @@ void StreamTable::on_rtp(const PacketMeta& meta, const RtpPacket& packet) {
 }
 
 void StreamTable::measure(std::uint32_t at, const RtpPacket& packet, Timestamp arrival) {
-    const SeqVerdict verdict = observe_packet(streams_[at].stream, packet, arrival);
+    Stream& stream = streams_[at].stream;
+    const bool had_extras = stream.extras.allocated();
+    const SeqVerdict verdict = observe_packet(stream, packet, arrival);
+    count_extras(had_extras, stream);
     if (verdict == SeqVerdict::duplicate) {
         stats_.duplicate_packets.add();
     } else if (verdict == SeqVerdict::late) {
@@ -187,8 +190,20 @@ std::uint32_t StreamTable::create_stream(const StreamKey& key, bool count_start,
     return at;
 }
 
+void StreamTable::hold(std::uint32_t at, const RtpPacket& packet, Timestamp arrival) {
+    Stream& stream = streams_[at].stream;
+    const bool had_extras = stream.extras.allocated();
+    hold_packet(stream, packet, arrival);
+    count_extras(had_extras, stream);
+}
+
+void StreamTable::count_extras(bool had, const Stream& stream) noexcept {
+    if (!had && stream.extras.allocated()) ++extras_count_;
+}
+
 void StreamTable::end_stream(std::uint32_t at, FinishReason reason) {
     finish_stream(at, reason);
+    if (streams_[at].stream.extras.allocated()) --extras_count_;
     streams_.erase(at);
 }
 
@@ -920,6 +935,7 @@ bool StreamTable::insert(const StreamKey& key, const Stream& stream) {
     if (find_stream(key, hash) != kNone) return false;
     const std::uint32_t i = create_stream(key, false, stream.last);
     streams_[i].stream = stream;
+    count_extras(false, stream);
     return true;
 }
 
@@ -942,7 +958,7 @@ StreamTable::EntrySizes StreamTable::entry_sizes() noexcept {
 
 std::size_t StreamTable::memory_bytes() const noexcept {
     return streams_.memory_bytes() + media_.memory_bytes() + bindings_.memory_bytes() + reported_.memory_bytes() +
-           key_heap_bytes_;
+           key_heap_bytes_ + extras_count_ * sizeof(StreamExtras);
 }
 
 }  // namespace hepd::rtp

@@ -126,7 +126,8 @@ public:
     // Not owned; may be null. Called from expire()/finish_all()/evictions, never per packet.
     void set_sink(StreamSink* sink) noexcept { sink_ = sink; }
 
-    // Per packet. No allocation except when a stream (or reported stream) is created.
+    // Per packet. No allocation except when a stream (or reported stream) is created and when
+    // a stream first needs its extras (stream_record.hpp: a dynamic payload type, a break).
     void on_rtp(const PacketMeta& meta, ByteSpan payload);
     void on_rtp(const PacketMeta& meta, const RtpPacket& packet);
     void on_rtcp(const PacketMeta& meta, ByteSpan payload);
@@ -196,8 +197,8 @@ public:
     void drop_released_unused();
     bool insert_reported(const ReportedKey& key, const ReportedStream& stream);
 
-    // Bytes held by the tables and by the strings they own (heap: the requested sizes). O(1):
-    // it is published once a second (hepd_table_memory_bytes).
+    // Bytes held by the tables, by the strings they own and by streams' extras (heap: the
+    // requested sizes). O(1): it is published once a second (hepd_table_memory_bytes).
     std::size_t memory_bytes() const noexcept;
     // The strings' part of it: Call-IDs of bindings and reported streams beyond the small-string
     // buffer, kept up to date as they come and go.
@@ -265,6 +266,8 @@ private:
     std::uint32_t find_stream(const StreamKey& key, std::uint64_t hash) const noexcept;
     std::uint32_t create_stream(const StreamKey& key, bool count_start, Timestamp now);
     void measure(std::uint32_t at, const RtpPacket& packet, Timestamp arrival);
+    void hold(std::uint32_t at, const RtpPacket& packet, Timestamp arrival);
+    void count_extras(bool had, const Stream& stream) noexcept;
     void end_stream(std::uint32_t at, FinishReason reason);  // finish and erase
     void finish_stream(std::uint32_t at, FinishReason reason);
     std::uint32_t media_entry(const Endpoint& media, bool create);
@@ -313,6 +316,7 @@ private:
     ReportedLru reported_;
     std::size_t pending_count_ = 0;  // bindings no stream uses
     std::size_t key_heap_bytes_ = 0;
+    std::size_t extras_count_ = 0;  // streams whose extras are allocated
 };
 
 }  // namespace hepd::rtp

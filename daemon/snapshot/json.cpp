@@ -173,11 +173,11 @@ Json stream_json(const StreamRecord& r) {
     j["last_voice_arrival"] = time_json(Timestamp{s.last_voice_arrival_us});
     j["last_voice_timestamp"] = s.last_voice_timestamp;
     Json jitter = Json::array();
-    for (std::size_t i = 0; i < s.jitter.size(); ++i) {
+    for (std::size_t i = 0; i < rtp::kCandidateClockRates.size(); ++i) {
         Json e;
         e["clock_rate"] = rtp::kCandidateClockRates[i];
-        e["jitter_us"] = s.jitter[i].jitter_us;
-        e["max_jitter_us"] = s.jitter[i].max_jitter_us;
+        e["jitter_us"] = s.estimate(i).jitter_us;
+        e["max_jitter_us"] = s.estimate(i).max_jitter_us;
         jitter.push_back(std::move(e));
     }
     j["jitter"] = std::move(jitter);

@@ -446,12 +446,12 @@ void to_proto(const StreamRecord& in, Stream& out) {
     out.set_markers(s.markers);
     out.set_duplicates(s.duplicates);
     out.set_out_of_order(s.out_of_order);
-    out.mutable_jitter()->Reserve(static_cast<int>(s.jitter.size()));
-    for (std::size_t i = 0; i < s.jitter.size(); ++i) {
+    out.mutable_jitter()->Reserve(static_cast<int>(rtp::kCandidateClockRates.size()));
+    for (std::size_t i = 0; i < rtp::kCandidateClockRates.size(); ++i) {
         JitterEstimate& j = *out.add_jitter();
         j.set_clock_rate(rtp::kCandidateClockRates[i]);
-        j.set_jitter_us(s.jitter[i].jitter_us);
-        j.set_max_jitter_us(s.jitter[i].max_jitter_us);
+        j.set_jitter_us(s.estimate(i).jitter_us);
+        j.set_max_jitter_us(s.estimate(i).max_jitter_us);
     }
     put_view(s.receiver, *out.mutable_receiver());
     out.set_payload_type_changes(s.payload_type_changes);
@@ -512,7 +512,9 @@ bool from_proto(const Stream& in, StreamRecord& out, std::string& why) {
             break;
         }
         seen[i] = true;
-        s.jitter[i] = rtp::JitterEstimate{j.jitter_us(), j.max_jitter_us()};
+        const rtp::JitterEstimate estimate{j.jitter_us(), j.max_jitter_us()};
+        // Candidates other than the first are kept only when set (extras out of line).
+        if (i == 0 || estimate != rtp::JitterEstimate{}) s.estimate_mut(i) = estimate;
     }
     get_view(r, in.receiver(), s.receiver);
     r.uint("payload_type_changes", in.payload_type_changes(), s.payload_type_changes);

@@ -649,11 +649,53 @@ TEST_CASE("memory per stream and per media binding", "[rtp][stream][memory]") {
                            << ", reported " << sizes.reported << "; bytes per bound stream " << per_stream);
     // A few free-list words, and a second index slot per entry where an index has just doubled.
     CHECK(per_stream <= static_cast<double>(expected) + 65.0);
-    CHECK(sizeof(Stream) <= 192);  // 176 before the held packet of a possible restart (16)
-    CHECK(sizes.stream <= 280);
+    CHECK(sizeof(Stream) <= 160);  // 192 before its rarely used parts went out of line (StreamExtras)
+    CHECK(sizes.stream <= 232);
     CHECK(sizes.media <= 136);
     CHECK(sizes.binding <= 200);   // 192 before the list of its reported streams (8)
     CHECK(sizes.reported <= 168);  // 152 before the link to their binding (16)
+}
+
+TEST_CASE("a stream's extras exist only once it needs them, and are accounted while they do", "[rtp][stream][memory]") {
+    StreamTable t(small_config());
+    const auto extras = [&t](const StreamKey& key) {
+        const Stream* s = t.find(key);
+        REQUIRE(s != nullptr);
+        return s->extras.allocated();
+    };
+    send(t, alice, bob, 1, 10);  // PCMA: one clock, no report, no break
+    send(t, alice, carol, 2, 10, 0, 96);
+    send(t, bob, alice, 3, 10);
+    send(t, carol, alice, 4, 10);
+    const std::size_t plain = t.memory_bytes();
+    CHECK_FALSE(extras({alice, bob, 1}));
+    CHECK(extras({alice, carol, 2}));  // a dynamic payload type: every candidate clock runs
+    CHECK(t.memory_bytes() == plain);  // counted since its first packet
+
+    SECTION("RTCP about a stream: the receiver's view is inline") {
+        const Bytes rr = receiver_report(0xB0B, {Block{1, 0, 0, 110, 80, 0, 0}});
+        t.on_rtcp(meta_at(300'000, bob_rtcp, alice_rtcp), span_of(rr));
+        CHECK_FALSE(extras({alice, bob, 1}));
+        CHECK(t.find({alice, bob, 1})->receiver.reports == 1);
+        CHECK(t.memory_bytes() == plain);
+        send(t, bob, alice, 3, 1, 200'000, 8, 30'000);  // held: as below
+    }
+    SECTION("a packet that breaks the sequence is held") {
+        send(t, bob, alice, 3, 1, 200'000, 8, 30'000);
+        CHECK(extras({bob, alice, 3}));
+        CHECK(t.find({bob, alice, 3})->held().valid);
+        CHECK(t.memory_bytes() == plain + sizeof(StreamExtras));
+        send(t, bob, alice, 3, 1, 220'000, 8, 110);  // a stray: measured, the extras stay
+        CHECK_FALSE(t.find({bob, alice, 3})->held().valid);
+        CHECK(t.memory_bytes() == plain + sizeof(StreamExtras));
+    }
+    // Streams leave with their extras (two had them); the free lists grow by a few words.
+    const std::size_t before = t.memory_bytes();
+    t.expire(Timestamp{kBaseUs + 60'000'000});
+    REQUIRE(t.size() == 0);
+    CHECK(t.memory_bytes() + 2 * sizeof(StreamExtras) <= before + 64);
+    send(t, alice, bob, 5, 10);
+    CHECK_FALSE(extras({alice, bob, 5}));
 }
 
 TEST_CASE("catalogue: RTP with a CSRC count past the end is counted as csrc_truncated, state untouched",

@@ -206,8 +206,8 @@ TEST_CASE("jitter estimates are matched by clock rate, not by position", "[snaps
     // A missing estimate reads as zero.
     m.mutable_jitter()->RemoveLast();  // now the 8000 Hz one (moved to the end)
     REQUIRE(from_proto(m, out, why));
-    CHECK(out.stream.jitter[0] == rtp::JitterEstimate{});
-    CHECK(out.stream.jitter[3] == in.stream.jitter[3]);
+    CHECK(out.stream.estimate(0) == rtp::JitterEstimate{});
+    CHECK(out.stream.estimate(3) == in.stream.estimate(3));
 }
 
 TEST_CASE("a binding with every field set survives the round trip", "[snapshot][mapping]") {

@@ -126,8 +126,10 @@ inline StreamRecord sample_stream(const char* dst = "198.51.100.20:30000") {
     s.markers = 14;
     s.duplicates = 15;
     s.out_of_order = 16;
-    s.jitter = {rtp::JitterEstimate{125.5F, 900.25F}, rtp::JitterEstimate{62.75F, 450.125F},
-                rtp::JitterEstimate{20.5F, 150.0625F}, rtp::JitterEstimate{11.25F, 83.5F}};
+    s.estimate_mut(0) = rtp::JitterEstimate{125.5F, 900.25F};
+    s.estimate_mut(1) = rtp::JitterEstimate{62.75F, 450.125F};
+    s.estimate_mut(2) = rtp::JitterEstimate{20.5F, 150.0625F};
+    s.estimate_mut(3) = rtp::JitterEstimate{11.25F, 83.5F};
     rtp::ReceiverView& v = s.receiver;
     v.jitter = 88;
     v.rtt_us = 41'000;
