@@ -202,10 +202,11 @@ TakenPacket take_held(Stream& s) noexcept {
     return t;
 }
 
+Endpoint binding_peer(const MediaBinding& in) noexcept { return in.peer.port != 0 ? media_key(in.peer) : Endpoint{}; }
+
 Binding make_binding(const MediaBinding& in) {
     Binding b;
     b.call_id.assign(in.call_id.data(), in.call_id.size());
-    b.peer = in.peer.port != 0 ? media_key(in.peer) : Endpoint{};
     b.dialog = in.dialog;
     b.caller_peer = in.caller_peer;
     b.callee_peer = in.callee_peer;

@@ -189,11 +189,11 @@ inline bool is_event_shaped(const RtpPacket& packet) noexcept {
 }
 
 // A media binding as a stream table keeps it: Call-ID text and the payload types of the SDP.
-// Members ordered to leave no hole (96 bytes; a binding table entry is 176).
+// The pair it binds (media address, peer) is the table's key, not repeated here. Members
+// ordered to leave no hole (72 bytes; a binding table entry is 152).
 struct Binding {
     std::string call_id;
     Timestamp time;                // of the SIP message; for a binding waiting for streams, its last activity
-    Endpoint peer;                 // media_key() of the other end of the media line; port 0 when unknown
     std::uint32_t dialog = 0;      // which dialog of the Call-ID (MediaBinding::dialog)
     std::uint8_t caller_peer = 0;  // the dialog's peer groups (MediaBinding::caller_peer)
     std::uint8_t callee_peer = 0;
@@ -216,6 +216,9 @@ struct Binding {
 };
 
 Binding make_binding(const MediaBinding& binding);
+// The peer of a binding as the table keys it: media_key() of the other end of the media line,
+// port 0 when unknown.
+Endpoint binding_peer(const MediaBinding& binding) noexcept;
 
 struct QualityOptions {
     bool g711_plc = true;                   // G.113 row for G.711: with PLC (Bpl 25.1) or without

@@ -360,10 +360,10 @@ void StreamTable::drop_binding(std::uint32_t b) {
     if (m != kNone) release_media(m);
 }
 
-// Inserts or replaces the binding of (media, binding.peer); returns its index or kNone.
-std::uint32_t StreamTable::store_binding(const Endpoint& media, Binding binding) {
-    const BindingKey key{media, binding.peer};
-    std::uint32_t b = find_binding_index(media, binding.peer);
+// Inserts or replaces the binding of (media, peer); returns its index or kNone.
+std::uint32_t StreamTable::store_binding(const Endpoint& media, const Endpoint& peer, Binding binding) {
+    const BindingKey key{media, peer};
+    std::uint32_t b = find_binding_index(media, peer);
     if (b != kNone) {
         // Another call's reports are not this call's to finish.
         if (!bindings_.entry(b).value.binding.same_call(binding)) unlink_reported_of(b);
@@ -426,7 +426,9 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, Binding binding)
     return b;
 }
 
-void StreamTable::bind(const MediaBinding& binding) { apply_binding(media_key(binding.media), make_binding(binding)); }
+void StreamTable::bind(const MediaBinding& binding) {
+    apply_binding(media_key(binding.media), binding_peer(binding), make_binding(binding));
+}
 
 // Its dialog has ended: gone now if no stream uses it, else when the last one leaves (join()).
 // Its reported streams are that call's receiver views: they finish now, whatever still uses it
@@ -472,9 +474,9 @@ void StreamTable::unbind(const Endpoint& media, const Endpoint& peer, std::strin
     }
 }
 
-void StreamTable::insert_binding(const Endpoint& media, Binding binding, bool released) {
+void StreamTable::insert_binding(const Endpoint& media, const Endpoint& peer, Binding binding, bool released) {
     const Endpoint key = media_key(media);
-    const std::uint32_t b = store_binding(key, std::move(binding));
+    const std::uint32_t b = store_binding(key, peer.port != 0 ? media_key(peer) : Endpoint{}, std::move(binding));
     if (b == kNone) return;
     bindings_[b].released = released;
     const std::uint32_t m = media_entry(key, false);
@@ -492,9 +494,8 @@ void StreamTable::drop_released_unused() {
     }
 }
 
-void StreamTable::apply_binding(const Endpoint& media, Binding binding) {
-    const bool known_peer = binding.peer.port != 0;
-    const Endpoint peer = binding.peer;
+void StreamTable::apply_binding(const Endpoint& media, const Endpoint& peer, Binding binding) {
+    const bool known_peer = peer.port != 0;
     const Timestamp time = binding.time;
     // Another call's binding of this pair being replaced, or streams of another call ended: a
     // re-used pair or address.
@@ -510,7 +511,7 @@ void StreamTable::apply_binding(const Endpoint& media, Binding binding) {
             i = next;
         }
     }
-    const std::uint32_t b = store_binding(media, std::move(binding));
+    const std::uint32_t b = store_binding(media, peer, std::move(binding));
     if (b == kNone) return;
     // The call, as stored (entries never move, and nothing below erases this one).
     const Binding& identity = bindings_.entry(b).value.binding;
@@ -544,8 +545,9 @@ void StreamTable::apply_binding(const Endpoint& media, Binding binding) {
             i = next;
             continue;
         }
-        const Binding& had = bindings_.entry(slot.binding).value.binding;
-        const bool exact = had.peer.port != 0 && had.peer == src;
+        const auto& had_entry = bindings_.entry(slot.binding);
+        const Binding& had = had_entry.value.binding;
+        const bool exact = had_entry.key.peer.port != 0 && had_entry.key.peer == src;
         if (had.same_call(identity)) {
             if (known_peer || !exact) join(i, b, time);  // the answer names the pair
         } else if (known_peer || !exact) {

@@ -178,11 +178,12 @@ public:
         streams_.for_each(
             [&](std::uint32_t, const typename StreamLru::Entry& e) { f(e.key, e.value.stream, bound(e.value)); });
     }
-    // f(const Endpoint& media_key, const Binding&, bool waiting_for_streams, bool released)
+    // f(const Endpoint& media_key, const Endpoint& peer, const Binding&, bool waiting_for_streams,
+    //   bool released); peer as in insert_binding.
     template <class F>
     void for_each_binding(F&& f) const {
         bindings_.for_each([&](std::uint32_t, const typename BindingLru::Entry& e) {
-            f(e.key.media, e.value.binding, e.value.streams == 0, e.value.released);
+            f(e.key.media, e.key.peer, e.value.binding, e.value.streams == 0, e.value.released);
         });
     }
     template <class F>  // f(const ReportedKey&, const ReportedStream&)
@@ -190,8 +191,9 @@ public:
         reported_.for_each([&](std::uint32_t, const typename ReportedLru::Entry& e) { f(e.key, e.value.stream); });
     }
     bool insert(const StreamKey& key, const Stream& stream);  // false if the key is live
-    // binding.peer names the pair; `released`: its dialog has ended, it goes with its last stream.
-    void insert_binding(const Endpoint& media, Binding binding, bool released = false);
+    // Binds (media, peer): media_key() of the other end, port 0 when unknown. `released`: its
+    // dialog has ended, it goes with its last stream.
+    void insert_binding(const Endpoint& media, const Endpoint& peer, Binding binding, bool released = false);
     // After a restore: released bindings that no stream joined (their streams were not restored)
     // go now, as they would have when their last stream left.
     void drop_released_unused();
@@ -278,9 +280,9 @@ private:
     std::uint32_t binding_for(const StreamKey& key, std::uint32_t media) const noexcept;
     void join(std::uint32_t stream, std::uint32_t binding, Timestamp when);
     void drop_binding(std::uint32_t b);
-    std::uint32_t store_binding(const Endpoint& media, Binding binding);
+    std::uint32_t store_binding(const Endpoint& media, const Endpoint& peer, Binding binding);
     void note_parse_error(Timestamp now, std::string_view what, std::string_view reason);
-    void apply_binding(const Endpoint& media, Binding binding);
+    void apply_binding(const Endpoint& media, const Endpoint& peer, Binding binding);
     std::uint32_t find_reported_stream(const Endpoint& reporter, std::uint32_t ssrc,
                                        const Endpoint& peer) const noexcept;
     void apply_report_block(const PacketMeta& meta, const Endpoint& reporter, std::uint32_t ssrc,

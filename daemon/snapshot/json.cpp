@@ -205,7 +205,7 @@ Json binding_json(const BindingRecord& r) {
     const rtp::Binding& b = r.binding;
     Json j;
     j["media"] = endpoint_json(r.media);
-    j["peer"] = b.peer.port != 0 ? endpoint_json(b.peer) : Json(nullptr);
+    j["peer"] = r.peer.port != 0 ? endpoint_json(r.peer) : Json(nullptr);
     j["call_id"] = b.call_id;
     j["dialog"] = b.dialog;
     j["time"] = time_json(b.time);

@@ -548,7 +548,7 @@ void to_proto(const BindingRecord& in, Binding& out) {
     }
     out.set_waiting(in.waiting);
     out.set_released(in.released);
-    if (b.peer.port != 0) to_proto(b.peer, *out.mutable_peer());
+    if (in.peer.port != 0) to_proto(in.peer, *out.mutable_peer());
     out.set_dialog(b.dialog);
 }
 
@@ -556,6 +556,7 @@ bool from_proto(const Binding& in, BindingRecord& out, std::string& why) {
     FieldReader r(why);
     rtp::Binding& b = out.binding;
     b = rtp::Binding{};
+    out.peer = hepd::Endpoint{};
     r.endpoint("media", in.media(), out.media);
     b.call_id = in.call_id();
     r.time("time_us", in.time_us(), b.time);
@@ -570,7 +571,7 @@ bool from_proto(const Binding& in, BindingRecord& out, std::string& why) {
         b.clocks[i] = c.clock_unlisted() ? rtp::kUnlistedClock : rtp::clock_code(c.clock_rate());
     }
     b.codec_count = static_cast<std::uint8_t>(in.codecs_size());
-    if (in.has_peer()) r.endpoint("peer", in.peer(), b.peer);
+    if (in.has_peer()) r.endpoint("peer", in.peer(), out.peer);
     b.dialog = in.dialog();
     out.waiting = in.waiting();
     out.released = in.released();

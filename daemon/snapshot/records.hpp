@@ -49,6 +49,7 @@ struct StreamRecord {
 // A media binding as the stream table holds it, under media_key() of the announced address.
 struct BindingRecord {
     hepd::Endpoint media;  // qualified: the generated hepd::snapshot::Endpoint is another type
+    hepd::Endpoint peer;   // the other end of the media line; port 0 when unknown
     rtp::Binding binding;
     bool waiting = false;   // parked with no live stream (yet, or any more)
     bool released = false;  // its dialog ended: dropped when its last stream leaves

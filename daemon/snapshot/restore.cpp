@@ -28,9 +28,10 @@ ShardImage capture(const shard::ShardWorker& worker) {
         image.streams.push_back(StreamRecord{key, s});  // bindings are captured on their own below
     });
     image.bindings.reserve(streams.media_size() + streams.pending_size());
-    streams.for_each_binding([&](const Endpoint& media, const rtp::Binding& b, bool waiting, bool released) {
-        image.bindings.push_back(BindingRecord{media, b, waiting, released});
-    });
+    streams.for_each_binding(
+        [&](const Endpoint& media, const Endpoint& peer, const rtp::Binding& b, bool waiting, bool released) {
+            image.bindings.push_back(BindingRecord{media, peer, b, waiting, released});
+        });
     image.reported_streams.reserve(streams.reported_size());
     streams.for_each_reported([&](const rtp::ReportedKey& key, const rtp::ReportedStream& r) {
         image.reported_streams.push_back(ReportedRecord{key, r});
@@ -91,8 +92,8 @@ RestoreCounts restore(const SnapshotFile& file, const std::vector<shard::ShardWo
         rtp::StreamTable& table = shards[shard::shard_of_media(b.media, n)]->streams();
         // Every binding is parked until its streams arrive, so one already there is a second
         // record for the same address pair.
-        const bool fresh = table.find_binding(b.media, b.binding.peer) == nullptr;
-        if (fresh) table.insert_binding(b.media, b.binding, b.released);
+        const bool fresh = table.find_binding(b.media, b.peer) == nullptr;
+        if (fresh) table.insert_binding(b.media, b.peer, b.binding, b.released);
         count(counts.bindings, fresh);
     }
     for (const std::size_t i : by_time(r.streams, [](const StreamRecord& s) { return s.stream.last; })) {

@@ -583,8 +583,8 @@ TEST_CASE("snapshot round trip: visit everything, insert it into a new table", "
                    span_of(std::string_view(R"({"report_blocks":[{"source_ssrc":4}]})")));
 
     StreamTable b(small_config());
-    a.for_each_binding([&](const Endpoint& media, const Binding& binding, bool, bool released) {
-        b.insert_binding(media, binding, released);
+    a.for_each_binding([&](const Endpoint& media, const Endpoint& peer, const Binding& binding, bool, bool released) {
+        b.insert_binding(media, peer, binding, released);
     });
     a.for_each([&](const StreamKey& key, const Stream& stream, const Binding*) { CHECK(b.insert(key, stream)); });
     a.for_each_reported([&](const ReportedKey& key, const ReportedStream& r) { CHECK(b.insert_reported(key, r)); });
@@ -652,7 +652,7 @@ TEST_CASE("memory per stream and per media binding", "[rtp][stream][memory]") {
     CHECK(sizeof(Stream) <= 160);  // 192 before its rarely used parts went out of line (StreamExtras)
     CHECK(sizes.stream <= 232);
     CHECK(sizes.media <= 136);
-    CHECK(sizes.binding <= 200);   // 192 before the list of its reported streams (8)
+    CHECK(sizes.binding <= 152);   // 176 before the peer was kept only in the key
     CHECK(sizes.reported <= 168);  // 152 before the link to their binding (16)
 }
 

@@ -153,9 +153,9 @@ inline StreamRecord sample_stream(const char* dst = "198.51.100.20:30000") {
 inline BindingRecord sample_binding(const char* media = "198.51.100.20:30000") {
     BindingRecord r;
     r.media = ep(media);
+    r.peer = ep("192.0.2.10:49170");
     rtp::Binding& b = r.binding;
     b.call_id = "a84b4c76e66710@pc33.atlanta.example.com";
-    b.peer = ep("192.0.2.10:49170");
     b.dialog = 0x1928301U;
     b.time = Timestamp{1'700'000'000'480'004};
     b.codec_count = 8;
