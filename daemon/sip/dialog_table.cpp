@@ -73,8 +73,8 @@ DialogTable::DialogTable(const DialogConfig& config, MediaSink* sink)
       table_(config.max_dialogs),
       transactions_(config, *stats_),
       message_(std::make_unique<Message>()),
-      sdp_(std::make_unique<SessionDescription>()) {
-    reserve_room(sdp_sides_, config.max_dialogs);  // like the table's entries: the sides never move
+      sdp_(std::make_unique<SessionDescription>()),
+      sdp_sides_(config.max_dialogs) {
     if (config.keep_caller_identity) reserve_room(caller_identities_, config.max_dialogs);
 }
 
@@ -149,7 +149,7 @@ std::size_t DialogTable::active_count() const noexcept {
 
 std::size_t DialogTable::memory_bytes() const noexcept {
     return table_.memory_bytes() + key_heap_bytes_ + transactions_.memory_bytes() + due_.memory_bytes() +
-           sdp_sides_.size() * sizeof(SdpSides) +
+           sdp_sides_.memory_bytes() +
            caller_identities_.size() * sizeof(CallerIdentity);  // every one has been touched
 }
 
@@ -442,7 +442,7 @@ void DialogTable::emit_sdp(std::uint32_t at, const Message& m, Hop hop, Timestam
     for (std::size_t i = 0; i < kSdpMedia; ++i)
         if (const auto media = usable_media(*sdp_, i)) mine.media[i] = *media;
 
-    SdpSides& sides = sdp_sides_at(at);
+    SdpSides sides = sdp_sides_.get(at);
     const auto other = std::find_if(sides.begin(), sides.end(),
                                     [&](const SdpSide& s) { return s.hop == hop.id && s.forward != hop.forward; });
     const std::array<Endpoint, kSdpMedia> peers =
@@ -474,6 +474,7 @@ void DialogTable::emit_sdp(std::uint32_t at, const Message& m, Hop hop, Timestam
     if (same == sides.end()) same = sides.end() - 1;
     std::move_backward(sides.begin(), same, same + 1);
     sides.front() = mine;
+    sdp_sides_.set(at, sides);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -609,7 +610,7 @@ void DialogTable::insert_entry(DialogKey key, const Dialog& record, std::uint32_
     auto [at, evicted] = table_.insert(std::move(key), record);
     // The victim's slot is the one reused: its SDP sides are still at `at`.
     if (evicted) account_removed(*evicted, true, at, now);
-    if (at < sdp_sides_.size()) sdp_sides_[at] = SdpSides{};
+    sdp_sides_.clear(at);
     if (at < caller_identities_.size()) caller_identities_[at] = CallerIdentity{};
     stats_->dialogs_by_state[static_cast<std::size_t>(record.state)].add(1);
     set_deadline(table_[at], record.deadline);
@@ -634,17 +635,9 @@ const CallerIdentity& DialogTable::caller_identity(std::string_view call_id, std
     return at == Table::kNone ? kNoCallerIdentity : caller_identity_of(at);
 }
 
-SdpSides& DialogTable::sdp_sides_at(std::uint32_t at) {
-    // Within the reserved room the sides grow one entry at a time: a resize by doubling would
-    // touch (zero) up to twice the memory the live dialogs need.
-    if (sdp_sides_.size() <= at)
-        sdp_sides_.resize(at < sdp_sides_.capacity() ? at + 1 : std::max<std::size_t>(at + 1, sdp_sides_.size() * 2));
-    return sdp_sides_[at];
-}
-
 void DialogTable::end_media(std::uint32_t at, std::string_view call_id, std::string_view from_tag, Timestamp when) {
-    if (sink_ == nullptr || at >= sdp_sides_.size()) return;
-    SdpSides& sides = sdp_sides_[at];
+    if (sink_ == nullptr) return;
+    const SdpSides sides = sdp_sides_.get(at);
     // Each media address with the other end of its media line on the same hop (as emit_sdp()
     // paired them), once: the stream table finds that pair directly.
     std::array<std::pair<Endpoint, Endpoint>, kSdpSides * kSdpMedia> sent{};
@@ -671,7 +664,7 @@ void DialogTable::end_media(std::uint32_t at, std::string_view call_id, std::str
             sink_->on_media_binding(ended);
         }
     }
-    sides = SdpSides{};
+    sdp_sides_.clear(at);
 }
 
 void DialogTable::account_removed(const Table::Entry& entry, bool evicted, std::uint32_t at, Timestamp when) {
@@ -704,7 +697,7 @@ bool DialogTable::restore(std::string_view call_id, std::string_view from_tag, c
     std::uint32_t at = Table::kNone;
     insert_entry(DialogKey(call_id, from_tag), restored, &at, Timestamp{});
     // Its bindings end with it, and a later offer or answer pairs with these as before.
-    if (sdp_sides != SdpSides{}) sdp_sides_at(at) = sdp_sides;
+    if (sdp_sides != SdpSides{}) sdp_sides_.set(at, sdp_sides);
     if (config_.keep_caller_identity && caller != CallerIdentity{}) caller_identity_at(at) = caller;
     return true;
 }

@@ -27,6 +27,7 @@
 #include "sip/dialog_stats.hpp"
 #include "sip/message.hpp"
 #include "sip/sdp.hpp"
+#include "sip/sdp_side_store.hpp"
 #include "sip/transaction_table.hpp"
 
 #include <cstddef>
@@ -93,8 +94,7 @@ public:
     template <class F>
     void for_each_in_full(F&& f) const {
         table_.for_each([&](std::uint32_t at, const auto& e) {
-            f(e.key.call_id(), e.key.from_tag(), e.value, at < sdp_sides_.size() ? sdp_sides_[at] : kNoSdpSides,
-              caller_identity_of(at));
+            f(e.key.call_id(), e.key.from_tag(), e.value, sdp_sides_.get(at), caller_identity_of(at));
         });
     }
     // Who placed the dialog (Call-ID, From-tag); empty when it is unknown or not kept.
@@ -120,7 +120,6 @@ public:
 
 private:
     using Table = LruTable<DialogKey, Dialog, DialogKeyHash>;
-    static constexpr SdpSides kNoSdpSides{};
     static constexpr CallerIdentity kNoCallerIdentity{};
 
     std::uint32_t lookup(std::uint64_t call_hash, std::string_view call_id, std::string_view tag) const noexcept;
@@ -171,8 +170,7 @@ private:
     // Scratch buffers reused across messages (a Message and a SessionDescription are kilobytes).
     std::unique_ptr<Message> message_;
     std::unique_ptr<SessionDescription> sdp_;
-    std::vector<SdpSides, ReservingAllocator<SdpSides>> sdp_sides_;  // by dialog entry index; grows with the table
-    SdpSides& sdp_sides_at(std::uint32_t at);
+    SdpSideStore sdp_sides_;  // by dialog entry index
     // By dialog entry index, like the SDP sides; empty unless config_.keep_caller_identity.
     std::vector<CallerIdentity, ReservingAllocator<CallerIdentity>> caller_identities_;
     CallerIdentity& caller_identity_at(std::uint32_t at);

@@ -2,6 +2,7 @@
 #include "sip/dialog_media.hpp"
 
 #include "dialog_test_util.hpp"
+#include "sip/sdp_side_store.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -189,4 +190,44 @@ TEST_CASE("media: emit_media_bindings keeps at most kMaxBindingCodecs codecs", "
                      {7, "LPC", 8000, 1},
                      {8, "PCMA", 8000, 1},
                      {9, "G722", 8000, 1}});
+}
+
+TEST_CASE("media: the SDP side store keeps two sides beside a dialog and a second hop's in a pool",
+          "[sip][dialog][media][memory]") {
+    SdpSideStore store(8);
+    const auto side = [](std::uint32_t hop, bool forward, std::uint16_t port) {
+        SdpSide s;
+        s.hop = hop;
+        s.forward = forward;
+        s.media[0] = Endpoint{IpAddress::v4(0xC0000201U), port};
+        return s;
+    };
+    const SdpSides one_hop{side(7, true, 4000), side(7, false, 5000), SdpSide{}, SdpSide{}};
+    const SdpSides two_hops{side(9, true, 6000), side(9, false, 6002), side(7, true, 4000), side(7, false, 5000)};
+
+    CHECK(store.get(3) == SdpSides{});  // never set: empty, nothing touched
+    store.set(0, one_hop);
+    const std::size_t one_dialog = store.memory_bytes();
+    CHECK(store.get(0) == one_hop);
+
+    store.set(1, two_hops);
+    CHECK(store.get(1) == two_hops);
+    CHECK(store.get(0) == one_hop);
+    const std::size_t with_pool = store.memory_bytes();
+    CHECK(with_pool > 2 * one_dialog);
+
+    // A dialog that leaves gives its pool entry to the next one seen on two hops.
+    store.clear(1);
+    CHECK(store.get(1) == SdpSides{});
+    store.set(2, two_hops);
+    CHECK(store.get(2) == two_hops);
+    store.set(0, two_hops);  // a second hop seen later: a new pool entry
+    CHECK(store.get(0) == two_hops);
+    store.set(0, one_hop);  // back to one hop (a restore, say): its pool entry is free again
+    CHECK(store.get(0) == one_hop);
+    store.set(1, two_hops);
+    CHECK(store.get(1) == two_hops);
+    CHECK(store.get(2) == two_hops);
+    store.clear(7);  // never set: nothing to do
+    CHECK(store.get(7) == SdpSides{});
 }
