@@ -1,7 +1,6 @@
 #include "sip/dialog.hpp"
 
 #include "core/hash.hpp"
-#include "core/reserved_memory.hpp"
 
 #include <algorithm>
 
@@ -177,26 +176,15 @@ std::uint32_t message_fingerprint(const Message& m, Hop hop) noexcept {
 }
 
 DialogKey::DialogKey(std::string_view call_id, std::string_view from_tag) {
-    // The table refuses longer tags before building a key; clamp anyway so the length byte holds.
-    if (from_tag.size() > kMaxTagSize) from_tag = from_tag.substr(0, kMaxTagSize);
-    text_.reserve(call_id.size() + from_tag.size() + 1);
-    text_.append(call_id);
-    text_.append(from_tag);
-    text_.push_back(static_cast<char>(static_cast<unsigned char>(from_tag.size())));
+    static_assert(kMaxCallIdSize <= 255 && kMaxTagSize <= 255, "the sizes are kept in one octet each");
+    call_id = call_id.substr(0, kMaxCallIdSize);
+    from_tag = from_tag.substr(0, kMaxTagSize);
+    call_id_size_ = static_cast<std::uint8_t>(call_id.size());
+    tag_size_ = static_cast<std::uint8_t>(from_tag.size());
+    if (call_id.empty() && from_tag.empty()) return;
+    text_ = std::make_unique_for_overwrite<char[]>(call_id.size() + from_tag.size());
+    std::copy(call_id.begin(), call_id.end(), text_.get());
+    std::copy(from_tag.begin(), from_tag.end(), text_.get() + call_id.size());
 }
-
-std::string_view DialogKey::from_tag() const noexcept {
-    if (text_.empty()) return {};
-    const std::size_t n = static_cast<unsigned char>(text_.back());
-    return std::string_view(text_).substr(text_.size() - 1 - n, n);
-}
-
-std::string_view DialogKey::call_id() const noexcept {
-    if (text_.empty()) return {};
-    const std::size_t n = static_cast<unsigned char>(text_.back());
-    return std::string_view(text_).substr(0, text_.size() - 1 - n);
-}
-
-std::size_t DialogKey::heap_bytes() const noexcept { return string_heap_bytes(text_); }
 
 }  // namespace hepd::sip

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -295,18 +296,31 @@ private:
 
 // Call-ID + From-tag of the INVITE, in one allocation: the text is the Call-ID, the tag, then
 // one byte holding the tag's length.
+// Call-ID and From-tag in one heap block with their sizes beside the pointer: 16 bytes a key
+// (a std::string was 32, and its buffer held a length byte and a NUL more).
 class DialogKey {
 public:
     DialogKey() = default;
+    // Longer texts are clamped to kMaxCallIdSize and kMaxTagSize (the table refuses them first).
     DialogKey(std::string_view call_id, std::string_view from_tag);
+    DialogKey(const DialogKey& other) : DialogKey(other.call_id(), other.from_tag()) {}
+    DialogKey(DialogKey&&) noexcept = default;
+    DialogKey& operator=(const DialogKey& other) {
+        if (this != &other) *this = DialogKey(other);
+        return *this;
+    }
+    DialogKey& operator=(DialogKey&&) noexcept = default;
+    ~DialogKey() = default;
 
-    std::string_view call_id() const noexcept;
-    std::string_view from_tag() const noexcept;
-    // Heap bytes owned by the key (0 while the text fits the small-string buffer).
-    std::size_t heap_bytes() const noexcept;
+    std::string_view call_id() const noexcept { return {text_.get(), call_id_size_}; }
+    std::string_view from_tag() const noexcept { return {text_.get() + call_id_size_, tag_size_}; }
+    // Heap bytes owned by the key.
+    std::size_t heap_bytes() const noexcept { return std::size_t{call_id_size_} + tag_size_; }
 
 private:
-    std::string text_;
+    std::unique_ptr<char[]> text_;
+    std::uint8_t call_id_size_ = 0;
+    std::uint8_t tag_size_ = 0;
 };
 // The hash under which the dialog table files a key (dialog_table.cpp).
 struct DialogKeyHash {

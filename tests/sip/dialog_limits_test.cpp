@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace hepd;
@@ -337,4 +338,31 @@ TEST_CASE("limits: shard statistics merge by addition", "[sip][dialog][limits]")
     CHECK(total.duration.count() == 2);
     CHECK(total.media_bindings.value() == 2 * 6);  // two INVITEs, two 200s each paired back, per call
     CHECK(total.pdd.bounds() == kPddBuckets);
+}
+
+TEST_CASE("limits: a dialog key holds its Call-ID and From-tag exactly, clamped to the limits",
+          "[sip][dialog][limits]") {
+    const DialogKey key("a84b4c76e66710@pc33.atlanta.example.com", "1928301774");
+    CHECK(key.call_id() == "a84b4c76e66710@pc33.atlanta.example.com");
+    CHECK(key.from_tag() == "1928301774");
+    CHECK(key.heap_bytes() == 39 + 10);
+    CHECK(sizeof(DialogKey) <= 16);
+
+    DialogKey copy = key;  // deep
+    CHECK(copy.call_id() == key.call_id());
+    CHECK(copy.from_tag() == key.from_tag());
+    CHECK(copy.call_id().data() != key.call_id().data());
+    const DialogKey moved = std::move(copy);
+    CHECK(moved.from_tag() == "1928301774");
+
+    const std::string long_call_id(kMaxCallIdSize + 10, 'c');
+    const std::string long_tag(kMaxTagSize + 10, 't');
+    const DialogKey clamped(long_call_id, long_tag);
+    CHECK(clamped.call_id() == std::string_view(long_call_id).substr(0, kMaxCallIdSize));
+    CHECK(clamped.from_tag() == std::string_view(long_tag).substr(0, kMaxTagSize));
+
+    const DialogKey empty;
+    CHECK(empty.call_id().empty());
+    CHECK(empty.from_tag().empty());
+    CHECK(empty.heap_bytes() == 0);
 }
