@@ -206,7 +206,7 @@ Endpoint binding_peer(const MediaBinding& in) noexcept { return in.peer.port != 
 
 Binding make_binding(const MediaBinding& in) {
     Binding b;
-    b.call_id.assign(in.call_id.data(), in.call_id.size());
+    b.call_id = in.call_id;
     b.dialog = in.dialog;
     b.caller_peer = in.caller_peer;
     b.callee_peer = in.callee_peer;

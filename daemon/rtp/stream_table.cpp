@@ -355,7 +355,7 @@ void StreamTable::drop_binding(std::uint32_t b) {
         --pending_count_;
         stats_.pending_bindings.add(-1);
     }
-    key_heap_bytes_ -= string_heap_bytes(bindings_.entry(b).value.binding.call_id);
+    key_heap_bytes_ -= bindings_.entry(b).value.binding.call_id.heap_bytes();
     bindings_.erase(b);
     if (m != kNone) release_media(m);
 }
@@ -376,9 +376,9 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, const Endpoint& 
             binding.clocks = e.binding.clocks;
         }
         // Measured in place: a string moved onto one with a heap buffer may keep that buffer.
-        key_heap_bytes_ -= string_heap_bytes(e.binding.call_id);
+        key_heap_bytes_ -= e.binding.call_id.heap_bytes();
         e.binding = std::move(binding);
-        key_heap_bytes_ += string_heap_bytes(e.binding.call_id);
+        key_heap_bytes_ += e.binding.call_id.heap_bytes();
         e.released = false;  // a Call-ID and From-tag used again: a call again
         if (e.streams == 0) e.idle_since = std::max(e.idle_since, e.binding.time);
         bindings_.touch(b);
@@ -415,7 +415,7 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, const Endpoint& 
     }
     const Timestamp since = binding.time;
     b = bindings_.insert(key, BindingEntry{std::move(binding), since, 0}).first;
-    key_heap_bytes_ += string_heap_bytes(bindings_.entry(b).value.binding.call_id);
+    key_heap_bytes_ += bindings_.entry(b).value.binding.call_id.heap_bytes();
     MediaEntry& entry = media_[m];
     bindings_[b].next = entry.binding_head;
     if (entry.binding_head != kNone) bindings_[entry.binding_head].prev = b;

@@ -206,7 +206,7 @@ Json binding_json(const BindingRecord& r) {
     Json j;
     j["media"] = endpoint_json(r.media);
     j["peer"] = r.peer.port != 0 ? endpoint_json(r.peer) : Json(nullptr);
-    j["call_id"] = b.call_id;
+    j["call_id"] = std::string(b.call_id.view());
     j["dialog"] = b.dialog;
     j["time"] = time_json(b.time);
     j["waiting"] = r.waiting;

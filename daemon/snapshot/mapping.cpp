@@ -530,7 +530,7 @@ bool from_proto(const Stream& in, StreamRecord& out, std::string& why) {
 void to_proto(const BindingRecord& in, Binding& out) {
     const rtp::Binding& b = in.binding;
     to_proto(in.media, *out.mutable_media());
-    out.set_call_id(b.call_id);
+    out.set_call_id(std::string(b.call_id.view()));
     out.set_time_us(b.time.us);
     const std::size_t n = std::min<std::size_t>(b.codec_count, kMaxBindingCodecs);
     out.mutable_codecs()->Reserve(static_cast<int>(n));

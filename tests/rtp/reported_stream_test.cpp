@@ -512,9 +512,8 @@ TEST_CASE("the Call-ID text the stream table holds is counted as it comes and go
     StreamTable t(c);
     const auto recount = [&t] {
         std::size_t bytes = 0;
-        t.for_each_binding([&](const Endpoint&, const Endpoint&, const Binding& b, bool, bool) {
-            bytes += string_heap_bytes(b.call_id);
-        });
+        t.for_each_binding(
+            [&](const Endpoint&, const Endpoint&, const Binding& b, bool, bool) { bytes += b.call_id.heap_bytes(); });
         t.for_each_reported(
             [&](const ReportedKey& k, const ReportedStream&) { bytes += string_heap_bytes(k.call_id); });
         return bytes;

@@ -178,7 +178,8 @@ struct RecordingSink : StreamSink {
 
     void on_stream_finished(const FinishedStream& f) override {
         finished.push_back({f.key, f.stream, f.binding != nullptr,
-                            f.binding != nullptr ? f.binding->call_id : std::string(), f.summary, f.reason});
+                            f.binding != nullptr ? std::string(f.binding->call_id.view()) : std::string(), f.summary,
+                            f.reason});
     }
     void on_reported_stream_finished(const FinishedReported& f) override {
         reported.emplace_back(f.key, f.stream);

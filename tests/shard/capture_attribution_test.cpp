@@ -35,7 +35,7 @@ class Recorder final : public rtp::StreamSink {
 public:
     void on_stream_finished(const rtp::FinishedStream& f) override {
         const StreamId id{f.key.src.to_string(), f.key.dst.to_string(), f.key.ssrc, f.stream.first.us};
-        got.call_of[id] = f.binding != nullptr ? f.binding->call_id : std::string();
+        got.call_of[id] = f.binding != nullptr ? std::string(f.binding->call_id.view()) : std::string();
         got.lost[id] = f.summary.lost;
     }
     Attributed got;

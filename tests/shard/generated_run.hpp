@@ -57,8 +57,9 @@ class Recorder final : public rtp::StreamSink, public sip::DialogSink {
 public:
     void on_stream_finished(const rtp::FinishedStream& f) override {
         const StreamId id{f.key.src, f.key.dst, f.key.ssrc, f.stream.first.us};
-        streams[id] = StreamRecord{f.stream, f.summary, f.binding ? f.binding->call_id : std::string(),
-                                   std::string(rtp::to_string(f.reason))};
+        streams[id] =
+            StreamRecord{f.stream, f.summary, f.binding ? std::string(f.binding->call_id.view()) : std::string(),
+                         std::string(rtp::to_string(f.reason))};
         ++records;
         collector.on_stream_finished(f);
     }

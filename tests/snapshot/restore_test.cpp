@@ -31,7 +31,7 @@ public:
         const StreamId id{f.key.src, f.key.dst, f.key.ssrc};
         CHECK(streams.count(id) == 0);
         streams[id] = f.stream;
-        stream_calls[id] = f.binding != nullptr ? f.binding->call_id : std::string();
+        stream_calls[id] = f.binding != nullptr ? std::string(f.binding->call_id.view()) : std::string();
     }
     void on_dialog_removed(std::string_view call_id, std::string_view from_tag, const sip::Dialog& d,
                            const sip::CallerIdentity& /*caller*/, bool /*evicted*/) override {
