@@ -207,7 +207,7 @@ public:
     std::size_t key_heap_bytes() const noexcept { return key_heap_bytes_; }
 
     // Bytes of one entry of each table, beside its share of the table's index (8-byte slots
-    // at a load of at most 1/2) and any Call-ID heap.
+    // at a load of at most 4/5) and any Call-ID heap.
     struct EntrySizes {
         std::size_t stream;
         std::size_t media;
