@@ -75,6 +75,17 @@ bool same_key(const StreamKey& a, const StreamKey& b) noexcept {
            a.src.address.family() == b.src.address.family() && a.dst.address.family() == b.dst.address.family();
 }
 
+void Stream::set_voice_reference(std::int64_t arrival_us) noexcept {
+    const std::int64_t before_last = last.us - arrival_us;
+    if (before_last >= 0 && before_last <= std::numeric_limits<std::uint32_t>::max()) {
+        voice_before_last_us = static_cast<std::uint32_t>(before_last);
+        flags |= kHasVoiceReference;
+    } else {
+        voice_before_last_us = 0;
+        flags = static_cast<std::uint8_t>(flags & ~kHasVoiceReference);
+    }
+}
+
 SeqVerdict observe_packet(Stream& s, const RtpPacket& p, Timestamp arrival) {
     const std::int64_t t = arrival.us;
     if (s.packets == 0) {
@@ -84,7 +95,9 @@ SeqVerdict observe_packet(Stream& s, const RtpPacket& p, Timestamp arrival) {
         const std::int64_t gap = t - s.last.us;
         constexpr std::int64_t max_gap = std::numeric_limits<std::uint32_t>::max();
         if (gap > s.max_gap_us) s.max_gap_us = static_cast<std::uint32_t>(std::min(gap, max_gap));
+        const std::int64_t voice_arrival = s.last_voice_arrival_us();
         s.last = arrival;
+        if ((s.flags & Stream::kHasVoiceReference) != 0) s.set_voice_reference(voice_arrival);
     }
     ++s.packets;
     s.bytes += p.payload.size();
@@ -114,11 +127,12 @@ SeqVerdict observe_packet(Stream& s, const RtpPacket& p, Timestamp arrival) {
     }
     if (assigned.clock_rate == 0 && (s.flags & Stream::kCandidateClocks) == 0) {
         s.flags |= Stream::kCandidateClocks;
-        s.extras.mut().candidates.fill(s.jitter);
-        s.dynamic_payload_type = p.payload_type;
+        StreamExtras& extras = s.extras.mut();
+        extras.candidates.fill(s.jitter);
+        extras.dynamic_payload_type = p.payload_type;
     }
     if ((s.flags & Stream::kHasVoiceReference) != 0) {
-        const auto arrival_delta = static_cast<double>(t - s.last_voice_arrival_us);
+        const auto arrival_delta = static_cast<double>(t - s.last_voice_arrival_us());
         const auto timestamp_delta =
             static_cast<double>(static_cast<std::int32_t>(p.timestamp - s.last_voice_timestamp));
         const std::uint32_t rate = assigned.clock_rate != 0 ? assigned.clock_rate : kCandidateClockRates[0];
@@ -132,9 +146,8 @@ SeqVerdict observe_packet(Stream& s, const RtpPacket& p, Timestamp arrival) {
             }
         }
     }
-    s.last_voice_arrival_us = t;
+    s.set_voice_reference(t);
     s.last_voice_timestamp = p.timestamp;
-    s.flags |= Stream::kHasVoiceReference;
     return verdict;
 }
 
@@ -149,7 +162,7 @@ bool is_voice(const RtpPacket& p) noexcept {
 bool timestamp_breaks(const Stream& s, const RtpPacket& p, Timestamp arrival) noexcept {
     if ((s.flags & Stream::kHasVoiceReference) == 0 || p.payload_type != s.voice_payload_type || !is_voice(p))
         return false;
-    const double arrival_delta = static_cast<double>(arrival.us - s.last_voice_arrival_us) / 1e6;
+    const double arrival_delta = static_cast<double>(arrival.us - s.last_voice_arrival_us()) / 1e6;
     const auto timestamp_delta = static_cast<double>(static_cast<std::int32_t>(p.timestamp - s.last_voice_timestamp));
     const std::uint32_t assigned = static_payload(p.payload_type).clock_rate;
     if (assigned != 0) return std::fabs(arrival_delta - timestamp_delta / assigned) > kMaxTimestampJumpSeconds;
@@ -237,7 +250,7 @@ StreamSummary summarize(const Stream& s, const Binding* binding, const QualityOp
 
     int slot = 0;
     if ((s.flags & Stream::kCandidateClocks) != 0) {
-        const int at = bound_index(s.dynamic_payload_type);
+        const int at = bound_index(s.dynamic_payload_type());
         const auto bi = static_cast<std::size_t>(at);
         const std::uint32_t bound_rate = at >= 0 ? binding->clock_rate(bi) : 0;
         const int candidate = candidate_clock_index(bound_rate);

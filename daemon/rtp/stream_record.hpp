@@ -107,12 +107,14 @@ struct HeldPacket {
     friend bool operator==(const HeldPacket&, const HeldPacket&) = default;
 };
 
-// The parts of a stream that most streams never use, out of line (32 bytes a stream less): the
-// estimates under the other candidate clocks (only a dynamic payload type runs them) and a held
-// packet (only after a break). The receiver's view stays inline: most captures carry RTCP.
+// The parts of a stream that most streams never use, out of line (40 bytes a stream less): the
+// estimates under the other candidate clocks and the payload type that runs them (only a dynamic
+// payload type does) and a held packet (only after a break). The receiver's view stays inline:
+// most captures carry RTCP.
 struct StreamExtras {
     std::array<JitterEstimate, kCandidateClockRates.size() - 1> candidates{};  // clocks 1.. of kCandidateClockRates
     HeldPacket held;  // not in snapshots: at most one packet, re-judged
+    std::uint8_t dynamic_payload_type = kNoPayloadType;  // first voice payload type of unknown clock
 
     friend bool operator==(const StreamExtras&, const StreamExtras&) = default;
 };
@@ -125,9 +127,11 @@ struct Stream {
 
     Timestamp first;
     Timestamp last;  // latest arrival
-    std::int64_t last_voice_arrival_us = 0;
     std::uint64_t bytes = 0;  // RTP payload octets (SR octet count semantics)
     SequenceTracker sequence;
+    // The previous voice packet (kHasVoiceReference): its arrival, as an offset back from `last`,
+    // and its RTP timestamp.
+    std::uint32_t voice_before_last_us = 0;
     std::uint32_t last_voice_timestamp = 0;
     std::uint32_t max_gap_us = 0;  // largest gap between consecutive arrivals
     std::uint32_t packets = 0;
@@ -141,12 +145,18 @@ struct Stream {
     JitterEstimate jitter;
     ReceiverView receiver;
     std::uint16_t payload_type_changes = 0;
-    std::uint8_t voice_payload_type = kNoPayloadType;    // current voice payload type
-    std::uint8_t dynamic_payload_type = kNoPayloadType;  // first voice payload type of unknown clock
+    std::uint8_t voice_payload_type = kNoPayloadType;  // current voice payload type
     std::uint8_t flags = 0;
     OutOfLine<StreamExtras> extras;
 
     std::uint32_t voice_packets() const noexcept { return packets - event_packets - comfort_noise_packets; }
+    std::int64_t last_voice_arrival_us() const noexcept { return last.us - voice_before_last_us; }
+    // Makes a voice packet that arrived at `arrival_us`, at most `last`, the reference of the
+    // next one. One that arrived more than 2^32 us (71 minutes) before `last` is not kept: no
+    // jitter is computed across such a gap.
+    void set_voice_reference(std::int64_t arrival_us) noexcept;
+    // First voice payload type of unknown clock (kCandidateClocks), or kNoPayloadType.
+    std::uint8_t dynamic_payload_type() const noexcept { return extras.get().dynamic_payload_type; }
     // The estimate under kCandidateClockRates[i].
     const JitterEstimate& estimate(std::size_t i) const noexcept {
         return i == 0 ? jitter : extras.get().candidates[i - 1];
@@ -191,7 +201,7 @@ inline bool is_event_shaped(const RtpPacket& packet) noexcept {
 
 // A media binding as a stream table keeps it: Call-ID text and the payload types of the SDP.
 // The pair it binds (media address, peer) is the table's key, not repeated here. Members
-// ordered to leave no hole but the Call-ID's padding (56 bytes; a binding table entry is 136).
+// ordered to leave no hole but the Call-ID's padding (56 bytes; a binding table entry is 128).
 struct Binding {
     CompactText call_id;
     Timestamp time;                // of the SIP message; for a binding waiting for streams, its last activity

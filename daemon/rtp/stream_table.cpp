@@ -223,7 +223,7 @@ void StreamTable::finish_stream(std::uint32_t index, FinishReason reason) {
             spdlog::log(level,
                         "rtp: the rtpmap clock of payload type {1} is none of the candidate clocks; jitter "
                         "taken under the smoothest candidate ({0} more binding events since the last message)",
-                        more, stream.dynamic_payload_type);
+                        more, stream.dynamic_payload_type());
         });
     }
     auto& by_peers = (binding != nullptr ? stats_.by_peers.at(binding->caller_peer, binding->callee_peer)

@@ -166,11 +166,11 @@ Json stream_json(const StreamRecord& r) {
     j["markers"] = s.markers;
     j["max_gap_us"] = s.max_gap_us;
     j["voice_payload_type"] = optional_json(s.voice_payload_type, rtp::kNoPayloadType);
-    j["dynamic_payload_type"] = optional_json(s.dynamic_payload_type, rtp::kNoPayloadType);
+    j["dynamic_payload_type"] = optional_json(s.dynamic_payload_type(), rtp::kNoPayloadType);
     j["payload_type_changes"] = s.payload_type_changes;
     j["has_voice_reference"] = (s.flags & rtp::Stream::kHasVoiceReference) != 0;
     j["candidate_clocks"] = (s.flags & rtp::Stream::kCandidateClocks) != 0;
-    j["last_voice_arrival"] = time_json(Timestamp{s.last_voice_arrival_us});
+    j["last_voice_arrival"] = time_json(Timestamp{s.last_voice_arrival_us()});
     j["last_voice_timestamp"] = s.last_voice_timestamp;
     Json jitter = Json::array();
     for (std::size_t i = 0; i < rtp::kCandidateClockRates.size(); ++i) {

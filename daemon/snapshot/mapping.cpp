@@ -420,7 +420,7 @@ void to_proto(const StreamRecord& in, Stream& out) {
     out.set_ssrc(in.key.ssrc);
     out.set_first_us(s.first.us);
     out.set_last_us(s.last.us);
-    out.set_last_voice_arrival_us(s.last_voice_arrival_us);
+    out.set_last_voice_arrival_us(s.last_voice_arrival_us());
     out.set_bytes(s.bytes);
     SequenceTracker& q = *out.mutable_sequence();
     q.set_window_low(s.sequence.window_low);
@@ -456,7 +456,7 @@ void to_proto(const StreamRecord& in, Stream& out) {
     put_view(s.receiver, *out.mutable_receiver());
     out.set_payload_type_changes(s.payload_type_changes);
     out.set_voice_payload_type(s.voice_payload_type);
-    out.set_dynamic_payload_type(s.dynamic_payload_type);
+    out.set_dynamic_payload_type(s.dynamic_payload_type());
     out.set_has_voice_reference((s.flags & rtp::Stream::kHasVoiceReference) != 0);
     out.set_candidate_clocks((s.flags & rtp::Stream::kCandidateClocks) != 0);
 }
@@ -472,7 +472,6 @@ bool from_proto(const Stream& in, StreamRecord& out, std::string& why) {
     r.time("last_us", in.last_us(), s.last);
     Timestamp voice_arrival;
     r.time("last_voice_arrival_us", in.last_voice_arrival_us(), voice_arrival);
-    s.last_voice_arrival_us = voice_arrival.us;
     s.bytes = in.bytes();
     const SequenceTracker& q = in.sequence();
     s.sequence.window_low = q.window_low();
@@ -519,9 +518,13 @@ bool from_proto(const Stream& in, StreamRecord& out, std::string& why) {
     get_view(r, in.receiver(), s.receiver);
     r.uint("payload_type_changes", in.payload_type_changes(), s.payload_type_changes);
     r.uint("voice_payload_type", in.voice_payload_type(), s.voice_payload_type);
-    r.uint("dynamic_payload_type", in.dynamic_payload_type(), s.dynamic_payload_type);
-    s.flags = static_cast<std::uint8_t>((in.has_voice_reference() ? rtp::Stream::kHasVoiceReference : 0) |
-                                        (in.candidate_clocks() ? rtp::Stream::kCandidateClocks : 0));
+    std::uint8_t dynamic_payload_type = rtp::kNoPayloadType;
+    r.uint("dynamic_payload_type", in.dynamic_payload_type(), dynamic_payload_type);
+    if (dynamic_payload_type != rtp::kNoPayloadType) s.extras.mut().dynamic_payload_type = dynamic_payload_type;
+    s.flags = in.candidate_clocks() ? rtp::Stream::kCandidateClocks : 0;
+    // A reference after `last` or too far before it (never written so) is dropped, as live.
+    s.set_voice_reference(voice_arrival.us);
+    if (!in.has_voice_reference()) s.flags = static_cast<std::uint8_t>(s.flags & ~rtp::Stream::kHasVoiceReference);
     return r.ok();
 }
 

@@ -166,6 +166,31 @@ TEST_CASE("comfort noise does not feed jitter", "[rtp][stream][jitter]") {
     CHECK(summarize(s, nullptr, options).max_jitter_ms == 0.0);
 }
 
+TEST_CASE("the voice reference outlives comfort noise up to 2^32 us, and no longer", "[rtp][stream][jitter]") {
+    // Ten paced voice packets, comfort noise once a second for `silence_s`, then one voice packet
+    // whose timestamp is 0.5 s behind its arrival: |D| = 0.5 s against the last voice packet,
+    // J = 0.5 s / 16. The reference is kept as an offset back from the latest arrival, which
+    // comfort noise moves on: past 2^32 us (71.6 minutes) it is dropped and no D is taken.
+    const auto max_jitter_ms = [](std::int64_t silence_s) {
+        Stream s;
+        std::uint16_t seq = 0;
+        for (int i = 0; i < 10; ++i, ++seq)
+            observe_packet(s, make_rtp(0, seq, static_cast<std::uint32_t>(i * 160), 5), Timestamp{kBaseUs + i * 20'000});
+        const std::int64_t last_voice_us = 9 * 20'000;
+        for (std::int64_t t = 1; t <= silence_s; ++t, ++seq)
+            observe_packet(s, make_rtp(13, seq, 7, 5, 1), Timestamp{kBaseUs + last_voice_us + t * 1'000'000});
+        CHECK(s.comfort_noise_packets == silence_s);
+        const std::int64_t arrival = last_voice_us + (silence_s + 1) * 1'000'000;
+        const auto timestamp = static_cast<std::uint32_t>(9 * 160 + (arrival - last_voice_us - 500'000) * 8 / 1000);
+        observe_packet(s, make_rtp(0, seq, timestamp, 5), Timestamp{kBaseUs + arrival});
+        CHECK(s.voice_packets() == 11);
+        return summarize(s, nullptr, options).max_jitter_ms;
+    };
+    CHECK(max_jitter_ms(60) == Approx(500.0 / 16));
+    CHECK(max_jitter_ms(4'200) == Approx(500.0 / 16));  // 70 minutes
+    CHECK(max_jitter_ms(4'300) == 0.0);                  // 71.7 minutes
+}
+
 TEST_CASE("a payload-type change restarts the jitter reference", "[rtp][stream][jitter]") {
     Stream s;
     int i = 0;
@@ -190,7 +215,7 @@ TEST_CASE("dynamic payload type: the clock comes from the binding or the smoothe
     const auto packets = jittery_voice(300, 960, 5000, 111);  // Opus, 20 ms at 48 kHz
     const Stream s = run(packets);
     CHECK((s.flags & Stream::kCandidateClocks) != 0);
-    CHECK(s.dynamic_payload_type == 111);
+    CHECK(s.dynamic_payload_type() == 111);
     const Reference ref = reference_jitter(packets, 48000);
 
     SECTION("unbound: 48000 is where arrival and timestamps agree best") {

@@ -649,10 +649,10 @@ TEST_CASE("memory per stream and per media binding", "[rtp][stream][memory]") {
                            << ", reported " << sizes.reported << "; bytes per bound stream " << per_stream);
     // A few free-list words, and a second index slot per entry where an index has just doubled.
     CHECK(per_stream <= static_cast<double>(expected) + 65.0);
-    CHECK(sizeof(Stream) <= 160);  // 192 before its rarely used parts went out of line (StreamExtras)
-    CHECK(sizes.stream <= 232);
+    CHECK(sizeof(Stream) <= 152);  // 192 before its rarely used parts went out of line (StreamExtras)
+    CHECK(sizes.stream <= 224);
     CHECK(sizes.media <= 136);
-    CHECK(sizes.binding <= 136);   // 176 before the peer was kept only in the key and the Call-ID compact
+    CHECK(sizes.binding <= 128);   // 176 before the peer was kept only in the key and the Call-ID compact
     CHECK(sizes.reported <= 168);  // 152 before the link to their binding (16)
 }
 

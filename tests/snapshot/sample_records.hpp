@@ -100,7 +100,6 @@ inline StreamRecord sample_stream(const char* dst = "198.51.100.20:30000") {
     rtp::Stream& s = r.stream;
     s.first = Timestamp{1'700'000'000'520'000};
     s.last = Timestamp{1'700'000'001'520'001};
-    s.last_voice_arrival_us = 1'700'000'001'500'002;
     s.bytes = 0x1'0000'0003ULL;
     rtp::SequenceTracker& q = s.sequence;
     q.window_low = 0xfedcba9876543210ULL;
@@ -145,8 +144,9 @@ inline StreamRecord sample_stream(const char* dst = "198.51.100.20:30000") {
     v.xr_mos_cq_x10 = 42;
     s.payload_type_changes = 2;
     s.voice_payload_type = 111;
-    s.dynamic_payload_type = 111;
-    s.flags = rtp::Stream::kHasVoiceReference | rtp::Stream::kCandidateClocks;
+    s.extras.mut().dynamic_payload_type = 111;
+    s.flags = rtp::Stream::kCandidateClocks;
+    s.set_voice_reference(1'700'000'001'500'002);
     return r;
 }
 
