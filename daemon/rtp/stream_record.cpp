@@ -75,19 +75,19 @@ bool same_key(const StreamKey& a, const StreamKey& b) noexcept {
            a.src.address.family() == b.src.address.family() && a.dst.address.family() == b.dst.address.family();
 }
 
-void Stream::set_voice_reference(std::int64_t arrival_us) noexcept {
-    const std::int64_t before_last = last.us - arrival_us;
-    if (before_last >= 0 && before_last <= std::numeric_limits<std::uint32_t>::max()) {
-        voice_before_last_us = static_cast<std::uint32_t>(before_last);
-        flags |= kHasVoiceReference;
-    } else {
-        voice_before_last_us = 0;
-        flags = static_cast<std::uint8_t>(flags & ~kHasVoiceReference);
-    }
+namespace {
+
+// After a packet that moved `last` but is no voice reference itself (an event, comfort noise):
+// the reference stays where it was, its offset from `last` grows.
+void keep_voice_reference(Stream& s, std::int64_t voice_arrival) noexcept {
+    if ((s.flags & Stream::kHasVoiceReference) != 0) s.set_voice_reference(voice_arrival);
 }
+
+}  // namespace
 
 SeqVerdict observe_packet(Stream& s, const RtpPacket& p, Timestamp arrival) {
     const std::int64_t t = arrival.us;
+    const std::int64_t voice_arrival = s.last_voice_arrival_us();  // before `last` moves
     if (s.packets == 0) {
         s.first = arrival;
         s.last = arrival;
@@ -95,9 +95,7 @@ SeqVerdict observe_packet(Stream& s, const RtpPacket& p, Timestamp arrival) {
         const std::int64_t gap = t - s.last.us;
         constexpr std::int64_t max_gap = std::numeric_limits<std::uint32_t>::max();
         if (gap > s.max_gap_us) s.max_gap_us = static_cast<std::uint32_t>(std::min(gap, max_gap));
-        const std::int64_t voice_arrival = s.last_voice_arrival_us();
         s.last = arrival;
-        if ((s.flags & Stream::kHasVoiceReference) != 0) s.set_voice_reference(voice_arrival);
     }
     ++s.packets;
     s.bytes += p.payload.size();
@@ -112,11 +110,13 @@ SeqVerdict observe_packet(Stream& s, const RtpPacket& p, Timestamp arrival) {
 
     if (is_event_shaped(p)) {
         ++s.event_packets;
+        keep_voice_reference(s, voice_arrival);
         return verdict;
     }
     const StaticPayload assigned = static_payload(p.payload_type);
     if (assigned.codec == Codec::comfort_noise) {
         ++s.comfort_noise_packets;
+        keep_voice_reference(s, voice_arrival);
         return verdict;
     }
 
@@ -132,7 +132,7 @@ SeqVerdict observe_packet(Stream& s, const RtpPacket& p, Timestamp arrival) {
         extras.dynamic_payload_type = p.payload_type;
     }
     if ((s.flags & Stream::kHasVoiceReference) != 0) {
-        const auto arrival_delta = static_cast<double>(t - s.last_voice_arrival_us());
+        const auto arrival_delta = static_cast<double>(t - voice_arrival);
         const auto timestamp_delta =
             static_cast<double>(static_cast<std::int32_t>(p.timestamp - s.last_voice_timestamp));
         const std::uint32_t rate = assigned.clock_rate != 0 ? assigned.clock_rate : kCandidateClockRates[0];

@@ -41,6 +41,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -154,7 +155,16 @@ struct Stream {
     // Makes a voice packet that arrived at `arrival_us`, at most `last`, the reference of the
     // next one. One that arrived more than 2^32 us (71 minutes) before `last` is not kept: no
     // jitter is computed across such a gap.
-    void set_voice_reference(std::int64_t arrival_us) noexcept;
+    void set_voice_reference(std::int64_t arrival_us) noexcept {
+        const auto before_last = static_cast<std::uint64_t>(last.us - arrival_us);  // after `last`: huge
+        if (before_last <= std::numeric_limits<std::uint32_t>::max()) {
+            voice_before_last_us = static_cast<std::uint32_t>(before_last);
+            flags |= kHasVoiceReference;
+        } else {
+            voice_before_last_us = 0;
+            flags = static_cast<std::uint8_t>(flags & ~kHasVoiceReference);
+        }
+    }
     // First voice payload type of unknown clock (kCandidateClocks), or kNoPayloadType.
     std::uint8_t dynamic_payload_type() const noexcept { return extras.get().dynamic_payload_type; }
     // The estimate under kCandidateClockRates[i].
