@@ -520,7 +520,7 @@ void Collector::collect_rtp(Writer& out, const rtp::StreamStats& s) const {
     out.add(as_double(value_of(s.reported_streams_active)));
     out.counter("hepd_rtcp_unmatched_blocks_total", "RTCP report or XR blocks about no known stream.");
     out.add(as_double(value_of(s.rtcp_unmatched_blocks)));
-    out.counter("hepd_rtcp_json_uncorrelated_total", "RTCP-JSON reports dropped for want of a correlation id.");
+    out.counter("hepd_rtcp_json_uncorrelated_total", "RTCP-JSON reports dropped for want of a usable correlation id.");
     out.add(as_double(value_of(s.rtcp_json_without_call_id)));
     out.counter("hepd_rtcp_parse_errors_total", "RTCP packets that did not parse, by reason.");
     out.by_enum<rtp::RtcpError>("reason", s.rtcp_errors);

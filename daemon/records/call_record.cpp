@@ -41,7 +41,7 @@ StreamFigures stream_figures(const rtp::FinishedStream& finished) {
 
 ReportedFigures reported_figures(const rtp::FinishedReported& finished) {
     ReportedFigures f;
-    f.call_id = finished.key.call_id;
+    f.call_id = finished.key.call_id.view();
     f.ssrc = finished.key.ssrc;
     f.reporter = finished.stream.reporter;
     f.reporter_ssrc = finished.stream.reporter_ssrc;

@@ -71,7 +71,7 @@ void ShardCollector::on_reported_stream_finished(const rtp::FinishedReported& fi
     row.has_mos = s.has_quality;
     row.mos = s.mos;
     row.max_jitter_ms = s.max_jitter_ms;
-    row.call_id = key.call_id;
+    row.call_id = key.call_id.view();
     row.ssrc = key.ssrc;
     row.first = stream.first;
     if (worst_reported_.size() >= keep_ && !worse_reported(row, worst_reported_.back())) return;

@@ -15,6 +15,7 @@
 //  - MOS: the E-model (emodel.hpp) of that loss (random, BurstR 1: bursts are not reported),
 //    half the RTT plus the jitter buffer as the delay, and the codec's impairment.
 #include "core/address.hpp"
+#include "core/compact_text.hpp"
 #include "core/time.hpp"
 #include "rtp/stream_codec.hpp"
 #include "rtp/stream_record.hpp"
@@ -24,8 +25,9 @@
 
 namespace hepd::rtp {
 
+// The Call-ID as a CompactText (16 bytes, not 32): the table refuses longer correlation ids.
 struct ReportedKey {
-    std::string call_id;
+    CompactText call_id;
     std::uint32_t ssrc = 0;  // the stream the reports describe (report block source SSRC)
 
     friend bool operator==(const ReportedKey&, const ReportedKey&) = default;

@@ -141,7 +141,7 @@ struct StreamStats {
     Counter bindings_released;                               // dropped because their dialog ended
     Counter clock_rate_unmatched;                            // finished stream whose rtpmap clock is no candidate
     Counter rtcp_unmatched_blocks;                           // report block / XR block about no known stream
-    Counter rtcp_json_without_call_id;                       // RTCP-JSON without correlation id: dropped
+    Counter rtcp_json_without_call_id;                       // RTCP-JSON without a usable correlation id: dropped
     std::array<Counter, kRtpErrorCount> rtp_errors{};
     std::array<Counter, kRtcpErrorCount> rtcp_errors{};
     std::array<Counter, kRtcpJsonErrorCount> rtcp_json_errors{};

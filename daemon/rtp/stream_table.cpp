@@ -707,8 +707,8 @@ std::uint32_t StreamTable::reported_stream(std::string_view call_id, std::uint32
         }
         ReportedSlot fresh;
         fresh.stream.first = now;
-        i = reported_.insert(ReportedKey{std::string(call_id), ssrc}, fresh).first;
-        key_heap_bytes_ += string_heap_bytes(reported_.entry(i).key.call_id);
+        i = reported_.insert(ReportedKey{CompactText(call_id), ssrc}, fresh).first;
+        key_heap_bytes_ += reported_.entry(i).key.call_id.heap_bytes();
         stats_.reported_streams_active.add(1);
     } else {
         reported_.touch(i);
@@ -750,7 +750,7 @@ void StreamTable::note_reporter_binding(std::uint32_t at, std::string_view call_
 void StreamTable::end_reported(std::uint32_t at, FinishReason reason) {
     finish_reported(at, reason);
     unlink_reported(at);
-    key_heap_bytes_ -= string_heap_bytes(reported_.entry(at).key.call_id);
+    key_heap_bytes_ -= reported_.entry(at).key.call_id.heap_bytes();
     reported_.erase(at);
 }
 
@@ -825,7 +825,7 @@ void StreamTable::on_rtcp_json(const PacketMeta& meta, std::string_view call_id,
         if (const std::uint32_t i = find_reported_stream(reporter, block.source_ssrc, media_key(meta.dst));
             i != kNone) {
             view = &streams_[i].stream.receiver;
-        } else if (!call_id.empty()) {
+        } else if (!call_id.empty() && call_id.size() <= CompactText::kMaxSize) {
             const std::uint32_t r = reported_stream(call_id, block.source_ssrc, meta.time);
             ReportedStream& reported = reported_[r].stream;
             reported.reporter = reporter;
@@ -851,8 +851,8 @@ void StreamTable::on_rtcp_json(const PacketMeta& meta, std::string_view call_id,
         stats_.rtcp_json_without_call_id.add();
         log_throttled(logs_.no_call_id, meta.time, spdlog::level::warn, [&](auto level, std::uint64_t more) {
             spdlog::log(level,
-                        "rtp: RTCP-JSON from {1} without a correlation id (Call-ID), not kept "
-                        "({0} more since the last message)",
+                        "rtp: RTCP-JSON from {1} without a usable correlation id (Call-ID: none, or "
+                        "longer than 255 octets), not kept ({0} more since the last message)",
                         more, meta.src.to_string());
         });
     }

@@ -225,7 +225,7 @@ Json binding_json(const BindingRecord& r) {
 
 Json reported_json(const ReportedRecord& r) {
     Json j;
-    j["call_id"] = r.key.call_id;
+    j["call_id"] = std::string(r.key.call_id.view());
     j["ssrc"] = r.key.ssrc;
     j["reporter"] = r.stream.reporter.port != 0 ? endpoint_json(r.stream.reporter) : Json(nullptr);
     j["reporter_ssrc"] = r.stream.reporter_ssrc;

@@ -1,5 +1,6 @@
 #include "snapshot/mapping.hpp"
 
+#include "core/compact_text.hpp"
 #include "rtp/stream_codec.hpp"
 #include "sip/method.hpp"
 
@@ -123,6 +124,12 @@ public:
     void text(const char* name, const std::string& in, std::size_t cap, std::string& out) {
         if (!ok_) return;
         if (in.size() > cap) return fail(name, std::to_string(in.size()) + " octets, at most " + std::to_string(cap));
+        out = in;
+    }
+    void text(const char* name, const std::string& in, CompactText& out) {
+        if (!ok_) return;
+        if (in.size() > CompactText::kMaxSize)
+            return fail(name, std::to_string(in.size()) + " octets, at most " + std::to_string(CompactText::kMaxSize));
         out = in;
     }
 
@@ -561,7 +568,7 @@ bool from_proto(const Binding& in, BindingRecord& out, std::string& why) {
     b = rtp::Binding{};
     out.peer = hepd::Endpoint{};
     r.endpoint("media", in.media(), out.media);
-    b.call_id = in.call_id();
+    r.text("call_id", in.call_id(), b.call_id);
     r.time("time_us", in.time_us(), b.time);
     if (r.ok() && static_cast<std::size_t>(in.codecs_size()) > kMaxBindingCodecs)
         r.fail("codecs", std::to_string(in.codecs_size()) + " entries, at most " + std::to_string(kMaxBindingCodecs));
@@ -584,7 +591,7 @@ bool from_proto(const Binding& in, BindingRecord& out, std::string& why) {
 // ---- reported streams ----------------------------------------------------------------------
 
 void to_proto(const ReportedRecord& in, ReportedStream& out) {
-    out.set_call_id(in.key.call_id);
+    out.set_call_id(std::string(in.key.call_id.view()));
     out.set_ssrc(in.key.ssrc);
     out.set_reporter_ssrc(in.stream.reporter_ssrc);
     out.set_first_us(in.stream.first.us);
@@ -600,7 +607,7 @@ void to_proto(const ReportedRecord& in, ReportedStream& out) {
 
 bool from_proto(const ReportedStream& in, ReportedRecord& out, std::string& why) {
     FieldReader r(why);
-    out.key.call_id = in.call_id();
+    r.text("call_id", in.call_id(), out.key.call_id);
     out.key.ssrc = in.ssrc();
     out.stream = rtp::ReportedStream{};
     out.stream.reporter_ssrc = in.reporter_ssrc();

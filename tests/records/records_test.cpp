@@ -109,7 +109,7 @@ ReportedFigures report_of(const std::string& call_id, std::uint32_t ssrc) {
     s.max_jitter = 24;
     s.codec = rtp::Codec::pcmu;
     s.clock_rate = 8000;
-    const rtp::ReportedKey key{call_id, ssrc};
+    const rtp::ReportedKey key{CompactText(call_id), ssrc};
     const rtp::ReportedSummary summary = rtp::summarize_reported(s, rtp::QualityOptions{});
     return reported_figures({key, s, summary, rtp::FinishReason::idle});
 }

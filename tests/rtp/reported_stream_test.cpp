@@ -445,7 +445,7 @@ TEST_CASE("a binding dropped for another reason than its call's end: its reporte
         StreamTable again(c);
         again.set_sink(&sink);
         again.bind(with_dialog(media_binding(uac, "call-1", 0, {codec(8, "PCMA", 8000)}), 7, engine_a));
-        REQUIRE(again.insert_reported(ReportedKey{"call-1", 0xE}, restored));
+        REQUIRE(again.insert_reported(ReportedKey{CompactText("call-1"), 0xE}, restored));
         again.unbind(uac, engine_a, "call-1", 7);
         CHECK(again.bindings_size() == 0);
         CHECK(again.reported_size() == 1);
@@ -515,7 +515,7 @@ TEST_CASE("the Call-ID text the stream table holds is counted as it comes and go
         t.for_each_binding(
             [&](const Endpoint&, const Endpoint&, const Binding& b, bool, bool) { bytes += b.call_id.heap_bytes(); });
         t.for_each_reported(
-            [&](const ReportedKey& k, const ReportedStream&) { bytes += string_heap_bytes(k.call_id); });
+            [&](const ReportedKey& k, const ReportedStream&) { bytes += k.call_id.heap_bytes(); });
         return bytes;
     };
     std::uint64_t state = 42;

@@ -64,7 +64,7 @@ public:
         collector.on_stream_finished(f);
     }
     void on_reported_stream_finished(const rtp::FinishedReported& f) override {
-        reported[{f.key.call_id, f.key.ssrc}].push_back(f.stream);
+        reported[{std::string(f.key.call_id.view()), f.key.ssrc}].push_back(f.stream);
     }
     void on_dialog_removed(std::string_view call_id, std::string_view from_tag, const sip::Dialog& d,
                            const sip::CallerIdentity& caller, bool evicted) override {

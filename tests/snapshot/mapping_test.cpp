@@ -399,6 +399,9 @@ TEST_CASE("values a record cannot hold are refused, naming the field", "[snapsho
         m = base;
         m.mutable_media()->set_port(1U << 20);
         CHECK(refusal<Binding, BindingRecord>(m) == "media: port 1048576");
+        m = base;
+        m.set_call_id(std::string(256, 'c'));
+        CHECK(refusal<Binding, BindingRecord>(m) == "call_id: 256 octets, at most 255");
     }
     SECTION("reported stream") {
         ReportedStream base;
@@ -409,5 +412,8 @@ TEST_CASE("values a record cannot hold are refused, naming the field", "[snapsho
         m = base;
         m.set_first_us(-1'000'000);
         CHECK(refusal<ReportedStream, ReportedRecord>(m) == "first_us: -1000000 is not a time");
+        m = base;
+        m.set_call_id(std::string(256, 'c'));
+        CHECK(refusal<ReportedStream, ReportedRecord>(m) == "call_id: 256 octets, at most 255");
     }
 }
