@@ -114,7 +114,7 @@ struct HeldPacket {
 // most captures carry RTCP.
 struct StreamExtras {
     std::array<JitterEstimate, kCandidateClockRates.size() - 1> candidates{};  // clocks 1.. of kCandidateClockRates
-    HeldPacket held;  // not in snapshots: at most one packet, re-judged
+    HeldPacket held;                                     // not in snapshots: at most one packet, re-judged
     std::uint8_t dynamic_payload_type = kNoPayloadType;  // first voice payload type of unknown clock
 
     friend bool operator==(const StreamExtras&, const StreamExtras&) = default;
@@ -127,7 +127,7 @@ struct Stream {
     };
 
     Timestamp first;
-    Timestamp last;  // latest arrival
+    Timestamp last;           // latest arrival
     std::uint64_t bytes = 0;  // RTP payload octets (SR octet count semantics)
     SequenceTracker sequence;
     // The previous voice packet (kHasVoiceReference): its arrival, as an offset back from `last`,

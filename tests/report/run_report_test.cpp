@@ -192,7 +192,8 @@ TEST_CASE("report: streams known only from RTCP-JSON, each under its call with i
     s.codec = rtp::Codec::pcma;
     s.clock_rate = 8000;
     const rtp::ReportedSummary sum = rtp::summarize_reported(s, rtp::QualityOptions{});
-    rtcp.on_reported_stream_finished({rtp::ReportedKey{CompactText("engine-1@test"), 0xE}, s, sum, rtp::FinishReason::idle});
+    rtcp.on_reported_stream_finished(
+        {rtp::ReportedKey{CompactText("engine-1@test"), 0xE}, s, sum, rtp::FinishReason::idle});
     REQUIRE(sum.has_quality);
     input.streams.reported.finished[static_cast<std::size_t>(rtp::FinishReason::idle)].add();
     input.streams.reported.lost_packets.add(20);

@@ -514,8 +514,7 @@ TEST_CASE("the Call-ID text the stream table holds is counted as it comes and go
         std::size_t bytes = 0;
         t.for_each_binding(
             [&](const Endpoint&, const Endpoint&, const Binding& b, bool, bool) { bytes += b.call_id.heap_bytes(); });
-        t.for_each_reported(
-            [&](const ReportedKey& k, const ReportedStream&) { bytes += k.call_id.heap_bytes(); });
+        t.for_each_reported([&](const ReportedKey& k, const ReportedStream&) { bytes += k.call_id.heap_bytes(); });
         return bytes;
     };
     std::uint64_t state = 42;

@@ -175,7 +175,8 @@ TEST_CASE("the voice reference outlives comfort noise up to 2^32 us, and no long
         Stream s;
         std::uint16_t seq = 0;
         for (int i = 0; i < 10; ++i, ++seq)
-            observe_packet(s, make_rtp(0, seq, static_cast<std::uint32_t>(i * 160), 5), Timestamp{kBaseUs + i * 20'000});
+            observe_packet(s, make_rtp(0, seq, static_cast<std::uint32_t>(i * 160), 5),
+                           Timestamp{kBaseUs + i * 20'000});
         const std::int64_t last_voice_us = 9 * 20'000;
         for (std::int64_t t = 1; t <= silence_s; ++t, ++seq)
             observe_packet(s, make_rtp(13, seq, 7, 5, 1), Timestamp{kBaseUs + last_voice_us + t * 1'000'000});
@@ -188,7 +189,7 @@ TEST_CASE("the voice reference outlives comfort noise up to 2^32 us, and no long
     };
     CHECK(max_jitter_ms(60) == Approx(500.0 / 16));
     CHECK(max_jitter_ms(4'200) == Approx(500.0 / 16));  // 70 minutes
-    CHECK(max_jitter_ms(4'300) == 0.0);                  // 71.7 minutes
+    CHECK(max_jitter_ms(4'300) == 0.0);                 // 71.7 minutes
 }
 
 TEST_CASE("a payload-type change restarts the jitter reference", "[rtp][stream][jitter]") {

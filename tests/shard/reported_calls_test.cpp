@@ -28,7 +28,8 @@ class Recorder final : public rtp::StreamSink {
 public:
     void on_stream_finished(const rtp::FinishedStream&) override { ++measured; }
     void on_reported_stream_finished(const rtp::FinishedReported& f) override {
-        reported[{std::string(f.key.call_id.view()), f.key.ssrc}].push_back({f.stream, std::string(rtp::to_string(f.reason))});
+        reported[{std::string(f.key.call_id.view()), f.key.ssrc}].push_back(
+            {f.stream, std::string(rtp::to_string(f.reason))});
     }
     std::map<std::pair<std::string, std::uint32_t>, std::vector<Reported>> reported;
     std::uint64_t measured = 0;
