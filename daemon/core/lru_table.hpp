@@ -8,8 +8,8 @@
 // An index slot is 8 bytes: the entry's index and a 32-bit tag, the high half of its hash (the
 // low bits place it). A probe reads the entry only when the tag matches, so a lookup costs one
 // index line and, nearly always, the one entry it finds. The index costs 10 to 20 bytes a live
-// entry while it grows (see grow_index_if_needed); a 16-byte slot with the whole hash cost
-// four times that at the load of one half this table kept before.
+// entry while it grows (see grow_index_if_needed); 16-byte slots with the whole hash, at a load
+// of at most one half, cost 32 to 64.
 //
 // Entries do not store their hash (8 bytes of every entry of every table): insert(), erase()
 // and an index rebuild compute it from the key with `KeyHash`, and a lookup must probe with
