@@ -121,16 +121,12 @@ public:
         if (!from_proto(in, out, inner)) fail(name, inner);
     }
 
-    void text(const char* name, const std::string& in, std::size_t cap, std::string& out) {
-        if (!ok_) return;
-        if (in.size() > cap) return fail(name, std::to_string(in.size()) + " octets, at most " + std::to_string(cap));
-        out = in;
-    }
+    // A Call-ID as records keep it: refused, not clamped, past what a CompactText holds.
     void text(const char* name, const std::string& in, CompactText& out) {
         if (!ok_) return;
-        if (in.size() > CompactText::kMaxSize)
-            return fail(name, std::to_string(in.size()) + " octets, at most " + std::to_string(CompactText::kMaxSize));
-        out = in;
+        constexpr std::size_t cap = CompactText::kMaxSize;
+        if (in.size() > cap) return fail(name, std::to_string(in.size()) + " octets, at most " + std::to_string(cap));
+        out = std::string_view(in);
     }
 
     void fail(const char* name, const std::string& what) {
