@@ -18,7 +18,7 @@ build_pkgs=(
   libyaml-cpp-dev
   libprotobuf-dev protobuf-compiler
   prometheus-cpp-dev libcivetweb-dev
-  zlib1g-dev libsystemd-dev
+  zlib1g-dev
   catch2 libbenchmark-dev nlohmann-json3-dev
 )
 # The ASan/UBSan and fuzz tree's compiler: clang 14 and its runtimes (libFuzzer, the sanitizers).
@@ -69,7 +69,7 @@ fi
 arm64_pkgs=(
   crossbuild-essential-arm64 qemu-user-static file
   libboost-dev:arm64 libspdlog-dev:arm64 libfmt-dev:arm64 libprotobuf-dev:arm64
-  libcivetweb-dev:arm64 libcurl4-openssl-dev:arm64 zlib1g-dev:arm64 libsystemd-dev:arm64
+  libcivetweb-dev:arm64 libcurl4-openssl-dev:arm64 zlib1g-dev:arm64
   libyaml-cpp0.7:arm64 libprometheus-cpp-core1.0:arm64 libprometheus-cpp-pull1.0:arm64
   libprometheus-cpp-push1.0:arm64
 )

@@ -21,9 +21,6 @@
 #include "intake/hep_intake.hpp"
 
 #include <spdlog/spdlog.h>
-#ifdef HEPD_WITH_SYSTEMD
-#include <systemd/sd-daemon.h>
-#endif
 
 #include <unistd.h>
 
@@ -39,14 +36,6 @@
 namespace hepd::app {
 
 namespace {
-
-void notify_systemd(const char* state) {
-#ifdef HEPD_WITH_SYSTEMD
-    sd_notify(0, state);
-#else
-    (void)state;
-#endif
-}
 
 // The state directory must exist and be writable before anything else starts: a snapshot that
 // cannot be written would lose the calls in progress at the next restart.
@@ -214,10 +203,9 @@ int Daemon::start() {
     signals_.emplace(io_, SIGINT, SIGTERM, SIGHUP);
     wait_signal();
     schedule_summary();
-#ifdef HEPD_WITH_SYSTEMD
-    if (sd_watchdog_enabled(0, &watchdog_us_) > 0 && watchdog_us_ > 0) pet_watchdog();
-#endif
-    notify_systemd("READY=1");
+    if (!notifier_.problem().empty()) spdlog::warn("not notifying the service manager: {}", notifier_.problem());
+    if (notifier_.watchdog_interval().count() > 0) pet_watchdog();
+    notify_manager("READY=1");
     spdlog::info("ready; Ctrl-C or SIGTERM stops, SIGHUP reloads");
     return 0;
 }
@@ -409,7 +397,7 @@ void Daemon::wait_signal() {
             return;
         }
         spdlog::info("signal {} received, stopping", signo);
-        notify_systemd("STOPPING=1");
+        notify_manager("STOPPING=1");
         for (auto& l : udp_) l->stop();
         for (auto& l : tcp_) l->close();
         io_.stop();
@@ -425,9 +413,18 @@ void Daemon::schedule_summary() {
     });
 }
 
+void Daemon::notify_manager(std::string_view state) {
+    if (notifier_.notify(state)) return;
+    const int error = errno;
+    // Every failure of READY or STOPPING; of the watchdog's, the first (it repeats every half period).
+    if (state == "WATCHDOG=1" && watchdog_failure_logged_) return;
+    watchdog_failure_logged_ = watchdog_failure_logged_ || state == "WATCHDOG=1";
+    spdlog::warn("could not tell the service manager {}: {}", state, error_text(error));
+}
+
 void Daemon::pet_watchdog() {
-    notify_systemd("WATCHDOG=1");
-    watchdog_timer_.expires_after(std::chrono::microseconds(watchdog_us_ / 2));
+    notify_manager("WATCHDOG=1");
+    watchdog_timer_.expires_after(notifier_.watchdog_interval() / 2);
     watchdog_timer_.async_wait([this](boost::system::error_code ec) {
         if (!ec) pet_watchdog();
     });

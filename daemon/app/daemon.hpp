@@ -4,6 +4,7 @@
 // or SIGTERM and shuts down in order; every part is a member that releases itself, so a start-up
 // failure half-way unwinds what was started.
 #include "app/cli.hpp"
+#include "app/service_notifier.hpp"
 #include "app/snapshot_scheduler.hpp"
 #include "config/config.hpp"
 #include "core/time.hpp"
@@ -17,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 // The parts, defined in daemon.cpp's includes.
@@ -76,6 +78,7 @@ private:
     int serve_metrics();
     void wait_signal();
     void schedule_summary();
+    void notify_manager(std::string_view state);  // READY=1, WATCHDOG=1, STOPPING=1 (sd_notify(3))
     void pet_watchdog();
     void shutdown();
     std::vector<snapshot::ShardImage> capture_shards();
@@ -107,7 +110,8 @@ private:
     std::optional<boost::asio::signal_set> signals_;  // taken over once serving
     boost::asio::steady_timer summary_timer_{io_};
     boost::asio::steady_timer watchdog_timer_{io_};
-    std::uint64_t watchdog_us_ = 0;
+    ServiceNotifier notifier_ = ServiceNotifier::from_environment();
+    bool watchdog_failure_logged_ = false;
 };
 
 }  // namespace hepd::app

@@ -128,8 +128,9 @@ class Daemon:
     """hepd on free loopback ports with `config`, its state and log in `work`; every wait ends by
     `deadline` (time.monotonic())."""
 
-    def __init__(self, hepd, work, config, deadline):
+    def __init__(self, hepd, work, config, deadline, env=None):
         self.hepd, self.deadline = hepd, deadline
+        self.env = None if env is None else {**os.environ, **env}  # `env`: variables added
         for _ in range(3):
             self.hep_port, self.metrics_port = free_hep_port(), free_port()
             if self._start(work, config) or self.proc.returncode != EX_UNAVAILABLE:
@@ -148,7 +149,7 @@ class Daemon:
         os.makedirs(state, exist_ok=True)
         self.proc = subprocess.Popen([self.hepd, "--config", config, "--hep-listen", f"127.0.0.1:{self.hep_port}",
                                       "--metrics-listen", f"127.0.0.1:{self.metrics_port}", "--state-dir", state,
-                                      "--cores", "2"], stdout=self.log, stderr=subprocess.STDOUT)
+                                      "--cores", "2"], stdout=self.log, stderr=subprocess.STDOUT, env=self.env)
         self.up = False
         deadline = time.monotonic() + self.remaining(20)
         while time.monotonic() < deadline and self.proc.poll() is None:
