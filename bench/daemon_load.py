@@ -24,7 +24,9 @@ that load.
 
 CPU is the time on a CPU of every thread of the peer's processes (/proc/PID/task/*/schedstat,
 nanoseconds) over the measured window; context switches are voluntary + nonvoluntary from
-/proc/PID/task/*/status. The peer runs on CPU 0 and the generator on CPU 1 (taskset; --no-pin),
+/proc/PID/task/*/status. hepd's CPU is also split by thread role, from the names its threads
+carry: the receive thread (hepd-udp-0) and the shards (hepd-shard-N) a packet, and the receive
+thread's share in the kernel (user/system ticks of /proc/PID/task/*/stat). The peer runs on CPU 0 and the generator on CPU 1 (taskset; --no-pin),
 each in a session of its own whose scheduling group is at nice --nice, ahead of the compilers
 sharing the machine. Kamailio's configuration is bench/kamailio-sipcapture.cfg.
 """
@@ -132,6 +134,42 @@ def usage(pids):
             except (OSError, ValueError, IndexError):
                 pass
     return cpu, switches
+
+
+def thread_roles(pids):
+    """hepd's CPU seconds by thread role, from the threads' names (hepd-udp-N: receive,
+    hepd-shard-N: shards): {role: [time on a CPU, user, system]} (user and system in the 10 ms
+    ticks of /proc/PID/task/TID/stat, a split of the same time)."""
+    roles = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in pids:
+        for task in glob.glob(f"/proc/{pid}/task/*"):
+            try:
+                name = open(f"{task}/comm").read().strip()
+                on_cpu = int(open(f"{task}/schedstat").read().split()[0]) / 1e9
+                fields = open(f"{task}/stat").read().rsplit(")", 1)[1].split()
+                user, system = int(fields[11]) / tick, int(fields[12]) / tick
+            except (OSError, ValueError, IndexError):
+                continue
+            role = "receive" if name.startswith("hepd-udp-") else "shards" if name.startswith("hepd-shard-") else "other"
+            r = roles.setdefault(role, [0.0, 0.0, 0.0])
+            r[0] += on_cpu
+            r[1] += user
+            r[2] += system
+    return roles
+
+
+def role_figures(roles0, roles1, accepted):
+    """Per accepted packet: the receive threads' and the shards' CPU µs, and the share of the
+    receive threads' time spent in the kernel (recvmmsg: copies, socket accounting)."""
+    def delta(role, i):
+        return roles1.get(role, [0.0] * 3)[i] - roles0.get(role, [0.0] * 3)[i]
+    if not accepted or "receive" not in roles1:
+        return {"receive_us_per_packet": None, "shards_us_per_packet": None, "receive_kernel_share": None}
+    ticks = delta("receive", 1) + delta("receive", 2)
+    return {"receive_us_per_packet": 1e6 * delta("receive", 0) / accepted,
+            "shards_us_per_packet": 1e6 * delta("shards", 0) / accepted,
+            "receive_kernel_share": delta("receive", 2) / ticks if ticks > 0 else None}
 
 
 def receive_buffer_bytes(port):
@@ -335,9 +373,11 @@ def measure_rate(a, kind, rate):
         before = peer.counters()
         udp0 = udp_socket_stats(peer.port)
         cpu0, sw0 = usage(peer.pids)
+        roles0 = thread_roles(peer.pids)
         sent = run_load(a, peer.port, rate, a.duration)
         drained(peer)
         cpu1, sw1 = usage(peer.pids)
+        roles1 = thread_roles(peer.pids)
         udp1 = udp_socket_stats(peer.port)
         after = peer.counters()
         # A few packets may still be on their way through the peer's own queues.
@@ -363,7 +403,8 @@ def measure_rate(a, kind, rate):
             "accepted": accepted, "kernel_drops": kernel, "own_kernel_drops": delta("own_kernel_drops"),
             "queue_drops": delta("queue_drops"), "send_errors": sent["errors"], "lossless": lossless,
             "cpu_us_per_packet": 1e6 * cpu / accepted if accepted else None, "cpu_pct": 100 * cpu / seconds,
-            "ctx_switches_per_s": (sw1 - sw0) / seconds, "seconds": seconds, "receive_buffer_bytes": rcvbuf}
+            "ctx_switches_per_s": (sw1 - sw0) / seconds, "seconds": seconds, "receive_buffer_bytes": rcvbuf,
+            **role_figures(roles0, roles1, accepted)}
 
 
 def saturated_rate(step):
@@ -413,7 +454,8 @@ def summarize(runs, keys):
 
 
 POINT_KEYS = ["achieved_rate", "cpu_us_per_packet", "cpu_pct", "ctx_switches_per_s", "sent", "accepted",
-              "kernel_drops", "own_kernel_drops", "queue_drops"]
+              "kernel_drops", "own_kernel_drops", "queue_drops", "receive_us_per_packet", "shards_us_per_packet",
+              "receive_kernel_share"]
 
 
 def measure_peer_rep(a, kind):
@@ -582,6 +624,10 @@ def print_table(result, out=sys.stderr):
         r = str(rate)
         rows += [(f"{rate}/s: achieved rate", lambda p, r=r: fmt(p[r]["achieved_rate"], ".0f")),
                  (f"{rate}/s: CPU µs per accepted packet", lambda p, r=r: fmt(p[r]["cpu_us_per_packet"], ".2f")),
+                 (f"{rate}/s:   of which receive thread / shards",
+                  lambda p, r=r: f"{fmt(p[r].get('receive_us_per_packet'), '.2f')} / {fmt(p[r].get('shards_us_per_packet'), '.2f')}"),
+                 (f"{rate}/s:   receive thread's time in the kernel",
+                  lambda p, r=r: fmt(None if p[r].get("receive_kernel_share") is None else 100 * p[r]["receive_kernel_share"], ".0f") + " %"),
                  (f"{rate}/s: CPU % of one core", lambda p, r=r: fmt(p[r]["cpu_pct"], ".1f")),
                  (f"{rate}/s: context switches/s", lambda p, r=r: fmt(p[r]["ctx_switches_per_s"], ".0f")),
                  (f"{rate}/s: accepted / sent", lambda p, r=r: f"{fmt(p[r]['accepted'], '.0f')} / {fmt(p[r]['sent'], '.0f')}"),
@@ -593,6 +639,9 @@ def print_table(result, out=sys.stderr):
               + (" (generator-bound)" if p["lossless_generator_bound"] else "")),
              ("  per repetition", lambda p: ", ".join(fmt(v, ".0f") for v in p["lossless_rate_runs"])),
              ("  there: CPU µs per packet", lambda p: fmt((p["at_lossless"] or {}).get("cpu_us_per_packet"), ".2f")),
+             ("  there: of which receive thread / shards",
+              lambda p: f"{fmt((p['at_lossless'] or {}).get('receive_us_per_packet'), '.2f')} / "
+                        f"{fmt((p['at_lossless'] or {}).get('shards_us_per_packet'), '.2f')}"),
              ("  there: CPU % of one core", lambda p: fmt((p["at_lossless"] or {}).get("cpu_pct"), ".1f")),
              ("  there: context switches/s", lambda p: fmt((p["at_lossless"] or {}).get("ctx_switches_per_s"), ".0f"))]
     offline = result.get("offline")

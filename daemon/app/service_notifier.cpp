@@ -54,9 +54,14 @@ ServiceNotifier::ServiceNotifier(NotifyTarget target) : target_(std::move(target
     if (enabled()) fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 }
 
+// Read once, when the daemon is built: before any of its threads exist.
 ServiceNotifier ServiceNotifier::from_environment() {
-    return ServiceNotifier(parse_notify_target(std::getenv("NOTIFY_SOCKET"), std::getenv("WATCHDOG_USEC"),
-                                               std::getenv("WATCHDOG_PID"), ::getpid()));
+    // NOLINTBEGIN(concurrency-mt-unsafe)
+    const char* socket = std::getenv("NOTIFY_SOCKET");
+    const char* usec = std::getenv("WATCHDOG_USEC");
+    const char* pid = std::getenv("WATCHDOG_PID");
+    // NOLINTEND(concurrency-mt-unsafe)
+    return ServiceNotifier(parse_notify_target(socket, usec, pid, ::getpid()));
 }
 
 ServiceNotifier::~ServiceNotifier() {

@@ -1,5 +1,7 @@
 #include "app/snapshot_scheduler.hpp"
 
+#include "core/thread_name.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <utility>
@@ -18,7 +20,10 @@ void SnapshotScheduler::start() {
         const std::lock_guard lock(mutex_);
         stop_requested_ = false;
     }
-    thread_ = std::thread([this] { run(); });
+    thread_ = std::thread([this] {
+        name_this_thread("hepd-snapshot");
+        run();
+    });
 }
 
 void SnapshotScheduler::stop() {

@@ -1,6 +1,7 @@
 #include "ingest/udp_receiver.hpp"
 
 #include "core/log.hpp"
+#include "core/thread_name.hpp"
 #include "ingest/net_address.hpp"
 
 #include <spdlog/spdlog.h>
@@ -13,7 +14,6 @@
 
 #if defined(__linux__)
 #include <linux/sock_diag.h>  // SK_MEMINFO_DROPS
-#include <pthread.h>
 #endif
 
 #include <algorithm>
@@ -223,10 +223,7 @@ public:
 
     void start() {
         thread_ = std::thread([this] {
-#if defined(__linux__)
-            const std::string name = "hepd-udp-" + std::to_string(index_);
-            pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
-#endif
+            name_this_thread("hepd-udp-" + std::to_string(index_));
             run();
         });
     }

@@ -1,5 +1,7 @@
 #include "records/record_writer.hpp"
 
+#include "core/thread_name.hpp"
+
 #include <chrono>
 #include <utility>
 
@@ -34,7 +36,10 @@ RecordWriter::~RecordWriter() { stop_thread(); }
 
 void RecordWriter::start() {
     last_flush_us_ = steady_.now().us;
-    thread_ = std::thread([this] { run(); });
+    thread_ = std::thread([this] {
+        name_this_thread("hepd-records");
+        run();
+    });
 }
 
 bool RecordWriter::stop_thread() {

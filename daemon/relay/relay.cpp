@@ -1,13 +1,13 @@
 #include "relay/relay.hpp"
 
 #include "core/log.hpp"
+#include "core/thread_name.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
-#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -49,11 +49,7 @@ std::string Relay::url() const {
 void Relay::start() {
     if (thread_.joinable()) return;
     thread_ = std::thread([this] {
-#if defined(__linux__)
-        // Named after the destination, for top -H and perf ("hepd-relay-NAME", 15 bytes at most).
-        const std::string name = "hepd-relay-" + options_.name;
-        pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
-#endif
+        name_this_thread("hepd-relay-" + options_.name);  // after the destination
         run();
     });
 }

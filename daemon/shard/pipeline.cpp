@@ -1,5 +1,6 @@
 #include "shard/pipeline.hpp"
 
+#include "core/thread_name.hpp"
 #include "shard/dispatch.hpp"
 
 #include <algorithm>
@@ -62,7 +63,10 @@ public:
         : pipeline_(p), index_(index), live_ticks_(p.options_.threaded && p.options_.idle_tick_us > 0) {}
 
     void start() {
-        thread_ = std::thread([this] { read != nullptr ? run_reading() : run(); });
+        thread_ = std::thread([this] {
+            name_this_thread("hepd-shard-" + std::to_string(index_));
+            read != nullptr ? run_reading() : run();
+        });
     }
     void join() {
         if (thread_.joinable()) thread_.join();

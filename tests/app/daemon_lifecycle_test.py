@@ -222,6 +222,12 @@ def main():
     now = time.time()
     try:
         d = Daemon(state, hep_port, metrics_port, opts)
+        # Its threads carry their roles (top -H, perf): two shards, one receive thread, the
+        # snapshot writer, and the main thread.
+        names = sorted(open(f"/proc/{d.proc.pid}/task/{t}/comm").read().strip()
+                       for t in os.listdir(f"/proc/{d.proc.pid}/task"))
+        check("thread names", {n for n in names if n.startswith("hepd-")},
+              {"hepd-shard-0", "hepd-shard-1", "hepd-udp-0", "hepd-snapshot"})
         # A call with SDP up to its answer over UDP; a second one entirely over TCP, two frames
         # per write.
         for i, kind in enumerate(["INVITE", "180", "200", "ACK"]):
