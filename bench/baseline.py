@@ -14,5 +14,5 @@ def store(key, entry):
         entry = {**entry, "notes": notes}
     baseline[key] = entry
     with open(PATH, "w") as f:
-        json.dump(baseline, f, indent=2)
+        json.dump(baseline, f, indent=2, ensure_ascii=False)
         f.write("\n")
