@@ -26,9 +26,9 @@ CPU is the time on a CPU of every thread of the peer's processes (/proc/PID/task
 nanoseconds) over the measured window; context switches are voluntary + nonvoluntary from
 /proc/PID/task/*/status. hepd's CPU is also split by thread role, from the names its threads
 carry: the receive thread (hepd-udp-0) and the shards (hepd-shard-N) a packet, and the receive
-thread's share in the kernel (user/system ticks of /proc/PID/task/*/stat). The peer runs on CPU 0 and the generator on CPU 1 (taskset; --no-pin),
-each in a session of its own whose scheduling group is at nice --nice, ahead of the compilers
-sharing the machine. Kamailio's configuration is bench/kamailio-sipcapture.cfg.
+thread's share in the kernel (user/system ticks of /proc/PID/task/*/stat). The peer runs on
+CPU 0 and the generator on CPU 1 (taskset; --no-pin), each in a session of its own whose
+scheduling group is at nice --nice, ahead of the compilers sharing the machine. Kamailio's configuration is bench/kamailio-sipcapture.cfg.
 """
 import argparse
 import glob

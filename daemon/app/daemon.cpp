@@ -417,8 +417,10 @@ void Daemon::notify_manager(std::string_view state) {
     if (notifier_.notify(state)) return;
     const int error = errno;
     // Every failure of READY or STOPPING; of the watchdog's, the first (it repeats every half period).
-    if (state == "WATCHDOG=1" && watchdog_failure_logged_) return;
-    watchdog_failure_logged_ = watchdog_failure_logged_ || state == "WATCHDOG=1";
+    if (state == "WATCHDOG=1") {
+        if (watchdog_failure_logged_) return;
+        watchdog_failure_logged_ = true;
+    }
     spdlog::warn("could not tell the service manager {}: {}", state, error_text(error));
 }
 
