@@ -1,26 +1,17 @@
 #include "app/service_notifier.hpp"
 
+#include "core/decimal.hpp"
+
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
 
 namespace hepd::app {
-
-namespace {
-
-template <class T>
-bool parse_decimal(std::string_view text, T& out) noexcept {
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-    return ec == std::errc{} && end == text.data() + text.size() && !text.empty();
-}
-
-}  // namespace
 
 NotifyTarget parse_notify_target(const char* notify_socket, const char* watchdog_usec, const char* watchdog_pid,
                                  pid_t self) {
@@ -40,13 +31,10 @@ NotifyTarget parse_notify_target(const char* notify_socket, const char* watchdog
 
     // Both set by the manager for its main process only: a child that inherited them must not
     // pet the watchdog in its parent's name.
-    std::uint64_t usec = 0;
-    if (watchdog_usec == nullptr || !parse_decimal(watchdog_usec, usec) || usec == 0) return t;
-    if (watchdog_pid != nullptr) {
-        long long pid = 0;
-        if (!parse_decimal(std::string_view(watchdog_pid), pid) || pid != static_cast<long long>(self)) return t;
-    }
-    t.watchdog_interval = std::chrono::microseconds(static_cast<std::int64_t>(usec));
+    const auto usec = parse_decimal<std::uint64_t>(watchdog_usec == nullptr ? "" : watchdog_usec);
+    if (!usec || *usec == 0) return t;
+    if (watchdog_pid != nullptr && parse_decimal<long long>(watchdog_pid) != static_cast<long long>(self)) return t;
+    t.watchdog_interval = std::chrono::microseconds(static_cast<std::int64_t>(*usec));
     return t;
 }
 
@@ -66,18 +54,6 @@ ServiceNotifier ServiceNotifier::from_environment() {
 
 ServiceNotifier::~ServiceNotifier() {
     if (fd_ >= 0) ::close(fd_);
-}
-
-ServiceNotifier::ServiceNotifier(ServiceNotifier&& other) noexcept
-    : target_(std::move(other.target_)), fd_(std::exchange(other.fd_, -1)) {}
-
-ServiceNotifier& ServiceNotifier::operator=(ServiceNotifier&& other) noexcept {
-    if (this != &other) {
-        if (fd_ >= 0) ::close(fd_);
-        target_ = std::move(other.target_);
-        fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
 }
 
 bool ServiceNotifier::notify(std::string_view state) noexcept {

@@ -30,12 +30,10 @@ class ServiceNotifier {
 public:
     ServiceNotifier() = default;  // off
     explicit ServiceNotifier(NotifyTarget target);
-    static ServiceNotifier from_environment();
+    static ServiceNotifier from_environment();  // returned in place: no copy, no move
     ~ServiceNotifier();
     ServiceNotifier(const ServiceNotifier&) = delete;
     ServiceNotifier& operator=(const ServiceNotifier&) = delete;
-    ServiceNotifier(ServiceNotifier&& other) noexcept;
-    ServiceNotifier& operator=(ServiceNotifier&& other) noexcept;
 
     bool enabled() const noexcept { return !target_.address.empty(); }
     std::chrono::microseconds watchdog_interval() const noexcept { return target_.watchdog_interval; }

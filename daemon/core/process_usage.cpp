@@ -1,9 +1,10 @@
 #include "core/process_usage.hpp"
 
+#include "core/decimal.hpp"
+
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -13,12 +14,7 @@
 namespace hepd {
 namespace {
 
-std::optional<std::uint64_t> number(std::string_view text) noexcept {
-    std::uint64_t v = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
-    return v;
-}
+std::optional<std::uint64_t> number(std::string_view text) noexcept { return parse_decimal<std::uint64_t>(text); }
 
 // Next space-separated word of `rest`, consumed.
 std::string_view word(std::string_view& rest) noexcept {
