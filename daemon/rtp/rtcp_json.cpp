@@ -1,6 +1,7 @@
 #include "rtp/rtcp_json.hpp"
 
 #include <array>
+#include <cstring>
 
 namespace hepd::rtp {
 
@@ -32,6 +33,31 @@ constexpr std::array<bool, 256> kStringStop = [] {
     stop['"'] = stop['\\'] = true;
     return stop;
 }();
+
+// A key against a literal, as a few word loads whose literal half folds to constants: a report
+// has a dozen keys, each tried against a few names, and memcmp was a call each time.
+template <std::size_t N>
+bool is_key(std::string_view key, const char (&name)[N]) noexcept {
+    constexpr std::size_t n = N - 1;
+    static_assert(n >= 2, "every key of RTCP-JSON has two characters or more");
+    if (key.size() != n) return false;
+    const auto same = [&](std::size_t at, auto word) {
+        decltype(word) a;
+        decltype(word) b;
+        std::memcpy(&a, key.data() + at, sizeof a);
+        std::memcpy(&b, name + at, sizeof b);
+        return a == b;
+    };
+    if constexpr (n >= 8) {
+        for (std::size_t at = 0; at + 8 < n; at += 8)
+            if (!same(at, std::uint64_t{})) return false;
+        return same(n - 8, std::uint64_t{});
+    } else if constexpr (n >= 4) {
+        return same(0, std::uint32_t{}) && same(n - 4, std::uint32_t{});
+    } else {
+        return same(0, std::uint16_t{}) && same(n - 2, std::uint16_t{});
+    }
+}
 
 // Plain decimal integer text: optional '-', 1 to 19 digits (no sign '+', fraction or exponent).
 bool to_integer(std::string_view text, std::int64_t& out) noexcept {
@@ -315,16 +341,16 @@ bool parse_block(Scanner& s, int depth, RtcpJsonReport& report) noexcept {
     RtcpJsonBlock block;
     bool has_source = false;
     const bool ok = s.object(depth + 1, [&](std::string_view key, int d) {
-        if (key == "source_ssrc") {
+        if (is_key(key, "source_ssrc")) {
             has_source = true;
             return s.u32(d, block.source_ssrc);
         }
-        if (key == "fraction_lost") return s.u8(d, block.fraction_lost);
-        if (key == "packets_lost") return s.lost24(d, block.packets_lost);
-        if (key == "highest_seq_no") return s.u32(d, block.highest_seq_no);
-        if (key == "ia_jitter") return s.u32(d, block.ia_jitter);
-        if (key == "lsr") return s.u32(d, block.lsr);
-        if (key == "dlsr") return s.u32(d, block.dlsr);
+        if (is_key(key, "fraction_lost")) return s.u8(d, block.fraction_lost);
+        if (is_key(key, "packets_lost")) return s.lost24(d, block.packets_lost);
+        if (is_key(key, "highest_seq_no")) return s.u32(d, block.highest_seq_no);
+        if (is_key(key, "ia_jitter")) return s.u32(d, block.ia_jitter);
+        if (is_key(key, "lsr")) return s.u32(d, block.lsr);
+        if (is_key(key, "dlsr")) return s.u32(d, block.dlsr);
         return s.skip_value(d);
     });
     if (!ok) return false;
@@ -345,11 +371,11 @@ bool parse_sender_info(Scanner& s, int depth, RtcpJsonReport& report) noexcept {
     }
     RtcpJsonSenderInfo info;
     const bool ok = s.object(depth + 1, [&](std::string_view key, int d) {
-        if (key == "ntp_timestamp_sec") return s.u32(d, info.ntp_timestamp_sec);
-        if (key == "ntp_timestamp_usec") return s.u32(d, info.ntp_timestamp_usec);
-        if (key == "rtp_timestamp") return s.u32(d, info.rtp_timestamp);
-        if (key == "packets") return s.u32(d, info.packets);
-        if (key == "octets") return s.u32(d, info.octets);
+        if (is_key(key, "ntp_timestamp_sec")) return s.u32(d, info.ntp_timestamp_sec);
+        if (is_key(key, "ntp_timestamp_usec")) return s.u32(d, info.ntp_timestamp_usec);
+        if (is_key(key, "rtp_timestamp")) return s.u32(d, info.rtp_timestamp);
+        if (is_key(key, "packets")) return s.u32(d, info.packets);
+        if (is_key(key, "octets")) return s.u32(d, info.octets);
         return s.skip_value(d);
     });
     if (!ok) return false;
@@ -371,7 +397,7 @@ Result<RtcpJsonReport, RtcpJsonError> parse_rtcp_json(std::string_view text) noe
     RtcpJsonReport report;
     bool has_blocks = false;
     const bool ok = scan.object(1, [&](std::string_view key, int depth) {
-        if (key == "ssrc") {
+        if (is_key(key, "ssrc")) {
             std::uint32_t v = 0;
             if (!scan.u32(depth, v)) return false;
             if (!report.has_ssrc) {
@@ -380,7 +406,7 @@ Result<RtcpJsonReport, RtcpJsonError> parse_rtcp_json(std::string_view text) noe
             }
             return true;
         }
-        if (key == "type") {
+        if (is_key(key, "type")) {
             std::uint8_t v = 0;
             if (!scan.u8(depth, v)) return false;
             if (!report.has_type) {
@@ -389,7 +415,7 @@ Result<RtcpJsonReport, RtcpJsonError> parse_rtcp_json(std::string_view text) noe
             }
             return true;
         }
-        if (key == "report_count") {
+        if (is_key(key, "report_count")) {
             std::uint8_t v = 0;
             if (!scan.u8(depth, v)) return false;
             if (!report.has_report_count) {
@@ -398,7 +424,7 @@ Result<RtcpJsonReport, RtcpJsonError> parse_rtcp_json(std::string_view text) noe
             }
             return true;
         }
-        if (key == "report_blocks") {
+        if (is_key(key, "report_blocks")) {
             has_blocks = true;
             if (scan.null_value()) return true;
             if (scan.failed()) return false;
@@ -408,7 +434,7 @@ Result<RtcpJsonReport, RtcpJsonError> parse_rtcp_json(std::string_view text) noe
             }
             return scan.array(depth + 1, [&](int d) { return parse_block(scan, d, report); });
         }
-        if (key == "sender_information") return parse_sender_info(scan, depth, report);
+        if (is_key(key, "sender_information")) return parse_sender_info(scan, depth, report);
         return scan.skip_value(depth);
     });
     if (!ok) return fail(scan.error());
