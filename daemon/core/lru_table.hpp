@@ -11,6 +11,10 @@
 // entry while it grows (see grow_index_if_needed); 16-byte slots with the whole hash, at a load
 // of at most one half, cost 32 to 64.
 //
+// A table that nothing evicts and nobody walks in order (kTracksRecency false) keeps no links:
+// its entries are 8 bytes smaller, it never evicts (insert() at the cap refuses), and touch(),
+// contains(), oldest(), newer(), for_each() and erase_if() are not there.
+//
 // Entries do not store their hash (8 bytes of every entry of every table): insert(), erase()
 // and an index rebuild compute it from the key with `KeyHash`, and a lookup must probe with
 // the same hash (find() takes it from the caller, who may hold only a view of the key).
@@ -22,20 +26,27 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 namespace hepd {
 
-template <class Key, class Value, class KeyHash>
+namespace detail {
+struct RecencyLinks {
+    std::uint32_t prev = 0xffffffffU;  // towards the least recently touched
+    std::uint32_t next = 0xffffffffU;  // towards the most recently touched
+};
+struct NoRecencyLinks {};
+}  // namespace detail
+
+template <class Key, class Value, class KeyHash, bool kTracksRecency = true>
 class LruTable {
 public:
     static constexpr std::uint32_t kNone = 0xffffffffU;
 
     // The links first: what touch() and a lookup read share the key's cache line.
-    struct Entry {
-        std::uint32_t prev = kNone;  // towards the least recently touched
-        std::uint32_t next = kNone;  // towards the most recently touched
+    struct Entry : std::conditional_t<kTracksRecency, detail::RecencyLinks, detail::NoRecencyLinks> {
         Key key{};
         Value value{};
     };
@@ -66,11 +77,14 @@ public:
     }
 
     // Inserts a new entry (the caller has checked that the key is absent) and makes it the most
-    // recent. When the table is full, the least recent entry is removed first and returned.
+    // recent. When the table is full, the least recent entry is removed first and returned; one
+    // that does not track recency refuses (kNone).
     std::pair<std::uint32_t, std::optional<Entry>> insert(Key key, Value value) {
         const std::uint64_t hash = KeyHash{}(key);
         std::optional<Entry> evicted;
-        if (size_ >= capacity_) {
+        if constexpr (!kTracksRecency) {
+            if (size_ >= capacity_) return {kNone, std::nullopt};
+        } else if (size_ >= capacity_) {
             const std::uint32_t victim = head_;
             unindex(victim);  // by its key, before the key is moved out
             evicted = std::move(entries_[victim]);
@@ -101,7 +115,7 @@ public:
         return {at, std::move(evicted)};
     }
 
-    void touch(std::uint32_t at) noexcept {
+    void touch(std::uint32_t at) noexcept requires kTracksRecency {
         if (tail_ == at) return;
         unlink(at);
         link_back(at);
@@ -114,7 +128,7 @@ public:
 
     // Whether `at` holds a live entry (an index kept elsewhere may name an erased one): a live
     // entry has an older neighbour or is the oldest.
-    bool contains(std::uint32_t at) const noexcept {
+    bool contains(std::uint32_t at) const noexcept requires kTracksRecency {
         return at < entries_.size() && (entries_[at].prev != kNone || head_ == at);
     }
 
@@ -122,18 +136,18 @@ public:
     const Entry& entry(std::uint32_t at) const noexcept { return entries_[at]; }
     Value& operator[](std::uint32_t at) noexcept { return entries_[at].value; }
 
-    std::uint32_t oldest() const noexcept { return head_; }
-    std::uint32_t newer(std::uint32_t at) const noexcept { return entries_[at].next; }
+    std::uint32_t oldest() const noexcept requires kTracksRecency { return head_; }
+    std::uint32_t newer(std::uint32_t at) const noexcept requires kTracksRecency { return entries_[at].next; }
 
     // Visits live entries from least to most recent; `f(index, entry)` may not modify the table.
     template <class F>
-    void for_each(F&& f) const {
+    void for_each(F&& f) const requires kTracksRecency {
         for (std::uint32_t at = head_; at != kNone; at = entries_[at].next) f(at, entries_[at]);
     }
 
     // Removes every entry for which `pred(entry)` is true, calling `on_remove(entry)` first.
     template <class Pred, class OnRemove>
-    std::size_t erase_if(Pred&& pred, OnRemove&& on_remove) {
+    std::size_t erase_if(Pred&& pred, OnRemove&& on_remove) requires kTracksRecency {
         std::size_t n = 0;
         for (std::uint32_t at = head_; at != kNone;) {
             const std::uint32_t next = entries_[at].next;
@@ -222,25 +236,29 @@ private:
     }
 
     void link_back(std::uint32_t at) noexcept {
-        Entry& e = entries_[at];
-        e.prev = tail_;
-        e.next = kNone;
-        if (tail_ != kNone) entries_[tail_].next = at;
-        tail_ = at;
-        if (head_ == kNone) head_ = at;
+        if constexpr (kTracksRecency) {
+            Entry& e = entries_[at];
+            e.prev = tail_;
+            e.next = kNone;
+            if (tail_ != kNone) entries_[tail_].next = at;
+            tail_ = at;
+            if (head_ == kNone) head_ = at;
+        }
     }
 
     void unlink(std::uint32_t at) noexcept {
-        Entry& e = entries_[at];
-        if (e.prev != kNone)
-            entries_[e.prev].next = e.next;
-        else
-            head_ = e.next;
-        if (e.next != kNone)
-            entries_[e.next].prev = e.prev;
-        else
-            tail_ = e.prev;
-        e.prev = e.next = kNone;
+        if constexpr (kTracksRecency) {
+            Entry& e = entries_[at];
+            if (e.prev != kNone)
+                entries_[e.prev].next = e.next;
+            else
+                head_ = e.next;
+            if (e.next != kNone)
+                entries_[e.next].prev = e.prev;
+            else
+                tail_ = e.prev;
+            e.prev = e.next = kNone;
+        }
     }
 
     std::size_t capacity_;

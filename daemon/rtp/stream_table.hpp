@@ -254,7 +254,9 @@ private:
         std::uint32_t reported_head = kNone;  // reported streams linked to it (ReportedSlot)
     };
     using StreamLru = LruTable<StreamKey, StreamSlot, StreamKeyHash>;
-    using MediaLru = LruTable<Endpoint, MediaEntry, EndpointHash>;
+    // Never evicted nor walked in order (an entry goes with its last stream and binding): no
+    // recency links.
+    using MediaLru = LruTable<Endpoint, MediaEntry, EndpointHash, false>;
     using BindingLru = LruTable<BindingKey, BindingEntry, BindingKeyHash>;
     // A reported stream and its place in the list of its binding's reported streams (not in
     // snapshots: restored reported streams are linked to no binding).

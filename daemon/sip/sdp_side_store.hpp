@@ -1,9 +1,10 @@
 #pragma once
 // The SDP sides of every dialog of a table, by the dialog's entry index. A dialog seen on one hop
-// (most captures: one agent, or a proxy that mirrors one leg) fills two sides, one per direction;
-// only a dialog seen on a second hop fills the other two. So two sides are kept beside every
-// dialog (100 bytes) and the other two, for the dialogs that have them, in a pool: 192 bytes a
-// dialog were kept for all four before.
+// (most captures: one agent, or a proxy that mirrors one leg) fills two sides, one per direction,
+// and most calls have one media line: so what is kept beside every dialog is two sides with one
+// media address each (60 bytes). A dialog with more (a second hop, a second media line) keeps
+// all four sides whole in a pool instead. 192 bytes a dialog were kept for all four at first,
+// then 100 for two sides with both media addresses.
 #include "core/reserved_memory.hpp"
 #include "sip/dialog_media.hpp"
 
@@ -21,26 +22,27 @@ public:
     explicit SdpSideStore(std::size_t max_dialogs) { reserve_room(slots_, max_dialogs); }
 
     SdpSides get(std::uint32_t at) const noexcept {
-        SdpSides out{};
-        if (at >= slots_.size()) return out;
+        if (at >= slots_.size()) return SdpSides{};
         const Slot& s = slots_[at];
-        out[0] = s.first[0];
-        out[1] = s.first[1];
-        if (s.more != kNone) {
-            out[2] = more_[s.more][0];
-            out[3] = more_[s.more][1];
+        if (s.more != kNone) return more_[s.more];
+        SdpSides out{};
+        for (std::size_t i = 0; i < s.first.size(); ++i) {
+            out[i].hop = s.first[i].hop;
+            out[i].forward = s.first[i].forward;
+            out[i].media[0] = s.first[i].media;
         }
         return out;
     }
 
     void set(std::uint32_t at, const SdpSides& sides) {
         Slot& s = slot_at(at);
-        s.first = {sides[0], sides[1]};
-        const Pair rest{sides[2], sides[3]};
-        if (rest == Pair{}) {
+        if (fits_beside(sides)) {
             release_more(s);
+            for (std::size_t i = 0; i < s.first.size(); ++i)
+                s.first[i] = CompactSide{sides[i].hop, sides[i].forward, sides[i].media[0]};
             return;
         }
+        s.first = {};
         if (s.more == kNone) {
             if (free_.empty()) {
                 s.more = static_cast<std::uint32_t>(more_.size());
@@ -51,28 +53,43 @@ public:
                 free_.pop_back();
             }
         }
-        more_[s.more] = rest;
+        more_[s.more] = sides;
     }
 
     void clear(std::uint32_t at) noexcept {
         if (at >= slots_.size()) return;
-        slots_[at].first = Pair{};
+        slots_[at].first = {};
         release_more(slots_[at]);
     }
 
     std::size_t memory_bytes() const noexcept {
-        return slots_.size() * sizeof(Slot) + more_.capacity() * sizeof(Pair) +
+        return slots_.size() * sizeof(Slot) + more_.capacity() * sizeof(SdpSides) +
                free_.capacity() * sizeof(std::uint32_t);
     }
 
 private:
-    static_assert(kSdpSides == 4, "two sides beside the dialog, two in the pool");
     static constexpr std::uint32_t kNone = 0xffffffffU;
-    using Pair = std::array<SdpSide, 2>;
-    struct Slot {
-        Pair first{};
-        std::uint32_t more = kNone;  // index in more_ of the third and fourth sides
+    // A side with its first media address only.
+    struct CompactSide {
+        std::uint32_t hop = 0;
+        bool forward = false;
+        Endpoint media{};
     };
+    struct Slot {
+        std::array<CompactSide, 2> first{};
+        std::uint32_t more = kNone;  // index in more_ of all four sides, when they do not fit here
+    };
+
+    // Two sides of one media line each: the third and fourth sides and every second media address
+    // are empty.
+    static bool fits_beside(const SdpSides& sides) noexcept {
+        for (std::size_t i = 0; i < sides.size(); ++i) {
+            if (i >= 2 && sides[i] != SdpSide{}) return false;
+            for (std::size_t m = 1; m < kSdpMedia; ++m)
+                if (sides[i].media[m] != Endpoint{}) return false;
+        }
+        return true;
+    }
 
     Slot& slot_at(std::uint32_t at) {
         // Within the reserved room one entry at a time: a resize by doubling would touch (zero)
@@ -84,13 +101,13 @@ private:
 
     void release_more(Slot& s) noexcept {
         if (s.more == kNone) return;
-        more_[s.more] = Pair{};
+        more_[s.more] = SdpSides{};
         free_.push_back(s.more);  // within the room reserved in set()
         s.more = kNone;
     }
 
     std::vector<Slot, ReservingAllocator<Slot>> slots_;
-    std::vector<Pair> more_;
+    std::vector<SdpSides> more_;
     std::vector<std::uint32_t> free_;
 };
 

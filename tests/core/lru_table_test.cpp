@@ -129,6 +129,33 @@ TEST_CASE("LRU table entries stay in place as a large table grows to its cap", "
     CHECK(t.memory_bytes() >= kCap * sizeof(Big::Entry));
 }
 
+TEST_CASE("a table that tracks no recency keeps no links, refuses at its cap and finds what it holds", "[core][lru]") {
+    using Plain = LruTable<std::uint64_t, std::uint32_t, IntHash, false>;
+    using Ordered = LruTable<std::uint64_t, std::uint32_t, IntHash>;
+    static_assert(sizeof(Plain::Entry) + 8 == sizeof(Ordered::Entry));
+    const IntHash key_hash;
+    const auto find = [&](const Plain& t, std::uint64_t k) {
+        return t.find(key_hash(k), [&](std::uint64_t stored) { return stored == k; });
+    };
+    Plain t(100);
+    for (std::uint64_t k = 0; k < 100; ++k) REQUIRE(t.insert(k, static_cast<std::uint32_t>(k)).first != Plain::kNone);
+    CHECK(t.full());
+    const auto refused = t.insert(100, 100);  // no least recent entry to give way
+    CHECK(refused.first == Plain::kNone);
+    CHECK_FALSE(refused.second);
+    CHECK(find(t, 100) == Plain::kNone);
+    CHECK(t.size() == 100);
+    for (std::uint64_t k = 0; k < 100; k += 2) t.erase(find(t, k));
+    CHECK(t.size() == 50);
+    for (std::uint64_t k = 100; k < 150; ++k) REQUIRE(t.insert(k, static_cast<std::uint32_t>(k)).first != Plain::kNone);
+    for (std::uint64_t k = 0; k < 150; ++k) {
+        const bool held = k >= 100 || k % 2 == 1;
+        const std::uint32_t at = find(t, k);
+        REQUIRE((at != Plain::kNone) == held);
+        if (held) CHECK(t[at] == k);
+    }
+}
+
 TEST_CASE("LRU table rebuilds its index a bounded number of times under steady churn", "[core][lru]") {
     // Entries come and go at a steady count: each erase leaves a tombstone. Whatever the count
     // (just under the load that doubles the index, as bindings of a steady number of calls sit,

@@ -192,7 +192,7 @@ TEST_CASE("media: emit_media_bindings keeps at most kMaxBindingCodecs codecs", "
                      {9, "G722", 8000, 1}});
 }
 
-TEST_CASE("media: the SDP side store keeps two sides beside a dialog and a second hop's in a pool",
+TEST_CASE("media: the SDP side store keeps two sides of one media line beside a dialog, more in a pool",
           "[sip][dialog][media][memory]") {
     SdpSideStore store(8);
     const auto side = [](std::uint32_t hop, bool forward, std::uint16_t port) {
@@ -230,4 +230,17 @@ TEST_CASE("media: the SDP side store keeps two sides beside a dialog and a secon
     CHECK(store.get(2) == two_hops);
     store.clear(7);  // never set: nothing to do
     CHECK(store.get(7) == SdpSides{});
+
+    // A second media line (video) on one hop goes to the pool too, and comes back whole.
+    SdpSides with_video = one_hop;
+    with_video[1].media[1] = Endpoint{IpAddress::v4(0xC0000202U), 5002};
+    store.set(3, with_video);
+    CHECK(store.get(3) == with_video);
+    store.set(3, one_hop);
+    CHECK(store.get(3) == one_hop);
+    // A side whose only media line was declined (port 0) still keeps its hop and direction.
+    SdpSides declined = one_hop;
+    declined[0].media[0] = Endpoint{};
+    store.set(4, declined);
+    CHECK(store.get(4) == declined);
 }
