@@ -231,8 +231,8 @@ Binding make_binding(const MediaBinding& in) {
         const StaticPayload assigned = static_payload(c.payload_type);
         const std::string_view name = c.name_view();
         b.payload_types[i] = c.payload_type;
-        b.codecs[i] = name.empty() ? assigned.codec : codec_from_name(name);
-        b.clocks[i] = clock_code(c.clock_rate != 0 ? c.clock_rate : assigned.clock_rate);
+        b.set_codec(i, name.empty() ? assigned.codec : codec_from_name(name),
+                    clock_code(c.clock_rate != 0 ? c.clock_rate : assigned.clock_rate));
     }
     return b;
 }
@@ -258,7 +258,7 @@ StreamSummary summarize(const Stream& s, const Binding* binding, const QualityOp
             slot = candidate;
             out.clock_from_binding = true;
         } else {
-            out.clock_unmatched = bound_rate != 0 || (at >= 0 && binding->clocks[bi] == kUnlistedClock);
+            out.clock_unmatched = bound_rate != 0 || (at >= 0 && binding->clock(bi) == kUnlistedClock);
             for (std::size_t i = 1; i < kCandidateClockRates.size(); ++i)
                 if (s.estimate(i).max_jitter_us < s.estimate(static_cast<std::size_t>(slot)).max_jitter_us)
                     slot = static_cast<int>(i);
@@ -280,7 +280,7 @@ StreamSummary summarize(const Stream& s, const Binding* binding, const QualityOp
         } else if ((s.flags & Stream::kCandidateClocks) != 0) {
             out.clock_rate = kCandidateClockRates[static_cast<std::size_t>(slot)];
         }
-        out.codec = at >= 0 ? binding->codecs[static_cast<std::size_t>(at)] : Codec::unknown;
+        out.codec = at >= 0 ? binding->codec(static_cast<std::size_t>(at)) : Codec::unknown;
         if (out.codec == Codec::unknown) out.codec = assigned.codec;
     } else if (s.event_packets > 0) {
         out.codec = Codec::telephone_event;

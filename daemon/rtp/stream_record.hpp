@@ -211,7 +211,8 @@ inline bool is_event_shaped(const RtpPacket& packet) noexcept {
 
 // A media binding as a stream table keeps it: Call-ID text and the payload types of the SDP.
 // The pair it binds (media address, peer) is the table's key, not repeated here. Members
-// ordered to leave no hole but the Call-ID's padding (56 bytes; a binding table entry is 128).
+// ordered to leave no hole but the Call-ID's padding, and each format's codec and clock share an
+// octet (48 bytes; a binding table entry is 120).
 struct Binding {
     CompactText call_id;
     Timestamp time;                // of the SIP message; for a binding waiting for streams, its last activity
@@ -220,11 +221,25 @@ struct Binding {
     std::uint8_t callee_peer = 0;
     std::uint8_t codec_count = 0;
     std::array<std::uint8_t, kMaxBindingCodecs> payload_types{};
-    std::array<Codec, kMaxBindingCodecs> codecs{};
-    std::array<std::uint8_t, kMaxBindingCodecs> clocks{};  // clock_code() of the rtpmap rate
 
     bool same_call(const Binding& o) const noexcept { return dialog == o.dialog && call_id == o.call_id; }
-    std::uint32_t clock_rate(std::size_t i) const noexcept { return clock_rate_of(clocks[i]); }
+    Codec codec(std::size_t i) const noexcept { return static_cast<Codec>(codec_clocks_[i] & 0x0FU); }
+    // clock_code() of the rtpmap rate (kUnlistedClock for a rate it has no code for).
+    std::uint8_t clock(std::size_t i) const noexcept {
+        const auto code = static_cast<std::uint8_t>(codec_clocks_[i] >> 4);
+        return code == kPackedUnlisted ? kUnlistedClock : code;
+    }
+    std::uint32_t clock_rate(std::size_t i) const noexcept { return clock_rate_of(clock(i)); }
+    void set_codec(std::size_t i, Codec codec, std::uint8_t clock) noexcept {
+        const auto code = static_cast<unsigned>(clock == kUnlistedClock ? kPackedUnlisted : clock);
+        codec_clocks_[i] = static_cast<std::uint8_t>((code << 4) | static_cast<unsigned>(codec));
+    }
+    // The formats of `from` (codec_count, payload types, codecs and clocks).
+    void copy_codecs(const Binding& from) noexcept {
+        codec_count = from.codec_count;
+        payload_types = from.payload_types;
+        codec_clocks_ = from.codec_clocks_;
+    }
 
     // Index of the rtpmap entry for `payload_type`, or -1.
     int find(std::uint8_t payload_type) const noexcept {
@@ -234,6 +249,12 @@ struct Binding {
     }
 
     friend bool operator==(const Binding&, const Binding&) = default;
+
+private:
+    static constexpr std::uint8_t kPackedUnlisted = 0x0F;
+    static_assert(static_cast<unsigned>(Codec::other) < 16 && kClockRates.size() < kPackedUnlisted,
+                  "a codec and a clock code fit a nibble each");
+    std::array<std::uint8_t, kMaxBindingCodecs> codec_clocks_{};  // codec | clock code << 4
 };
 
 Binding make_binding(const MediaBinding& binding);

@@ -370,10 +370,7 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, const Endpoint& 
         BindingEntry& e = bindings_[b];
         if (binding.codec_count == 0 && e.binding.same_call(binding)) {
             // The answer names the offerer's address again, without the offer's codecs.
-            binding.codec_count = e.binding.codec_count;
-            binding.payload_types = e.binding.payload_types;
-            binding.codecs = e.binding.codecs;
-            binding.clocks = e.binding.clocks;
+            binding.copy_codecs(e.binding);
         }
         // Measured in place: a string moved onto one with a heap buffer may keep that buffer.
         key_heap_bytes_ -= e.binding.call_id.heap_bytes();
@@ -406,11 +403,7 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, const Endpoint& 
         // Codecs of the same call's binding of this address (the offer), if any.
         const std::uint32_t same = media_.entry(m).value.latest;
         if (same != kNone && bindings_.entry(same).value.binding.same_call(binding)) {
-            const Binding& from = bindings_.entry(same).value.binding;
-            binding.codec_count = from.codec_count;
-            binding.payload_types = from.payload_types;
-            binding.codecs = from.codecs;
-            binding.clocks = from.clocks;
+            binding.copy_codecs(bindings_.entry(same).value.binding);
         }
     }
     const Timestamp since = binding.time;
@@ -737,7 +730,7 @@ void StreamTable::note_reporter_binding(std::uint32_t at, std::string_view call_
         reported.caller_peer = binding.caller_peer;
         reported.callee_peer = binding.callee_peer;
         for (std::size_t c = 0; c < binding.codec_count && c < kMaxBindingCodecs; ++c) {
-            const Codec codec = binding.codecs[c];
+            const Codec codec = binding.codec(c);
             if (codec == Codec::telephone_event || codec == Codec::comfort_noise) continue;
             reported.codec = codec;
             reported.clock_rate = binding.clock_rate(c);

@@ -246,7 +246,7 @@ private:
         Binding binding;
         Timestamp idle_since;  // when the last stream left it (or its SDP time)
         // Streams that joined it (at most max_streams, below 2^31), and whether its dialog has
-        // ended: then it is dropped when its last stream leaves. One word: 80 bytes, not 88.
+        // ended: then it is dropped when its last stream leaves. One word: 72 bytes, not 80.
         std::uint32_t streams : 31 = 0;
         std::uint32_t released : 1 = 0;
         std::uint32_t prev = kNone;  // bindings of the same media address

@@ -215,8 +215,8 @@ Json binding_json(const BindingRecord& r) {
     for (std::size_t i = 0; i < b.codec_count && i < kMaxBindingCodecs; ++i) {
         Json c;
         c["payload_type"] = b.payload_types[i];
-        c["codec"] = rtp::to_string(b.codecs[i]);
-        c["clock_rate"] = b.clocks[i] == rtp::kUnlistedClock ? Json("unlisted") : Json(b.clock_rate(i));
+        c["codec"] = rtp::to_string(b.codec(i));
+        c["clock_rate"] = b.clock(i) == rtp::kUnlistedClock ? Json("unlisted") : Json(b.clock_rate(i));
         codecs.push_back(std::move(c));
     }
     j["codecs"] = std::move(codecs);

@@ -543,13 +543,13 @@ void to_proto(const BindingRecord& in, Binding& out) {
     for (std::size_t i = 0; i < n; ++i) {
         BindingCodec& c = *out.add_codecs();
         c.set_payload_type(b.payload_types[i]);
-        c.set_codec(static_cast<Codec>(b.codecs[i]));
+        c.set_codec(static_cast<Codec>(b.codec(i)));
         // The rate, not the build's one-octet code, so that the file does not depend on the
         // order of rtp::kClockRates.
-        if (b.clocks[i] == rtp::kUnlistedClock) {
+        if (b.clock(i) == rtp::kUnlistedClock) {
             c.set_clock_unlisted(true);
         } else {
-            c.set_clock_rate(rtp::clock_rate_of(b.clocks[i]));
+            c.set_clock_rate(b.clock_rate(i));
         }
     }
     out.set_waiting(in.waiting);
@@ -572,9 +572,10 @@ bool from_proto(const Binding& in, BindingRecord& out, std::string& why) {
         const auto i = static_cast<std::size_t>(k);
         const BindingCodec& c = in.codecs(k);
         r.uint("codecs.payload_type", c.payload_type(), b.payload_types[i]);
-        r.enumeration("codecs.codec", c.codec(), Codec_ARRAYSIZE, b.codecs[i]);
+        rtp::Codec codec = rtp::Codec::unknown;
+        r.enumeration("codecs.codec", c.codec(), Codec_ARRAYSIZE, codec);
         // A rate this build has no code for is "unlisted", as if the SDP had named it.
-        b.clocks[i] = c.clock_unlisted() ? rtp::kUnlistedClock : rtp::clock_code(c.clock_rate());
+        b.set_codec(i, codec, c.clock_unlisted() ? rtp::kUnlistedClock : rtp::clock_code(c.clock_rate()));
     }
     b.codec_count = static_cast<std::uint8_t>(in.codecs_size());
     if (in.has_peer()) r.endpoint("peer", in.peer(), out.peer);

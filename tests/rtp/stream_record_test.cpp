@@ -354,12 +354,28 @@ TEST_CASE("make_binding keeps rtpmap names and clocks, filling static ones", "[r
     CHECK(b.call_id == "abc@host");
     CHECK(b.time.us == kBaseUs + 42);
     REQUIRE(b.codec_count == 4);
-    CHECK(b.codecs[0] == Codec::pcmu);
+    CHECK(b.codec(0) == Codec::pcmu);
     CHECK(b.clock_rate(0) == 8000);
     CHECK(b.clock_rate(3) == 48000);
-    CHECK(b.codecs[1] == Codec::g722);
-    CHECK(b.codecs[2] == Codec::telephone_event);
-    CHECK(b.codecs[3] == Codec::opus);
+    CHECK(b.codec(1) == Codec::g722);
+    CHECK(b.codec(2) == Codec::telephone_event);
+    CHECK(b.codec(3) == Codec::opus);
     CHECK(b.find(111) == 3);
     CHECK(b.find(96) == -1);
+    CHECK(sizeof(Binding) <= 48);  // a codec and its clock in one octet: 56 with an octet each
+
+    // Every codec with every clock code, and a rate with no code, come back as set.
+    Binding all;
+    for (std::size_t code = 0; code <= kClockRates.size(); ++code) {
+        for (unsigned c = 0; c <= static_cast<unsigned>(Codec::other); ++c) {
+            const std::uint8_t clock = code == kClockRates.size() ? kUnlistedClock : static_cast<std::uint8_t>(code);
+            all.set_codec(code % kMaxBindingCodecs, static_cast<Codec>(c), clock);
+            CHECK(all.codec(code % kMaxBindingCodecs) == static_cast<Codec>(c));
+            CHECK(all.clock(code % kMaxBindingCodecs) == clock);
+        }
+    }
+    const Binding unlisted = make_binding(media_binding(ep("10.1.1.1:5004"), "abc@host", 0, {codec(96, "AMR", 12345)}));
+    CHECK(unlisted.codec(0) == Codec::other);
+    CHECK(unlisted.clock(0) == kUnlistedClock);
+    CHECK(unlisted.clock_rate(0) == 0);
 }

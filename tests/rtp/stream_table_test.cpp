@@ -670,7 +670,7 @@ TEST_CASE("memory per stream and per media binding", "[rtp][stream][memory]") {
     CHECK(sizeof(Stream) <= 152);  // 192 before its rarely used parts went out of line (StreamExtras)
     CHECK(sizes.stream <= 224);
     CHECK(sizes.media <= 40);      // 48 with recency links that nothing read
-    CHECK(sizes.binding <= 128);   // 176 before the peer was kept only in the key and the Call-ID compact
+    CHECK(sizes.binding <= 120);   // 176 before the peer was kept only in the key and the Call-ID compact
     CHECK(sizes.reported <= 136);  // 152 with the Call-ID as a std::string
 }
 

@@ -228,8 +228,9 @@ TEST_CASE("a binding with every field set survives the round trip", "[snapshot][
     BindingRecord few = in;
     few.binding.codec_count = 2;
     few.binding.payload_types = {8, 101, 0, 0, 0, 0, 0, 0};
-    few.binding.codecs = {rtp::Codec::pcma, rtp::Codec::telephone_event};
-    few.binding.clocks = {1, 1, 0, 0, 0, 0, 0, 0};
+    few.binding.set_codec(0, rtp::Codec::pcma, 1);
+    few.binding.set_codec(1, rtp::Codec::telephone_event, 1);
+    for (std::size_t i = 2; i < kMaxBindingCodecs; ++i) few.binding.set_codec(i, rtp::Codec::unknown, 0);
     few.waiting = false;
     CHECK(round_trip<Binding>(few) == few);
 }
@@ -241,7 +242,7 @@ TEST_CASE("a clock rate unknown to this build reads as unlisted", "[snapshot][ma
     BindingRecord out;
     std::string why;
     REQUIRE(from_proto(m, out, why));
-    CHECK(out.binding.clocks[0] == rtp::kUnlistedClock);
+    CHECK(out.binding.clock(0) == rtp::kUnlistedClock);
 }
 
 TEST_CASE("a reported stream with every field set survives the round trip", "[snapshot][mapping]") {

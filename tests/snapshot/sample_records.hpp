@@ -160,11 +160,12 @@ inline BindingRecord sample_binding(const char* media = "198.51.100.20:30000") {
     b.time = Timestamp{1'700'000'000'480'004};
     b.codec_count = 8;
     b.payload_types = {0, 8, 9, 18, 101, 111, 13, 96};
-    b.codecs = {
+    const std::array<rtp::Codec, 8> codecs{
         rtp::Codec::pcmu, rtp::Codec::pcma,          rtp::Codec::g722, rtp::Codec::g729, rtp::Codec::telephone_event,
         rtp::Codec::opus, rtp::Codec::comfort_noise, rtp::Codec::other};
     // Codes of rtp::kClockRates: 8000, 8000, 8000, 8000, 8000, 48000, unlisted, 90000.
-    b.clocks = {1, 1, 1, 1, 1, 9, rtp::kUnlistedClock, 10};
+    const std::array<std::uint8_t, 8> clocks{1, 1, 1, 1, 1, 9, rtp::kUnlistedClock, 10};
+    for (std::size_t i = 0; i < codecs.size(); ++i) b.set_codec(i, codecs[i], clocks[i]);
     r.waiting = true;
     return r;
 }
