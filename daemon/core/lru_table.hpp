@@ -5,11 +5,15 @@
 // linked list threaded through the entries gives the LRU order. At the cap, inserting evicts the
 // least recently touched entry and hands it to the caller to account for.
 //
-// An index slot is 8 bytes: the entry's index and a 32-bit tag, the high half of its hash (the
-// low bits place it). A probe reads the entry only when the tag matches, so a lookup costs one
-// index line and, nearly always, the one entry it finds. The index costs 10 to 20 bytes a live
-// entry while it grows (see grow_index_if_needed); 16-byte slots with the whole hash, at a load
-// of at most one half, cost 32 to 64.
+// An index slot is 8 bytes: the entry's index and a 32-bit tag, the high half of its hash, whose
+// low bits also place it (its home slot). A probe reads the entry only when the tag matches, so a
+// lookup costs one index line and, nearly always, the one entry it finds. The index costs 10 to
+// 20 bytes a live entry (see grow_index_if_needed); 16-byte slots with the whole hash, at a load
+// of at most one half, cost 32 to 64. An erase shifts the rest of its probe run back (Knuth's
+// algorithm R for linear probing) instead of leaving a tombstone: the tag names each slot's
+// home, so neither that nor growing the index reads an entry or hashes a key again, and
+// entries that come and go at a steady count (an offer's binding replaced by its answer's) do
+// not fill the index with tombstones that force it to double.
 //
 // A table that nothing evicts and nobody walks in order (kTracksRecency false) keeps no links:
 // its entries are 8 bytes smaller, it never evicts (insert() at the cap refuses), and touch(),
@@ -69,10 +73,10 @@ public:
     std::uint32_t find(std::uint64_t hash, Eq&& eq) const noexcept {
         const std::size_t mask = index_.size() - 1;
         const std::uint32_t t = tag(hash);
-        for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
+        for (std::size_t i = t & mask;; i = (i + 1) & mask) {
             const Slot& s = index_[i];
             if (s.entry == kNone) return kNone;
-            if (s.tag == t && s.entry != kTombstone && eq(entries_[s.entry].key)) return s.entry;
+            if (s.tag == t && eq(entries_[s.entry].key)) return s.entry;
         }
     }
 
@@ -111,7 +115,7 @@ public:
         link_back(at);
         ++size_;
         grow_index_if_needed();
-        place(hash, at);
+        place(tag(hash), at);
         return {at, std::move(evicted)};
     }
 
@@ -161,8 +165,7 @@ public:
         return n;
     }
 
-    // Times the index was rebuilt (grown, or cleared of tombstones): amortised, a few per
-    // thousand inserts at any steady size.
+    // Times the index grew (doubled).
     std::uint64_t index_rebuilds() const noexcept { return rebuilds_; }
     std::size_t index_slots() const noexcept { return index_.size(); }
 
@@ -173,54 +176,49 @@ public:
     }
 
 private:
-    static constexpr std::uint32_t kTombstone = 0xfffffffeU;
-
     struct Slot {
         std::uint32_t tag = 0;
         std::uint32_t entry = kNone;
     };
     static constexpr std::uint32_t tag(std::uint64_t hash) noexcept { return static_cast<std::uint32_t>(hash >> 32); }
 
-    void place(std::uint64_t hash, std::uint32_t at) noexcept {
+    void place(std::uint32_t tag, std::uint32_t at) noexcept {
         const std::size_t mask = index_.size() - 1;
-        for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
-            if (index_[i].entry == kNone || index_[i].entry == kTombstone) {
-                if (index_[i].entry == kTombstone) --tombstones_;
-                index_[i] = Slot{tag(hash), at};
+        for (std::size_t i = tag & mask;; i = (i + 1) & mask) {
+            if (index_[i].entry == kNone) {
+                index_[i] = Slot{tag, at};
                 return;
             }
         }
     }
 
-    // Keeps the load (live + tombstones) under 4/5; rebuilding also clears tombstones. The tags
+    // Keeps the load under 4/5 by doubling the index (up to four times the capacity). The tags
     // keep probes cheap at that load: linear probing then reads about 3 slots to find an entry
-    // and about 13 (two cache lines) to miss. A rebuild leaves at most 3/5 of the slots live (it
-    // doubles the index otherwise, up to four times the capacity), so a fifth of them must be
-    // filled again before the next one: with entries coming and going at a steady count just
-    // under the load limit, rebuilding at the same size would otherwise recur every few inserts.
-    // A growing table so holds its entries at a load of 2/5 to 4/5.
+    // and about 13 (two cache lines) to miss. A growing table so holds its entries at a load of
+    // 2/5 to 4/5.
     void grow_index_if_needed() {
-        if ((size_ + tombstones_) * 5 < index_.size() * 4) return;
-        std::size_t slots = index_.size();
-        if (size_ * 5 >= slots * 3 && slots < max_slots_) slots *= 2;
+        if (size_ * 5 < index_.size() * 4 || index_.size() >= max_slots_) return;
         ++rebuilds_;
-        std::vector<Slot> old(slots, Slot{});
+        std::vector<Slot> old(index_.size() * 2, Slot{});
         index_.swap(old);
-        tombstones_ = 0;
         for (const Slot& s : old)
-            if (s.entry != kNone && s.entry != kTombstone) place(KeyHash{}(entries_[s.entry].key), s.entry);
+            if (s.entry != kNone) place(s.tag, s.entry);
     }
 
-    // Marks the index slot of the entry at `at` free (a tombstone).
+    // Frees the index slot of the entry at `at`, and moves back every later slot of the same
+    // probe run that may fill it (whose home is not between the freed slot and itself).
     void unindex(std::uint32_t at) noexcept {
         const std::size_t mask = index_.size() - 1;
-        for (std::size_t i = KeyHash{}(entries_[at].key) & mask;; i = (i + 1) & mask) {
-            if (index_[i].entry == at) {
-                index_[i].entry = kTombstone;
-                ++tombstones_;
-                return;
+        std::size_t hole = tag(KeyHash{}(entries_[at].key)) & mask;
+        while (index_[hole].entry != at) hole = (hole + 1) & mask;
+        for (std::size_t i = (hole + 1) & mask; index_[i].entry != kNone; i = (i + 1) & mask) {
+            const std::size_t home = index_[i].tag & mask;
+            if (((i - home) & mask) >= ((i - hole) & mask)) {
+                index_[hole] = index_[i];
+                hole = i;
             }
         }
+        index_[hole] = Slot{};
     }
 
     // Unlinks the unindexed entry at `at` and frees its room.
@@ -269,7 +267,6 @@ private:
     std::vector<Slot> index_;
     std::vector<std::uint32_t> free_;
     std::size_t size_ = 0;
-    std::size_t tombstones_ = 0;
     std::uint32_t head_ = kNone;
     std::uint32_t tail_ = kNone;
 };
