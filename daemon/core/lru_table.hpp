@@ -19,9 +19,9 @@
 // its entries are 8 bytes smaller, it never evicts (insert() at the cap refuses), and touch(),
 // contains(), oldest(), newer(), for_each() and erase_if() are not there.
 //
-// Entries do not store their hash (8 bytes of every entry of every table): insert(), erase()
-// and an index rebuild compute it from the key with `KeyHash`, and a lookup must probe with
-// the same hash (find() takes it from the caller, who may hold only a view of the key).
+// Entries do not store their hash (8 bytes of every entry of every table): insert() and erase()
+// compute it from the key with `KeyHash`, and a lookup must probe with the same hash (find()
+// takes it from the caller, who may hold only a view of the key).
 //
 // Not thread-safe: one table belongs to one shard.
 #include "core/reserved_memory.hpp"
