@@ -23,17 +23,47 @@ IpAddress IpAddress::v6(std::span<const std::uint8_t, 16> bytes) noexcept {
     return a;
 }
 
+namespace {
+
+// Dotted-quad IPv4 as inet_pton(AF_INET) takes it: four decimal octets of at most 255, no
+// leading zeros, nothing else. Every SDP carries one; the library call cost five times this.
+std::optional<std::array<std::uint8_t, 4>> parse_dotted_quad(std::string_view text) noexcept {
+    std::array<std::uint8_t, 4> out{};
+    std::size_t octet = 0;
+    std::size_t i = 0;
+    const std::size_t n = text.size();
+    while (true) {
+        const std::size_t begin = i;
+        unsigned value = 0;
+        while (i < n && text[i] >= '0' && text[i] <= '9') {
+            if (i > begin && value == 0) return std::nullopt;  // a leading zero
+            value = value * 10 + static_cast<unsigned>(text[i] - '0');
+            if (value > 255) return std::nullopt;
+            ++i;
+        }
+        if (i == begin) return std::nullopt;
+        out[octet++] = static_cast<std::uint8_t>(value);
+        if (octet == 4) return i == n ? std::optional(out) : std::nullopt;
+        if (i == n || text[i] != '.') return std::nullopt;
+        ++i;
+    }
+}
+
+}  // namespace
+
 std::optional<IpAddress> IpAddress::parse(std::string_view text) noexcept {
+    if (text.empty()) return std::nullopt;
+    if (text.find(':') == std::string_view::npos) {
+        const auto quad = parse_dotted_quad(text);
+        if (!quad) return std::nullopt;
+        return v4(std::span<const std::uint8_t, 4>(*quad));
+    }
     // inet_pton needs a NUL-terminated string; the longest textual IPv6 form is 45 characters.
     char buf[64];
-    if (text.empty() || text.size() >= sizeof buf) return std::nullopt;
+    if (text.size() >= sizeof buf) return std::nullopt;
     std::memcpy(buf, text.data(), text.size());
     buf[text.size()] = '\0';
     std::array<std::uint8_t, 16> raw{};
-    if (text.find(':') == std::string_view::npos) {
-        if (inet_pton(AF_INET, buf, raw.data()) != 1) return std::nullopt;
-        return v4(std::span<const std::uint8_t, 4>(raw.data(), 4));
-    }
     if (inet_pton(AF_INET6, buf, raw.data()) != 1) return std::nullopt;
     return v6(std::span<const std::uint8_t, 16>(raw));
 }

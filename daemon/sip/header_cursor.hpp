@@ -53,10 +53,12 @@ public:
         }
         // The name is a token up to optional blanks and the colon (RFC 3261 HCOLON); one pass
         // over it replaces a colon search plus a separate validation.
+        // text_[end] is the line's CR or LF, neither a token character nor a blank: it stops
+        // both scans without a bounds test per byte.
         std::size_t name_end = start;
-        while (name_end < end && is_token_char(text_[name_end])) ++name_end;
+        while (is_token_char(text_[name_end])) ++name_end;
         std::size_t colon = name_end;
-        while (colon < end && is_space(text_[colon])) ++colon;
+        while (is_space(text_[colon])) ++colon;
         if (name_end == start || colon == end || text_[colon] != ':') {
             // A continuation line with no field to continue, no colon at all, or else an empty
             // name or one with a non-token character.

@@ -4,6 +4,7 @@
 #include "sip/text.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 namespace hepd::sip {
@@ -182,6 +183,15 @@ Transport transport_of(std::string_view text) noexcept {
     return Transport::unknown;
 }
 
+// A host name or IPv4 address in a Via ends at the port's colon, the parameters or white space.
+constexpr std::array<bool, 256> make_via_host_end_table() noexcept {
+    std::array<bool, 256> t{};
+    for (char c : std::string_view(":; \t\r\n")) t[static_cast<unsigned char>(c)] = true;
+    return t;
+}
+constexpr std::array<bool, 256> via_host_end_table = make_via_host_end_table();
+bool ends_via_host(char c) noexcept { return via_host_end_table[static_cast<unsigned char>(c)]; }
+
 std::size_t skip_lws(std::string_view s, std::size_t i) noexcept {
     while (i < s.size() && is_lws(s[i])) ++i;
     return i;
@@ -203,17 +213,26 @@ Via parse_via_parm(std::string_view via_parm, bool through_branch) noexcept {
     const std::string_view s = trim_lws(via_parm);
     via.raw = s;
     // sent-protocol: name LWS? "/" LWS? version LWS? "/" LWS? transport (RFC 3261 SLASH = SWS "/" SWS)
-    std::size_t i = skip_token(s, 0);
-    via.protocol_name = s.substr(0, i);
-    i = skip_lws(s, i);
-    if (via.protocol_name.empty() || i >= s.size() || s[i] != '/') return via;
-    i = skip_lws(s, i + 1);
-    std::size_t begin = i;
-    i = skip_token(s, i);
-    via.protocol_version = s.substr(begin, i - begin);
-    i = skip_lws(s, i);
-    if (via.protocol_version.empty() || i >= s.size() || s[i] != '/') return via;
-    i = skip_lws(s, i + 1);
+    std::size_t i = 0;
+    std::size_t begin = 0;
+    if (s.size() > 8 && equals_exact(s.substr(0, 8), "SIP/2.0/")) {
+        // What every sender writes, taken whole.
+        via.protocol_name = s.substr(0, 3);
+        via.protocol_version = s.substr(4, 3);
+        i = skip_lws(s, 8);
+    } else {
+        i = skip_token(s, 0);
+        via.protocol_name = s.substr(0, i);
+        i = skip_lws(s, i);
+        if (via.protocol_name.empty() || i >= s.size() || s[i] != '/') return via;
+        i = skip_lws(s, i + 1);
+        begin = i;
+        i = skip_token(s, i);
+        via.protocol_version = s.substr(begin, i - begin);
+        i = skip_lws(s, i);
+        if (via.protocol_version.empty() || i >= s.size() || s[i] != '/') return via;
+        i = skip_lws(s, i + 1);
+    }
     begin = i;
     i = skip_token(s, i);
     via.transport_text = s.substr(begin, i - begin);
@@ -230,7 +249,7 @@ Via parse_via_parm(std::string_view via_parm, bool through_branch) noexcept {
         i = close + 1;
     } else {
         begin = i;
-        while (i < s.size() && s[i] != ':' && s[i] != ';' && !is_lws(s[i])) ++i;
+        while (i < s.size() && !ends_via_host(s[i])) ++i;
         via.host = s.substr(begin, i - begin);
     }
     if (via.host.empty()) return via;

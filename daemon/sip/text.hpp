@@ -13,7 +13,11 @@
 namespace hepd::sip::detail {
 
 inline constexpr bool is_space(char c) noexcept { return c == ' ' || c == '\t'; }
-inline constexpr bool is_lws(char c) noexcept { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+// One compare and one bit test: SP, HT, CR and LF are bits 32, 9, 13 and 10 of the mask.
+inline constexpr bool is_lws(char c) noexcept {
+    const auto u = static_cast<unsigned char>(c);
+    return u <= ' ' && ((std::uint64_t{0x100002600} >> u) & 1U) != 0;
+}
 inline constexpr bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
 // Branch-free: header names are compared byte by byte on every packet.
 inline constexpr char to_lower(char c) noexcept {
@@ -246,15 +250,33 @@ inline std::string_view next_list_item(std::string_view& rest) noexcept {
 }
 
 // Calls f(name, value, has_value) for each ";name[=value]" parameter, names and values
-// trimmed, quoted values without their quotes; stops early when f returns true.
+// trimmed, quoted values without their quotes; stops early when f returns true. The elements are
+// those of ItemSplitter(params, ';', false), found in one pass with no library call: parameter
+// lists are short, and a search call per element cost more than the bytes it skipped.
 template <class F>
 void for_each_param(std::string_view params, F&& f) noexcept {
-    ItemSplitter items(params, ';', false);
-    while (!items.done()) {
-        const std::string_view item = items.next();
+    const std::size_t n = params.size();
+    std::size_t i = 0;
+    while (i < n) {
+        const std::size_t begin = i;
+        while (i < n && params[i] != ';') {
+            if (params[i] == '"') {
+                // A quoted string hides its ';'. Unterminated, it swallows the rest.
+                ++i;
+                while (i < n && params[i] != '"') i += params[i] == '\\' ? 2 : 1;
+                if (i >= n) {
+                    i = n;
+                    break;
+                }
+            }
+            ++i;
+        }
+        const std::string_view item = trim_lws(params.substr(begin, i - begin));
+        ++i;  // past the ';' (or the end)
         if (item.empty()) continue;
-        const std::size_t eq = item.find('=');
-        if (eq == std::string_view::npos) {
+        std::size_t eq = 0;
+        while (eq < item.size() && item[eq] != '=') ++eq;
+        if (eq == item.size()) {
             if (f(item, item.substr(item.size()), false)) return;
         } else {
             const std::string_view value = trim_lws(item.substr(eq + 1));

@@ -4,6 +4,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+
 using namespace hepd;
 
 TEST_CASE("IPv4 and IPv6 addresses parse and print", "[core][address]") {
@@ -84,4 +90,45 @@ TEST_CASE("an IPv4-mapped IPv6 address unmaps to the IPv4 address it carries", "
     // Same address, same hash; v4 and its mapped form are different keys until unmapped.
     CHECK(hash_address(*IpAddress::parse("10.1.2.3")) == hash_address(IpAddress::parse("::ffff:10.1.2.3")->unmapped()));
     CHECK(hash_address(*IpAddress::parse("10.1.2.3")) != hash_address(*IpAddress::parse("::ffff:10.1.2.3")));
+}
+
+TEST_CASE("IPv4 text is accepted exactly when inet_pton accepts it", "[core][address]") {
+    // IpAddress::parse reads dotted quads itself; the C library is the reference.
+    const auto agrees = [](const std::string& text) {
+        unsigned char expected[4] = {};
+        const bool library = inet_pton(AF_INET, text.c_str(), expected) == 1;
+        const auto parsed = IpAddress::parse(text);
+        INFO("'" << text << "'");
+        REQUIRE(parsed.has_value() == library);
+        if (library) {
+            CHECK(parsed->is_v4());
+            CHECK(std::memcmp(parsed->bytes().data(), expected, 4) == 0);
+        }
+    };
+    for (const char* text :
+         {"0.0.0.0",  "255.255.255.255", "10.3.0.1",  "01.2.3.4",  "1.2.3.04",  "1.2.3.0",   "1.2.3.4.",
+          ".1.2.3.4", "1..2.3",          "1.2.3.4.5", "256.0.0.1", "1.2.3.255", "1.2.3.256", "1.2.3.-4",
+          " 1.2.3.4", "1.2.3.4 ",        "1.2.3.4a",  "1.2.3",     "00.1.2.3",  "1.2.3.00",  "4294967296.0.0.1"})
+        agrees(text);
+    // Random strings over the characters a dotted quad is made of, with a few others.
+    std::mt19937 rng(7);
+    const std::string alphabet = "0123456789....  x";
+    std::uniform_int_distribution<std::size_t> length(1, 17);
+    std::uniform_int_distribution<std::size_t> pick(0, alphabet.size() - 1);
+    std::uniform_int_distribution<int> octet(0, 299);
+    for (int n = 0; n < 20000; ++n) {
+        std::string text;
+        if (n % 2 == 0) {
+            const std::size_t size = length(rng);
+            for (std::size_t i = 0; i < size; ++i) text += alphabet[pick(rng)];
+        } else {
+            // Near-valid: four numbers, sometimes with a leading zero or a fifth part.
+            for (int part = 0; part < 4 + (n % 7 == 1 ? 1 : 0); ++part) {
+                if (part > 0) text += '.';
+                if (n % 5 == 1) text += '0';
+                text += std::to_string(octet(rng));
+            }
+        }
+        agrees(text);
+    }
 }

@@ -2,7 +2,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace hepd::sip::detail;
@@ -98,4 +100,55 @@ TEST_CASE("ItemSplitter: plain and quoted values split alike", "[sip][text]") {
     CHECK(split("<u,v>, w", ',', false) == std::vector<std::string>{"<u", "v>", "w"});
     CHECK(split(";a=1;b=\"2;3\";c", ';', false) == std::vector<std::string>{"", "a=1", "b=\"2;3\"", "c"});
     CHECK(split("\"open, never closed", ',', true) == std::vector<std::string>{"\"open, never closed"});
+}
+
+TEST_CASE("for_each_param finds the elements ItemSplitter finds", "[sip][text]") {
+    // for_each_param splits in one pass of its own; the splitter (with '=' found in each
+    // trimmed element) is the reference.
+    using Param = std::tuple<std::string, std::string, bool>;
+    const auto reference = [](std::string_view params) {
+        std::vector<Param> out;
+        ItemSplitter items(params, ';', false);
+        while (!items.done()) {
+            const std::string_view item = items.next();
+            if (item.empty()) continue;
+            const std::size_t eq = item.find('=');
+            if (eq == std::string_view::npos) {
+                out.emplace_back(std::string(item), "", false);
+            } else {
+                out.emplace_back(std::string(rtrim_lws(item.substr(0, eq))),
+                                 std::string(unquote(trim_lws(item.substr(eq + 1)))), true);
+            }
+        }
+        return out;
+    };
+    const auto walked = [](std::string_view params) {
+        std::vector<Param> out;
+        for_each_param(params, [&](std::string_view name, std::string_view value, bool has_value) {
+            out.emplace_back(std::string(name), std::string(value), has_value);
+            return false;
+        });
+        return out;
+    };
+    for (const char* text : {";branch=z9hG4bK-0-1;rport", R"(;text="a;b=c";x)", R"(;q="unterminated;x=1)",
+                             R"(;e="a\";b";c)", R"(;e="a\)", ";;; ;", " ; a = 1 ; b", ";a=\"\"", "x=\"", ""})
+        CHECK(walked(text) == reference(text));
+    std::mt19937 rng(11);
+    const std::string alphabet = "ab=;;\"\\ \r\n<>";
+    std::uniform_int_distribution<std::size_t> length(0, 24);
+    std::uniform_int_distribution<std::size_t> pick(0, alphabet.size() - 1);
+    for (int n = 0; n < 20000; ++n) {
+        std::string text;
+        const std::size_t size = length(rng);
+        for (std::size_t i = 0; i < size; ++i) text += alphabet[pick(rng)];
+        INFO("'" << text << "'");
+        REQUIRE(walked(text) == reference(text));
+    }
+    // Stops at the first element the callback takes.
+    int calls = 0;
+    for_each_param(";a;b;c", [&](std::string_view name, std::string_view, bool) {
+        ++calls;
+        return name == "b";
+    });
+    CHECK(calls == 2);
 }
