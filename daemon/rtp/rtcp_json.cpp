@@ -120,7 +120,7 @@ public:
         return true;
     }
 
-    bool string(std::string_view& raw) noexcept {
+    [[gnu::always_inline]] bool string(std::string_view& raw) noexcept {
         if (!consume('"')) return false;
         const char* start = p_;
         for (;;) {
@@ -252,11 +252,16 @@ public:
     }
     bool failed() const noexcept { return failed_; }
 
-    // An integer field: a JSON integer or, as Asterisk writes some, a string of digits.
-    bool integer(int depth, std::int64_t& out) noexcept {
-        std::string_view text;
+    // An integer field: a JSON integer or, as Asterisk writes some, a string of digits. The
+    // common case is inlined into every field; the rest is a call.
+    [[gnu::always_inline]] bool integer(int depth, std::int64_t& out) noexcept {
         const char c = peek();
         if (is_digit(c) && plain_integer(out)) return true;
+        return unusual_integer(depth, c, out);
+    }
+
+    bool unusual_integer(int depth, char c, std::int64_t& out) noexcept {
+        std::string_view text;
         if (c == '"') {
             if (!string(text)) return false;
         } else if (c == '-' || is_digit(c)) {
@@ -268,7 +273,7 @@ public:
         return to_integer(text, out) || fail(RtcpJsonError::bad_number);
     }
 
-    bool ranged(int depth, std::int64_t low, std::int64_t high, std::int64_t& out) noexcept {
+    [[gnu::always_inline]] bool ranged(int depth, std::int64_t low, std::int64_t high, std::int64_t& out) noexcept {
         if (!integer(depth, out)) return false;
         return (out >= low && out <= high) || fail(RtcpJsonError::bad_number);
     }
@@ -301,7 +306,7 @@ private:
     // The common number, read in one pass: 0, or 1 to 18 digits without a leading zero, not
     // followed by a fraction, an exponent or more digits. Anything else is left to number() and
     // to_integer(), which say what is wrong with it. p_ is at a digit.
-    bool plain_integer(std::int64_t& out) noexcept {
+    [[gnu::always_inline]] bool plain_integer(std::int64_t& out) noexcept {
         const char* q = p_;
         std::int64_t value = 0;
         if (*q == '0') {
