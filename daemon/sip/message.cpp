@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <initializer_list>
 
 namespace hepd::sip {
 
@@ -214,26 +215,22 @@ Via parse_via_parm(std::string_view via_parm, bool through_branch) noexcept {
     via.raw = s;
     // sent-protocol: name LWS? "/" LWS? version LWS? "/" LWS? transport (RFC 3261 SLASH = SWS "/" SWS)
     std::size_t i = 0;
-    std::size_t begin = 0;
     if (s.size() > 8 && equals_exact(s.substr(0, 8), "SIP/2.0/")) {
         // What every sender writes, taken whole.
         via.protocol_name = s.substr(0, 3);
         via.protocol_version = s.substr(4, 3);
         i = skip_lws(s, 8);
     } else {
-        i = skip_token(s, 0);
-        via.protocol_name = s.substr(0, i);
-        i = skip_lws(s, i);
-        if (via.protocol_name.empty() || i >= s.size() || s[i] != '/') return via;
-        i = skip_lws(s, i + 1);
-        begin = i;
-        i = skip_token(s, i);
-        via.protocol_version = s.substr(begin, i - begin);
-        i = skip_lws(s, i);
-        if (via.protocol_version.empty() || i >= s.size() || s[i] != '/') return via;
-        i = skip_lws(s, i + 1);
+        for (std::string_view* part : {&via.protocol_name, &via.protocol_version}) {
+            const std::size_t start = i;
+            i = skip_token(s, i);
+            *part = s.substr(start, i - start);
+            i = skip_lws(s, i);
+            if (part->empty() || i >= s.size() || s[i] != '/') return via;
+            i = skip_lws(s, i + 1);
+        }
     }
-    begin = i;
+    std::size_t begin = i;
     i = skip_token(s, i);
     via.transport_text = s.substr(begin, i - begin);
     via.transport = transport_of(via.transport_text);
