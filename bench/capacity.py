@@ -24,6 +24,11 @@ Scaling model ("scaling_model", with --cores including 1 and 2): from the CPU ti
 runs and of each shard thread in the 2-shard runs (reported by `hepd pcap`), the part every shard
 repeats (reading the whole capture) and the part that splits, and a projection to 3, 4, 8 and 14
 cores with its assumptions written down, for the Thor run to be checked against.
+Parallel ceiling ("parallel_ceiling", with --cores including 2): what an ideal split of hepd's
+one-core work could reach on this machine. One `hepd pcap --cores 1` per CPU, each pinned to its
+CPU, all at once (and each CPU alone): CPU i then does the work at 1/T_i jobs a second, so a
+perfectly divisible job would take 1 / sum(1/T_i). A VM's vCPUs need not be equal (on the dev VM
+CPU 1 runs the same work 30-40 % slower than CPU 0, alone or not), and that bounds any speedup.
 bench/plot_capacity.py draws the figures.
 """
 import argparse
@@ -34,6 +39,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 import baseline  # bench/baseline.py
@@ -112,6 +118,8 @@ def scaling_model(scaling, packets, project=(3, 4, 8, 14)):
                "shard reads the whole mapping: N x the capture's bytes from memory or shared cache), no "
                "waiting between shards; on the Thor, scale by the ratio of its one-core time to this one's",
                "start-up (about 15 ms here) is in the measured wall times, not in the projection",
+               "the 2-shard CPU times are taken on this machine's CPUs as they are: where they are unequal "
+               "(parallel_ceiling) the slower one inflates C2, and so R; the Thor's cores are alike",
            ],
            "projection": {}}
     for cores in project:
@@ -120,6 +128,37 @@ def scaling_model(scaling, packets, project=(3, 4, 8, 14)):
                                      "packets_per_second": packets / wall,
                                      "speedup_vs_1_core": (one / wall) if one else None}
     return out
+
+
+def parallel_ceiling(cmd, runs, one_core_wall):
+    """Times `cmd` (a one-core run) pinned to each CPU alone, then on every CPU at once."""
+    cpus = sorted(os.sched_getaffinity(0))
+    alone = {c: [] for c in cpus}
+    together = {c: [] for c in cpus}
+
+    def run_on(cpu, out):
+        t0 = time.perf_counter()
+        subprocess.run(["taskset", "-c", str(cpu)] + cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       check=False)
+        out.append(time.perf_counter() - t0)
+
+    for _ in range(runs):
+        for c in cpus:
+            run_on(c, alone[c])
+        threads = [threading.Thread(target=run_on, args=(c, together[c])) for c in cpus]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    med_alone = {str(c): statistics.median(v) for c, v in alone.items()}
+    med_together = {str(c): statistics.median(v) for c, v in together.items()}
+    ideal = 1.0 / sum(1.0 / v for v in med_together.values())
+    return {"command": "taskset -c CPU " + " ".join(os.path.basename(x) if i == 0 else x for i, x in enumerate(cmd)),
+            "cpus": len(cpus), "alone_median_seconds": med_alone, "together_median_seconds": med_together,
+            "ideal_split_wall_seconds": ideal,
+            "ceiling_speedup_vs_1": one_core_wall / ideal if one_core_wall else None,
+            "note": "one one-core run per CPU at once: a perfectly divisible job would take 1/sum(1/T_i); "
+                    "no split of the work (shards, readers) can beat this ceiling on this machine"}
 
 
 def host():
@@ -190,6 +229,9 @@ def main():
     model = scaling_model(scaling, packets)
     if model:
         result["scaling_model"] = model
+    if "2" in scaling and len(os.sched_getaffinity(0)) >= 2 and shutil.which("taskset"):
+        result["parallel_ceiling"] = parallel_ceiling([hepd, "pcap", main_corpus, "--cores", "1"], a.runs,
+                                                      scaling.get("1", {}).get("published_wall_seconds"))
     keys = set().union(*reports.values())
     check["reports_identical_across_cores"] = len(keys) == 1
     check["streams_match_truth"] = all(c["streams"] == truth["streams"] and c["lost_packets"] == truth["rtp_lost"]
