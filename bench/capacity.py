@@ -27,8 +27,9 @@ cores with its assumptions written down, for the Thor run to be checked against.
 Parallel ceiling ("parallel_ceiling", with --cores including 2): what an ideal split of hepd's
 one-core work could reach on this machine. One `hepd pcap --cores 1` per CPU, each pinned to its
 CPU, all at once (and each CPU alone): CPU i then does the work at 1/T_i jobs a second, so a
-perfectly divisible job would take 1 / sum(1/T_i). A VM's vCPUs need not be equal (on the dev VM
-CPU 1 runs the same work 30-40 % slower than CPU 0, alone or not), and that bounds any speedup.
+perfectly divisible job would take 1 / sum(1/T_i), and one split in N equal parts (shards by
+hash) max(T_i) / N. A VM's vCPUs need not be equal nor steady (on the dev VM one of the two runs
+the same work up to 40 % slower than the other, alone or not, and which one changes by the hour).
 bench/plot_capacity.py draws the figures.
 """
 import argparse
@@ -130,7 +131,7 @@ def scaling_model(scaling, packets, project=(3, 4, 8, 14)):
     return out
 
 
-def parallel_ceiling(cmd, runs, one_core_wall):
+def parallel_ceiling(cmd, runs):
     """Times `cmd` (a one-core run) pinned to each CPU alone, then on every CPU at once."""
     cpus = sorted(os.sched_getaffinity(0))
     alone = {c: [] for c in cpus}
@@ -150,15 +151,20 @@ def parallel_ceiling(cmd, runs, one_core_wall):
             t.start()
         for t in threads:
             t.join()
-    med_alone = {str(c): statistics.median(v) for c, v in alone.items()}
+    # The reference is what an unpinned one-core run takes: on whichever CPU the scheduler picks.
+    one = statistics.median(t for v in alone.values() for t in v)
     med_together = {str(c): statistics.median(v) for c, v in together.items()}
     ideal = 1.0 / sum(1.0 / v for v in med_together.values())
+    even = max(med_together.values()) / len(cpus)
     return {"command": "taskset -c CPU " + " ".join(os.path.basename(x) if i == 0 else x for i, x in enumerate(cmd)),
-            "cpus": len(cpus), "alone_median_seconds": med_alone, "together_median_seconds": med_together,
-            "ideal_split_wall_seconds": ideal,
-            "ceiling_speedup_vs_1": one_core_wall / ideal if one_core_wall else None,
-            "note": "one one-core run per CPU at once: a perfectly divisible job would take 1/sum(1/T_i); "
-                    "no split of the work (shards, readers) can beat this ceiling on this machine"}
+            "cpus": len(cpus), "alone_median_seconds": {str(c): statistics.median(v) for c, v in alone.items()},
+            "one_core_median_seconds": one, "together_median_seconds": med_together,
+            "balanced_split_wall_seconds": ideal, "even_split_wall_seconds": even,
+            "ceiling_speedup_balanced": one / ideal, "ceiling_speedup_even_split": one / even,
+            "note": "one one-core run per CPU at once, against the median one-core run alone on any CPU: work "
+                    "split in proportion to each CPU's speed would take 1/sum(1/T_i) (balanced), work split in "
+                    "equal parts (shards by hash) max(T_i)/N (even split); no split of the work can beat these "
+                    "on this machine"}
 
 
 def host():
@@ -230,8 +236,7 @@ def main():
     if model:
         result["scaling_model"] = model
     if "2" in scaling and len(os.sched_getaffinity(0)) >= 2 and shutil.which("taskset"):
-        result["parallel_ceiling"] = parallel_ceiling([hepd, "pcap", main_corpus, "--cores", "1"], a.runs,
-                                                      scaling.get("1", {}).get("published_wall_seconds"))
+        result["parallel_ceiling"] = parallel_ceiling([hepd, "pcap", main_corpus, "--cores", "1"], a.runs)
     keys = set().union(*reports.values())
     check["reports_identical_across_cores"] = len(keys) == 1
     check["streams_match_truth"] = all(c["streams"] == truth["streams"] and c["lost_packets"] == truth["rtp_lost"]
@@ -264,7 +269,9 @@ def main():
             med, times, out = timed([hepd, "pcap", path, "--cores", "1", "--json", "-"], 3)
             run = json.loads(out)["run"]
             sweep[str(calls)] = {"median_wall_seconds": med, "rss_anon_bytes": run["rss_anon_bytes"],
-                                 "peak_rss_bytes": run["peak_rss_bytes"]}
+                                 "peak_rss_bytes": run["peak_rss_bytes"],
+                                 # where a call's memory goes: each table's bytes at the end of the input
+                                 "table_bytes_per_call": {t: b / calls for t, b in run["table_bytes"].items()}}
         small = sweep["500"]["rss_anon_bytes"]
         for k, v in sweep.items():
             n = int(k)

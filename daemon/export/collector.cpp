@@ -277,19 +277,15 @@ void Collector::collect_shards(Writer& out) const {
 
     // Summed over shards, as hepd_table_evictions_total is; each shard refreshes its figures once
     // a second of packet time.
-    std::array<std::int64_t, 4> bytes{};
+    std::array<std::int64_t, shard::kTableNames.size()> bytes{};
     for (const auto* w : shards_) {
-        const shard::ShardStats& st = w->stats();
-        bytes[0] += st.dialog_table_bytes.value();
-        bytes[1] += st.transaction_table_bytes.value();
-        bytes[2] += st.stream_table_bytes.value();
-        bytes[3] += st.duplicate_filter_bytes.value();
+        const auto shard_bytes = shard::table_memory_bytes(w->stats());
+        for (std::size_t t = 0; t < bytes.size(); ++t) bytes[t] += shard_bytes[t];
     }
     out.gauge("hepd_table_memory_bytes",
               "Bytes held by the shards' tables (their structures and the key text they own), by table.");
-    constexpr std::array<std::string_view, 4> kTables{"dialogs", "transactions", "streams", "duplicates"};
-    for (std::size_t t = 0; t < kTables.size(); ++t)
-        out.add(static_cast<double>(bytes[t]), {{"table", std::string(kTables[t])}});
+    for (std::size_t t = 0; t < bytes.size(); ++t)
+        out.add(static_cast<double>(bytes[t]), {{"table", std::string(shard::kTableNames[t])}});
 }
 
 void Collector::collect_sip(Writer& out, const sip::DialogStats& d) const {

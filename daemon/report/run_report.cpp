@@ -2,6 +2,7 @@
 
 #include "core/version.hpp"
 #include "rtp/stream_codec.hpp"
+#include "shard/shard_worker.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -99,6 +100,8 @@ std::string iso(Timestamp t) { return t.us == 0 ? std::string() : format_iso8601
 
 }  // namespace
 
+static_assert(std::tuple_size_v<decltype(RunInfo::table_bytes)> == shard::kTableNames.size());
+
 json build_report(const RunInfo& info, const RunInputs& in) {
     const auto& cap = *in.capture;
     const auto& ds = *in.dialogs;
@@ -117,6 +120,10 @@ json build_report(const RunInfo& info, const RunInputs& in) {
     run["rss_anon_bytes"] = info.rss_anon_bytes;
     run["reader_cpu_seconds"] = info.reader_cpu_seconds;
     run["shard_cpu_seconds"] = info.shard_cpu_seconds;
+    json tables = json::object();
+    for (std::size_t t = 0; t < shard::kTableNames.size(); ++t)
+        tables[std::string(shard::kTableNames[t])] = info.table_bytes[t];
+    run["table_bytes"] = tables;
     r["run"] = run;
 
     json c;
@@ -405,6 +412,15 @@ std::string render_text(const json& r) {
         o << "  cpu by thread: reader " << fixed(run["reader_cpu_seconds"].get<double>()) << " s, shards";
         for (const auto& s : run["shard_cpu_seconds"]) o << " " << fixed(s.get<double>());
         o << " s\n";
+    }
+    if (run.contains("table_bytes")) {
+        o << "  tables at the end of the input:";
+        const char* sep = " ";
+        for (const std::string_view name : shard::kTableNames) {
+            o << sep << name << " " << run["table_bytes"].value(name, std::int64_t{0}) / 1024 << " KiB";
+            sep = ", ";
+        }
+        o << "\n";
     }
     o << "\nCapture\n  frames " << c["frames"] << ", bytes " << c["bytes"] << ", datagrams " << c["datagrams"] << "\n"
       << "  by kind: " << kv_line(c["datagrams_by_kind"]) << "\n"

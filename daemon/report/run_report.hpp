@@ -8,6 +8,8 @@
 #include "shard/duplicate_filter.hpp"
 #include "sip/dialog_stats.hpp"
 
+#include <array>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -26,6 +28,9 @@ struct RunInfo {
     // and of each shard thread (none with one shard).
     double reader_cpu_seconds = 0;
     std::vector<double> shard_cpu_seconds;
+    // What the shards' tables held at the end of the input, summed over shards, by table
+    // (shard::kTableNames): hepd_table_memory_bytes's figures.
+    std::array<std::int64_t, 4> table_bytes{};
     std::string error;  // a file that ended early: what and where
 };
 

@@ -102,6 +102,10 @@ void ShardWorker::publish_memory(Timestamp now) noexcept {
     constexpr std::int64_t kSecondUs = 1'000'000;
     if (now.us < memory_due_us_ && now.us >= memory_due_us_ - kSecondUs) return;
     memory_due_us_ = now.us + kSecondUs;
+    publish_memory_now();
+}
+
+void ShardWorker::publish_memory_now() noexcept {
     const std::size_t transactions = dialogs_.transactions().memory_bytes();
     stats_.dialog_table_bytes.set(static_cast<std::int64_t>(dialogs_.memory_bytes() - transactions));
     stats_.transaction_table_bytes.set(static_cast<std::int64_t>(transactions));
@@ -116,6 +120,9 @@ void ShardWorker::advance_sip(Timestamp now, BindingSink& out) {
 }
 
 void ShardWorker::finish(Timestamp end) {
+    // What the tables held at the end of the input, before the flush below lets everything go
+    // (an offline run's report, the daemon's last scrape).
+    publish_memory_now();
     if (!flush_at_end_) return;
     dialogs_.expire(end);
     streams_.finish_all(end);

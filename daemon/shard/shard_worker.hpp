@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string_view>
 
 namespace hepd::shard {
 
@@ -40,6 +41,13 @@ struct ShardStats {
     Gauge duplicate_filter_bytes;
 };
 
+// The four figures above by table, named as hepd_table_memory_bytes's `table` label.
+inline constexpr std::array<std::string_view, 4> kTableNames{"dialogs", "transactions", "streams", "duplicates"};
+inline std::array<std::int64_t, 4> table_memory_bytes(const ShardStats& s) noexcept {
+    return {s.dialog_table_bytes.value(), s.transaction_table_bytes.value(), s.stream_table_bytes.value(),
+            s.duplicate_filter_bytes.value()};
+}
+
 class ShardWorker final : public Worker, private sip::MediaSink {
 public:
     explicit ShardWorker(const ShardConfig& config, rtp::StreamSink* finished_streams = nullptr);
@@ -62,7 +70,8 @@ public:
 private:
     void take(const Datagram& d, BindingSink& out);  // past the duplicate filter
     void on_media_binding(const MediaBinding& binding) noexcept override;
-    void publish_memory(Timestamp now) noexcept;
+    void publish_memory(Timestamp now) noexcept;  // when due
+    void publish_memory_now() noexcept;
 
     DuplicateFilter duplicates_;
     sip::DialogTable dialogs_;

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """`hepd pcap` end to end: generated captures must come out exactly as the generator says, with
 1 and with 2 shards; the real fixtures give the calls that are in them; a truncated file and a
-garbage file give a clear error, exit 65 and a report of what was read; on a terminal it shows
-its progress, and nothing of it when stderr is a pipe.
+garbage file give a clear error, exit 65 and a report of what was read; the report says what the
+tables held at the end of the input; on a terminal it shows its progress, and nothing of it when
+stderr is a pipe.
 
   pcap_mode_test.py HEPD HEPD_CORPUS FIXTURES_DIR
 """
@@ -50,6 +51,25 @@ try:
         check(tag + "Q.850 cause 17 (the 486s)", r["dialogs"]["q850_causes"].get("17", 0), truth["failed"])
     for section in ("capture", "sip", "dialogs", "transactions", "streams"):
         check(f"1 and 2 shards agree on {section}", reports[2][section], reports[1][section])
+
+    # What the tables held at the end of the input, before the end of the run lets them go: media
+    # of less than a second (the figures are refreshed once a second of packet time otherwise),
+    # every stream still in the table when the capture ends.
+    short = os.path.join(work, "short.pcap")
+    short_truth = json.loads(subprocess.run(
+        [CORPUS, short, "--no-sip", "--calls", "200", "--media-seconds", "0.2", "--interval-us", "500",
+         "--capture-from-ms", "500"], stdout=subprocess.PIPE, check=True).stdout)
+    for cores in (1, 2):
+        rc, r, _ = run_pcap([short], cores)
+        tables = r["run"]["table_bytes"]
+        check(f"[{cores} core(s)] the report names the four tables", sorted(tables),
+              ["dialogs", "duplicates", "streams", "transactions"])
+        check(f"[{cores} core(s)] the stream table held at least 100 bytes a stream ({tables['streams']})",
+              tables["streams"] >= 100 * short_truth["streams"], True)
+        check(f"[{cores} core(s)] no duplicate filter for a raw capture", tables["duplicates"], 0)
+        dialogs = reports[cores]["run"]["table_bytes"]["dialogs"]
+        check(f"[{cores} core(s)] the dialog table held at least 100 bytes a call ({dialogs})",
+              dialogs >= 100 * truth["calls"], True)
 
     # A capture larger than what may stay resident: the mapping's pages are handed back behind
     # the readers, so the file's part of the peak resident set is a window of some MiB, not the

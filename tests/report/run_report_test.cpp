@@ -146,6 +146,20 @@ TEST_CASE("report: CPU time by thread, the reader's and each shard's", "[report]
     CHECK(contains(text, "(anonymous 3072 KiB)\n  cpu by thread: reader 0.500 s, shards 0.250 0.750 s\n"));
 }
 
+TEST_CASE("report: what the tables held at the end of the input, by table", "[report]") {
+    Input input;
+    input.info.table_bytes = {3 * 1024 * 1024, 2048, 5 * 1024 * 1024, 0};
+    const auto json = input.report();
+    CHECK(json["run"]["table_bytes"] ==
+          nlohmann::json{
+              {"dialogs", 3 * 1024 * 1024}, {"transactions", 2048}, {"streams", 5 * 1024 * 1024}, {"duplicates", 0}});
+    const std::string text = render_text(json);
+    INFO(text);
+    CHECK(contains(text,
+                   "\n  tables at the end of the input: dialogs 3072 KiB, transactions 2 KiB, streams 5120 KiB, "
+                   "duplicates 0 KiB\n"));
+}
+
 TEST_CASE("text report: a run that stopped early says where", "[report]") {
     Input input;
     input.info.error = "calls.pcap: record at offset 4096 runs past the end of the file";
