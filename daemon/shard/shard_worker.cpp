@@ -121,7 +121,7 @@ void ShardWorker::advance_sip(Timestamp now, BindingSink& out) {
 
 void ShardWorker::finish(Timestamp end) {
     // What the tables held at the end of the input, before the flush below lets everything go
-    // (an offline run's report, the daemon's last scrape).
+    // (what an offline run reports).
     publish_memory_now();
     if (!flush_at_end_) return;
     dialogs_.expire(end);
