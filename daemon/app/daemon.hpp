@@ -104,6 +104,9 @@ private:
     std::vector<std::unique_ptr<ingest::UdpReceiver>> udp_;
     std::vector<std::unique_ptr<ingest::TcpListener>> tcp_;
     SnapshotState snapshot_state_;
+    // Each shard's record counts at the previous capture: how much of the next image to make
+    // ready before the shards pause for it (capture_shards, on one thread at a time).
+    std::vector<snapshot::RecordCounts> captured_counts_;
     std::unique_ptr<SnapshotScheduler> snapshots_;
     std::shared_ptr<metrics::Collector> collector_;
     std::unique_ptr<metrics::Exporter> exporter_;

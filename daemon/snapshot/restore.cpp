@@ -5,37 +5,94 @@
 #include <algorithm>
 #include <cstddef>
 #include <numeric>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace hepd::snapshot {
 
-ShardImage capture(const shard::ShardWorker& worker) {
-    ShardImage image;
+namespace {
+
+// Room kept in a prepared record's Call-ID strings: most Call-IDs fit (longer ones allocate).
+constexpr std::size_t kPreparedCallIdBytes = 64;
+
+// Writes record `n` of `records` (n <= size()): over the one there, its strings keeping their
+// room, or appended.
+template <class Record, class Assign>
+void put(std::vector<Record>& records, std::size_t n, Assign&& assign) {
+    if (n == records.size()) records.emplace_back();
+    assign(records[n]);
+}
+
+}  // namespace
+
+void capture(const shard::ShardWorker& worker, ShardImage& image) {
     const sip::DialogTable& dialogs = worker.dialogs();
     const rtp::StreamTable& streams = worker.streams();
 
-    image.dialogs.reserve(dialogs.size());
+    std::size_t n = 0;
     dialogs.for_each_in_full([&](std::string_view call_id, std::string_view from_tag, const sip::Dialog& d,
                                  const sip::SdpSides& sdp_sides, const sip::CallerIdentity& caller) {
-        image.dialogs.push_back(DialogRecord{std::string(call_id), std::string(from_tag), d, sdp_sides, caller});
+        put(image.dialogs, n++, [&](DialogRecord& r) {
+            r.call_id.assign(call_id);
+            r.from_tag.assign(from_tag);
+            r.dialog = d;
+            r.sdp_sides = sdp_sides;
+            r.caller = caller;
+        });
     });
-    image.transactions.reserve(dialogs.transactions().size());
+    image.dialogs.resize(n);
+    n = 0;
     dialogs.transactions().for_each([&](const sip::TransactionKey& key, const sip::Transaction& t) {
-        image.transactions.push_back(TransactionRecord{key, t});
+        put(image.transactions, n++, [&](TransactionRecord& r) {
+            r.key.call_id.assign(key.call_id);
+            r.key.cseq = key.cseq;
+            r.key.method = key.method;
+            r.transaction = t;
+        });
     });
-    image.streams.reserve(streams.size());
+    image.transactions.resize(n);
+    n = 0;
+    // Bindings are captured on their own below.
     streams.for_each([&](const rtp::StreamKey& key, const rtp::Stream& s, const rtp::Binding* /*binding*/) {
-        image.streams.push_back(StreamRecord{key, s});  // bindings are captured on their own below
+        put(image.streams, n++, [&](StreamRecord& r) { r = StreamRecord{key, s}; });
     });
-    image.bindings.reserve(streams.media_size() + streams.pending_size());
+    image.streams.resize(n);
+    n = 0;
     streams.for_each_binding(
         [&](const Endpoint& media, const Endpoint& peer, const rtp::Binding& b, bool waiting, bool released) {
-            image.bindings.push_back(BindingRecord{media, peer, b, waiting, released});
+            put(image.bindings, n++, [&](BindingRecord& r) { r = BindingRecord{media, peer, b, waiting, released}; });
         });
-    image.reported_streams.reserve(streams.reported_size());
+    image.bindings.resize(n);
+    n = 0;
     streams.for_each_reported([&](const rtp::ReportedKey& key, const rtp::ReportedStream& r) {
-        image.reported_streams.push_back(ReportedRecord{key, r});
+        put(image.reported_streams, n++, [&](ReportedRecord& out) { out = ReportedRecord{key, r}; });
     });
+    image.reported_streams.resize(n);
+}
+
+ShardImage capture(const shard::ShardWorker& worker) {
+    const sip::DialogTable& dialogs = worker.dialogs();
+    const rtp::StreamTable& streams = worker.streams();
+    ShardImage image;
+    image.dialogs.reserve(dialogs.size());
+    image.transactions.reserve(dialogs.transactions().size());
+    image.streams.reserve(streams.size());
+    image.bindings.reserve(streams.media_size() + streams.pending_size());
+    image.reported_streams.reserve(streams.reported_size());
+    capture(worker, image);
+    return image;
+}
+
+ShardImage prepare_image(const RecordCounts& expected) {
+    ShardImage image;
+    image.dialogs.resize(expected.dialogs);
+    for (DialogRecord& r : image.dialogs) r.call_id.reserve(kPreparedCallIdBytes);
+    image.transactions.resize(expected.transactions);
+    for (TransactionRecord& r : image.transactions) r.key.call_id.reserve(kPreparedCallIdBytes);
+    image.streams.resize(expected.streams);
+    image.bindings.resize(expected.bindings);
+    image.reported_streams.resize(expected.reported_streams);
     return image;
 }
 

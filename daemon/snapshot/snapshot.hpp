@@ -39,6 +39,16 @@ namespace hepd::snapshot {
 // Copies every record of one shard's tables. Call on the shard's thread (or while it is paused).
 ShardImage capture(const shard::ShardWorker& worker);
 
+// The same into `image`, assigning over the records already there (their strings keep their
+// room) and appending past them; `image` then holds exactly the shard's records. The shard
+// pauses while it copies: with an image made ready beforehand on another thread
+// (prepare_image) that pause costs no page faults and, for most records, no allocation.
+void capture(const shard::ShardWorker& worker, ShardImage& image);
+
+// An image of `expected` blank records of each kind, its memory touched and its Call-ID strings
+// given room, for capture() to fill (the daemon takes the counts of its previous snapshot).
+ShardImage prepare_image(const RecordCounts& expected);
+
 // ---- write ---------------------------------------------------------------------------------
 
 struct SnapshotMeta {

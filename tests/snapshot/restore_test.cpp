@@ -572,6 +572,45 @@ TEST_CASE("streams from several old shards expire in time order after the merge"
     CHECK(shards.recorders[0]->streams.size() == 2);
 }
 
+TEST_CASE("a capture into an image made ready beforehand gives the same image", "[snapshot]") {
+    gen::CorpusOptions o = corpus();
+    o.calls = 40;
+    o.rtcp = true;  // receiver views
+    o.rtcp_interval_us = 200'000;
+    gen::Truth truth;
+    const std::vector<Packet> all = packets(o, truth);
+    Shards shards(1);
+    Router router(shards.raw);
+    Timestamp tick{};
+    std::size_t fed = 0;
+    const auto feed_until = [&](std::size_t end) {
+        for (; fed < end; ++fed) router.feed(datagram(all[fed]), tick);
+    };
+    feed_until(all.size() / 3);
+    const ShardImage earlier = capture(*shards.raw[0]);
+    feed_until(all.size() * 2 / 3);
+    const ShardImage reference = capture(*shards.raw[0]);
+    const RecordCounts n = reference.counts();
+    REQUIRE(n.dialogs > 0);
+    REQUIRE(n.streams > 0);
+    REQUIRE(n.bindings > 0);
+
+    // Made ready for fewer records than there are (the rest appended), for exactly as many, and
+    // for more (the rest dropped); and an image still holding an earlier capture's records.
+    const auto scaled = [&](double f) {
+        const auto s = [f](std::uint64_t v) { return static_cast<std::uint64_t>(static_cast<double>(v) * f); };
+        return RecordCounts{s(n.dialogs), s(n.transactions), s(n.streams), s(n.bindings), s(n.reported_streams)};
+    };
+    for (const double f : {0.0, 0.5, 1.0, 1.5}) {
+        ShardImage image = prepare_image(scaled(f));
+        capture(*shards.raw[0], image);
+        CHECK(image == reference);
+    }
+    ShardImage reused = earlier;
+    capture(*shards.raw[0], reused);
+    CHECK(reused == reference);
+}
+
 TEST_CASE("capture, write, read and restore give back the same tables", "[snapshot][restore]") {
     gen::CorpusOptions o = corpus();
     o.calls = 40;
