@@ -382,18 +382,24 @@ int Daemon::serve_metrics() {
 }
 
 // Copies the shards' tables between two of their batches (a short pause for each shard); after
-// Pipeline::finish, on the calling thread. The images are made ready here first, a tenth larger
-// than the previous capture, so that the pause is a copy into memory already touched: page
-// faults and string allocations (a VM pays microseconds for a fault) stay on this thread.
+// Pipeline::finish, on the calling thread. The images are made ready here first (image_room: the
+// previous capture or the shard's published table sizes, a tenth larger), so that the pause is a
+// copy into memory already touched: page faults and string allocations (a VM pays microseconds
+// for a fault) stay on this thread, from the first snapshot after a start on.
 std::vector<snapshot::ShardImage> Daemon::capture_shards() {
     const auto t0 = std::chrono::steady_clock::now();
     captured_counts_.resize(workers_.size());
     std::vector<snapshot::ShardImage> images;
     images.reserve(workers_.size());
-    for (const snapshot::RecordCounts& last : captured_counts_) {
-        const auto grown = [](std::uint64_t n) { return n == 0 ? 0 : n + n / 10 + 16; };
-        images.push_back(snapshot::prepare_image({grown(last.dialogs), grown(last.transactions), grown(last.streams),
-                                                  grown(last.bindings), grown(last.reported_streams)}));
+    for (std::size_t i = 0; i < workers_.size(); ++i) {
+        const shard::ShardStats& s = workers_[i]->stats();
+        const auto published = [](const Gauge& g) {
+            return static_cast<std::uint64_t>(std::max<std::int64_t>(g.value(), 0));
+        };
+        const snapshot::RecordCounts now{published(s.dialog_records), published(s.transaction_records),
+                                         published(s.stream_records), published(s.binding_records),
+                                         published(s.reported_stream_records)};
+        images.push_back(snapshot::prepare_image(snapshot::image_room(captured_counts_[i], now)));
     }
     const auto t1 = std::chrono::steady_clock::now();
     pipeline_->run_on_shards([&](std::size_t i, shard::Worker&) { snapshot::capture(*workers_[i], images[i]); });

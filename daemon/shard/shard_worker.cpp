@@ -111,6 +111,12 @@ void ShardWorker::publish_memory_now() noexcept {
     stats_.transaction_table_bytes.set(static_cast<std::int64_t>(transactions));
     stats_.stream_table_bytes.set(static_cast<std::int64_t>(streams_.memory_bytes()));
     stats_.duplicate_filter_bytes.set(static_cast<std::int64_t>(duplicates_.memory_bytes()));
+    const auto records = [](std::size_t n) { return static_cast<std::int64_t>(n); };
+    stats_.dialog_records.set(records(dialogs_.size()));
+    stats_.transaction_records.set(records(dialogs_.transactions().size()));
+    stats_.stream_records.set(records(streams_.size()));
+    stats_.binding_records.set(records(streams_.bindings_size()));
+    stats_.reported_stream_records.set(records(streams_.reported_size()));
 }
 
 void ShardWorker::advance_sip(Timestamp now, BindingSink& out) {

@@ -39,6 +39,14 @@ struct ShardStats {
     Gauge transaction_table_bytes;
     Gauge stream_table_bytes;  // streams, media addresses, bindings, reported streams
     Gauge duplicate_filter_bytes;
+    // Records each table holds, refreshed with the figures above: what the daemon makes its
+    // snapshot images ready for, so that even the first snapshot after a start (with no earlier
+    // capture to go by) pauses the shard only to copy.
+    Gauge dialog_records;
+    Gauge transaction_records;
+    Gauge stream_records;
+    Gauge binding_records;
+    Gauge reported_stream_records;
 };
 
 // The four figures above by table, named as hepd_table_memory_bytes's `table` label.

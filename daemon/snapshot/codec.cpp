@@ -184,7 +184,7 @@ bool parse(Message& m, ByteSpan bytes) {
 // Converts every record of one kind; false (with `why` naming kind, index and field) at the
 // first one the build cannot represent.
 template <class Repeated, class Record>
-bool convert(const Repeated& in, std::vector<Record>& out, const char* kind, std::string& why) {
+bool convert(const Repeated& in, ImageRecords<Record>& out, const char* kind, std::string& why) {
     for (const auto& message : in) {
         Record r;
         std::string field;

@@ -4,6 +4,7 @@
 // SnapshotFile is what a file read back holds. Neither refers to protobuf types, so callers
 // (daemon/app) do not see the generated code.
 #include "core/address.hpp"
+#include "core/reserved_memory.hpp"
 #include "core/time.hpp"
 #include "rtp/stream_record.hpp"
 #include "rtp/stream_table.hpp"
@@ -83,13 +84,19 @@ struct RecordCounts {
     friend bool operator==(const RecordCounts&, const RecordCounts&) = default;
 };
 
+// An image's records. Large ones are mappings of their own advised for transparent huge pages:
+// an image is made anew for every snapshot, and tens of megabytes of base pages cost the
+// snapshot thread a fault every 4 KiB (0.17 s for 60,000 dialogs in a VM guest).
+template <class Record>
+using ImageRecords = std::vector<Record, ReservingAllocator<Record>>;
+
 // Records in each table's least-recently-active-first order.
 struct ShardImage {
-    std::vector<DialogRecord> dialogs;
-    std::vector<TransactionRecord> transactions;
-    std::vector<StreamRecord> streams;
-    std::vector<BindingRecord> bindings;
-    std::vector<ReportedRecord> reported_streams;
+    ImageRecords<DialogRecord> dialogs;
+    ImageRecords<TransactionRecord> transactions;
+    ImageRecords<StreamRecord> streams;
+    ImageRecords<BindingRecord> bindings;
+    ImageRecords<ReportedRecord> reported_streams;
 
     RecordCounts counts() const noexcept {
         return {dialogs.size(), transactions.size(), streams.size(), bindings.size(), reported_streams.size()};

@@ -19,7 +19,7 @@ constexpr std::size_t kPreparedCallIdBytes = 64;
 // Writes record `n` of `records` (n <= size()): over the one there, its strings keeping their
 // room, or appended.
 template <class Record, class Assign>
-void put(std::vector<Record>& records, std::size_t n, Assign&& assign) {
+void put(ImageRecords<Record>& records, std::size_t n, Assign&& assign) {
     if (n == records.size()) records.emplace_back();
     assign(records[n]);
 }
@@ -96,13 +96,23 @@ ShardImage prepare_image(const RecordCounts& expected) {
     return image;
 }
 
+RecordCounts image_room(const RecordCounts& captured, const RecordCounts& published) noexcept {
+    const auto room = [](std::uint64_t a, std::uint64_t b) {
+        const std::uint64_t n = std::max(a, b);
+        return n == 0 ? 0 : n + n / 10 + 16;
+    };
+    return {room(captured.dialogs, published.dialogs), room(captured.transactions, published.transactions),
+            room(captured.streams, published.streams), room(captured.bindings, published.bindings),
+            room(captured.reported_streams, published.reported_streams)};
+}
+
 namespace {
 
 // Indices of `records` by the time their table orders them by (least recent first). Each
 // shard's records are already in that order; sorting merges the shards, so that a table that
 // expires from its oldest entry (streams, reported streams) meets them in time order.
-template <class Record, class Time>
-std::vector<std::size_t> by_time(const std::vector<Record>& records, Time&& time_of) {
+template <class Records, class Time>
+std::vector<std::size_t> by_time(const Records& records, Time&& time_of) {
     std::vector<std::size_t> order(records.size());
     std::iota(order.begin(), order.end(), std::size_t{0});
     std::stable_sort(order.begin(), order.end(),

@@ -49,6 +49,11 @@ void capture(const shard::ShardWorker& worker, ShardImage& image);
 // given room, for capture() to fill (the daemon takes the counts of its previous snapshot).
 ShardImage prepare_image(const RecordCounts& expected);
 
+// What to make an image ready for: of each kind, the larger of what the previous capture found
+// and what the shard last published (all there is before the first capture), and a tenth more
+// for the growth since. Zero stays zero.
+RecordCounts image_room(const RecordCounts& captured, const RecordCounts& published) noexcept;
+
 // ---- write ---------------------------------------------------------------------------------
 
 struct SnapshotMeta {

@@ -81,6 +81,44 @@ TEST_CASE("generated calls reconstruct exactly, with 1, 2 and 4 shards alike", "
     }
 }
 
+TEST_CASE("a shard publishes how many records each of its tables holds", "[shard][memory]") {
+    // The daemon makes its snapshot images ready for these figures (the first snapshot after a
+    // start has no earlier capture to go by); finish() publishes them before any end-of-run flush.
+    shard::ShardConfig config;
+    config.flush_at_end = false;
+    gen::CorpusOptions o;
+    o.calls = 400;
+    o.media_seconds = 0.5;
+    o.call_interval_us = 2000;
+    std::vector<std::unique_ptr<shard::Worker>> owned;
+    auto w = std::make_unique<shard::ShardWorker>(config);
+    auto* worker = w.get();
+    owned.push_back(std::move(w));
+    shard::Pipeline pipeline({}, std::move(owned));
+    Timestamp last{};
+    gen::generate(o, [&](Timestamp t, const Endpoint& s, const Endpoint& d, ByteSpan p) {
+        shard::Datagram dg;
+        dg.time = last = t;
+        dg.src = s;
+        dg.dst = d;
+        dg.kind = (d.port == 5060 || s.port == 5060) ? PayloadClass::sip : PayloadClass::rtp;
+        dg.payload = p;
+        pipeline.producer(0).push(dg);
+    });
+    // Calls still in progress at the end of a truncated run: every table holds records.
+    pipeline.finish(last);
+    const auto& published = worker->stats();
+    const auto held = [](std::size_t n) { return static_cast<std::int64_t>(n); };
+    CHECK(published.dialog_records.value() == held(worker->dialogs().size()));
+    CHECK(published.transaction_records.value() == held(worker->dialogs().transactions().size()));
+    CHECK(published.stream_records.value() == held(worker->streams().size()));
+    CHECK(published.binding_records.value() == held(worker->streams().bindings_size()));
+    CHECK(published.reported_stream_records.value() == held(worker->streams().reported_size()));
+    CHECK(published.dialog_records.value() > 0);
+    CHECK(published.stream_records.value() > 0);
+    CHECK(published.binding_records.value() > 0);
+}
+
 TEST_CASE("a flood of unique calls beyond the caps keeps memory flat and counts evictions", "[shard][limits]") {
     shard::ShardConfig config;
     config.dialogs.max_dialogs = 200;

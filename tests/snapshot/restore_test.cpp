@@ -611,6 +611,13 @@ TEST_CASE("a capture into an image made ready beforehand gives the same image", 
     CHECK(reused == reference);
 }
 
+TEST_CASE("an image is made ready for the larger of the last capture and the published sizes", "[snapshot]") {
+    // Before the first capture only the shard's published figures say how large the tables are.
+    CHECK(image_room({}, {1000, 0, 2000, 3000, 100}) == RecordCounts{1116, 0, 2216, 3316, 126});
+    // Each kind on its own: the larger of the two, a tenth more and 16; nothing stays nothing.
+    CHECK(image_room({1000, 50, 0, 10, 0}, {900, 60, 0, 20, 0}) == RecordCounts{1116, 82, 0, 38, 0});
+}
+
 TEST_CASE("capture, write, read and restore give back the same tables", "[snapshot][restore]") {
     gen::CorpusOptions o = corpus();
     o.calls = 40;
