@@ -351,7 +351,8 @@ int Daemon::serve_metrics() {
     });
     collector_->set_snapshot([this] {
         return metrics::SnapshotFigures{snapshot_state_.last_duration_seconds.load(), snapshot_state_.failures.load(),
-                                        snapshot_state_.last_success_unix_seconds.load()};
+                                        snapshot_state_.last_success_unix_seconds.load(),
+                                        snapshot_state_.last_shard_pause_seconds.load()};
     });
     if (records_) {
         collector_->set_records([this] {
@@ -405,6 +406,7 @@ std::vector<snapshot::ShardImage> Daemon::capture_shards() {
     pipeline_->run_on_shards([&](std::size_t i, shard::Worker&) { snapshot::capture(*workers_[i], images[i]); });
     const auto t2 = std::chrono::steady_clock::now();
     for (std::size_t i = 0; i < images.size(); ++i) captured_counts_[i] = images[i].counts();
+    snapshot_state_.last_shard_pause_seconds = std::chrono::duration<double>(t2 - t1).count();
     spdlog::debug("snapshot images made ready in {:.3f} s, shards paused {:.3f} s to fill them",
                   std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count());
     return images;

@@ -22,6 +22,7 @@ struct SnapshotState {
     std::atomic<double> last_duration_seconds{0};
     std::atomic<std::uint64_t> failures{0};
     std::atomic<double> last_success_unix_seconds{0};
+    std::atomic<double> last_shard_pause_seconds{0};  // set by the capture callback
 };
 
 class SnapshotScheduler {

@@ -555,6 +555,9 @@ void Collector::collect_snapshot(Writer& out) const {
     out.add(as_double(f.failures));
     out.gauge("hepd_snapshot_last_success_timestamp_seconds", "Unix time of the last snapshot written (0: none yet).");
     out.add(f.last_success_unix_seconds);
+    out.gauge("hepd_snapshot_shard_pause_seconds",
+              "Time the shards took no packets while they copied their tables for the last snapshot.");
+    out.add(f.last_shard_pause_seconds);
 }
 
 // The HEP relay, per destination (a closed set: the configuration's names). Without `relay:`

@@ -64,6 +64,7 @@ struct SnapshotFigures {
     double last_duration_seconds = 0;      // of the last attempt, successful or not
     std::uint64_t failures = 0;            // since start-up
     double last_success_unix_seconds = 0;  // 0: no snapshot written yet
+    double last_shard_pause_seconds = 0;   // the shards took no packets while they copied their tables
 };
 
 // What the call-record writer reports (daemon/records); read through a callback at scrape time,

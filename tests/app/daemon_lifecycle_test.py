@@ -194,6 +194,8 @@ def tcp_across_snapshots(work):
     check("periodic: snapshots written during the traffic", written >= 2, True)
     check("periodic: snapshot failures", d.metric("hepd_snapshot_failures_total"), 0)
     check("periodic: last snapshot time set", d.metric("hepd_snapshot_last_success_timestamp_seconds") > 0, True)
+    # The shards paused to copy their tables (a timed figure: set, not asserted small).
+    check("periodic: shards' snapshot pause measured", d.metric("hepd_snapshot_shard_pause_seconds") > 0, True)
     tcp.close()
     rc, took = d.stop()
     check("periodic: exit status after SIGTERM", rc, 0)

@@ -148,10 +148,11 @@ TEST_CASE("a collector with no sources still shows every fixed series at zero", 
     const Exposition x = to_exposition(collector.Collect());
 
     // Label-less series are always there.
-    for (const char* name : {"hepd_tcp_connections", "hepd_udp_kernel_drops_total",
-                             "hepd_shard_queue_dropped_datagrams_total", "hepd_rtp_packets_total",
-                             "hepd_rtp_streams_active", "hepd_dialogs_created_total", "hepd_snapshot_failures_total",
-                             "hepd_snapshot_duration_seconds", "hepd_snapshot_last_success_timestamp_seconds"}) {
+    for (const char* name :
+         {"hepd_tcp_connections", "hepd_udp_kernel_drops_total", "hepd_shard_queue_dropped_datagrams_total",
+          "hepd_rtp_packets_total", "hepd_rtp_streams_active", "hepd_dialogs_created_total",
+          "hepd_snapshot_failures_total", "hepd_snapshot_duration_seconds",
+          "hepd_snapshot_last_success_timestamp_seconds", "hepd_snapshot_shard_pause_seconds"}) {
         INFO(name);
         CHECK(x.at(name) == 0);
     }

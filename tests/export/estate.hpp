@@ -63,7 +63,7 @@ struct Estate {
     std::unique_ptr<shard::Pipeline> pipeline;
     std::vector<std::unique_ptr<intake::HepIntake>> intakes;
     ingest::TcpStats tcp;
-    metrics::SnapshotFigures snapshot{0.25, 2, 1'700'000'123.5};
+    metrics::SnapshotFigures snapshot{0.25, 2, 1'700'000'123.5, 0.0625};
     // A relay destination that is never started: the messages that fitted its queue wait there,
     // the rest count as queue_full.
     std::unique_ptr<relay::Relay> relay;

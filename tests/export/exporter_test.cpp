@@ -184,7 +184,8 @@ TEST_CASE("a scrape over HTTP reports the estate exactly", "[export][http]") {
                                  "hepd_sip_parse_errors_total",
                                  "hepd_snapshot_duration_seconds",
                                  "hepd_snapshot_failures_total",
-                                 "hepd_snapshot_last_success_timestamp_seconds"}) {
+                                 "hepd_snapshot_last_success_timestamp_seconds",
+                                 "hepd_snapshot_shard_pause_seconds"}) {
             INFO(name);
             REQUIRE(x.types.count(name) == 1);
             CHECK(x.helps.count(name) == 1);
@@ -454,6 +455,7 @@ TEST_CASE("a scrape over HTTP reports the estate exactly", "[export][http]") {
         CHECK(x.at("hepd_snapshot_duration_seconds") == 0.25);
         CHECK(x.at("hepd_snapshot_failures_total") == 2);
         CHECK(x.at("hepd_snapshot_last_success_timestamp_seconds") == 1'700'000'123.5);
+        CHECK(x.at("hepd_snapshot_shard_pause_seconds") == 0.0625);
     }
 
     SECTION("histograms are cumulative and closed by +Inf == count") {
