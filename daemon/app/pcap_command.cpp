@@ -178,10 +178,7 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
     // With one shard this thread did all the work; with several it only waited for the shards.
     info.reader_cpu_seconds = thread_cpu_seconds();
     info.shard_cpu_seconds = pipeline.shard_cpu_seconds();
-    for (const shard::ShardWorker* w : workers) {
-        const auto bytes = shard::table_memory_bytes(w->stats());
-        for (std::size_t t = 0; t < bytes.size(); ++t) info.table_bytes[t] += bytes[t];
-    }
+    info.table_bytes = shard::total_table_memory_bytes(workers);
 
     // The shard threads have ended: their tables and statistics are this thread's to read now.
     sip::DialogStats dialog_stats;

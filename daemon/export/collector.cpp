@@ -277,11 +277,7 @@ void Collector::collect_shards(Writer& out) const {
 
     // Summed over shards, as hepd_table_evictions_total is; each shard refreshes its figures once
     // a second of packet time.
-    std::array<std::int64_t, shard::kTableNames.size()> bytes{};
-    for (const auto* w : shards_) {
-        const auto shard_bytes = shard::table_memory_bytes(w->stats());
-        for (std::size_t t = 0; t < bytes.size(); ++t) bytes[t] += shard_bytes[t];
-    }
+    const auto bytes = shard::total_table_memory_bytes(shards_);
     out.gauge("hepd_table_memory_bytes",
               "Bytes held by the shards' tables (their structures and the key text they own), by table.");
     for (std::size_t t = 0; t < bytes.size(); ++t)

@@ -90,4 +90,15 @@ private:
     std::int64_t memory_due_us_ = INT64_MIN;  // next refresh of the memory figures
 };
 
+// The same figures summed over shards (any range of worker pointers).
+template <class Workers>
+std::array<std::int64_t, kTableNames.size()> total_table_memory_bytes(const Workers& workers) noexcept {
+    std::array<std::int64_t, kTableNames.size()> sum{};
+    for (const ShardWorker* w : workers) {
+        const auto bytes = table_memory_bytes(w->stats());
+        for (std::size_t t = 0; t < sum.size(); ++t) sum[t] += bytes[t];
+    }
+    return sum;
+}
+
 }  // namespace hepd::shard
