@@ -36,7 +36,13 @@ public:
     IpAddress unmapped() const noexcept;
     std::string to_string() const;
 
-    friend bool operator==(const IpAddress&, const IpAddress&) = default;
+    // Two words, inline: GCC calls the C library's memcmp for std::array's ==, and the tables
+    // compare addresses on every lookup by endpoint (4-7 % of a shard's time in memcmp).
+    friend bool operator==(const IpAddress& a, const IpAddress& b) noexcept {
+        const std::uint8_t* x = a.bytes_.data();
+        const std::uint8_t* y = b.bytes_.data();
+        return a.family_ == b.family_ && ((load_le64(x) ^ load_le64(y)) | (load_le64(x + 8) ^ load_le64(y + 8))) == 0;
+    }
     friend auto operator<=>(const IpAddress&, const IpAddress&) = default;
 
 private:
