@@ -69,8 +69,8 @@ std::uint64_t hash_reported(std::string_view call_id, std::uint32_t ssrc) noexce
     return mix64(hash_text(call_id) ^ (std::uint64_t{ssrc} << 1));
 }
 
-std::uint64_t hash_binding(const Endpoint& media, const Endpoint& peer) noexcept {
-    return mix64(hash_endpoint(media) ^ (hash_endpoint(peer) << 1));
+std::uint64_t hash_binding(std::uint32_t media, const Endpoint& peer) noexcept {
+    return mix64(std::uint64_t{media} ^ (hash_endpoint(peer) << 1));
 }
 
 std::uint32_t compact_arrival(Timestamp time) noexcept { return ntp_middle32(ntp_from_unix_micros(time.us)); }
@@ -249,9 +249,12 @@ const Binding* StreamTable::bound(const StreamSlot& slot) const noexcept {
     return slot.binding == kNone ? nullptr : &bindings_.entry(slot.binding).value.binding;
 }
 
+std::uint32_t StreamTable::find_media(const Endpoint& media) const noexcept {
+    return media_.find(hash_endpoint(media), [&media](const Endpoint& k) { return k == media; });
+}
+
 std::uint32_t StreamTable::media_entry(const Endpoint& media, bool create) {
-    const std::uint64_t hash = hash_endpoint(media);
-    const std::uint32_t m = media_.find(hash, [&media](const Endpoint& k) { return k == media; });
+    const std::uint32_t m = find_media(media);
     if (m != kNone || !create) return m;
     // Every entry has a stream or a binding, and the table is as large as both caps together,
     // so it is never full here.
@@ -261,7 +264,7 @@ std::uint32_t StreamTable::media_entry(const Endpoint& media, bool create) {
 
 void StreamTable::release_media(std::uint32_t m) {
     const MediaEntry& e = media_.entry(m).value;
-    if (e.streams == 0 && e.bindings == 0) media_.erase(m);
+    if (e.head == kNone && e.binding_head == kNone) media_.erase(m);
 }
 
 void StreamTable::link_media(std::uint32_t index, const Endpoint& dst) {
@@ -274,7 +277,6 @@ void StreamTable::link_media(std::uint32_t index, const Endpoint& dst) {
     slot.next = e.head;
     if (e.head != kNone) streams_[e.head].prev = index;
     e.head = index;
-    ++e.streams;
 }
 
 void StreamTable::unlink_media(std::uint32_t index) {
@@ -289,19 +291,22 @@ void StreamTable::unlink_media(std::uint32_t index) {
     }
     if (slot.next != kNone) streams_[slot.next].prev = slot.prev;
     slot.media = slot.prev = slot.next = kNone;
-    --e.streams;
     release_media(m);
 }
 
 std::uint32_t StreamTable::find_binding_index(const Endpoint& media, const Endpoint& peer) const noexcept {
+    const std::uint32_t m = find_media(media);  // every binding's address has an entry
+    return m == kNone ? kNone : find_binding_at(m, peer);
+}
+
+std::uint32_t StreamTable::find_binding_at(std::uint32_t media, const Endpoint& peer) const noexcept {
     const BindingKey key{media, peer};
     return bindings_.find(hash_binding(media, peer), [&key](const BindingKey& k) { return k == key; });
 }
 
 std::uint32_t StreamTable::binding_for(const StreamKey& key, std::uint32_t media) const noexcept {
-    const Endpoint& dst = media_.entry(media).key;
-    if (const std::uint32_t b = find_binding_index(dst, media_key(key.src)); b != kNone) return b;
-    if (const std::uint32_t b = find_binding_index(dst, Endpoint{}); b != kNone) return b;
+    if (const std::uint32_t b = find_binding_at(media, media_key(key.src)); b != kNone) return b;
+    if (const std::uint32_t b = find_binding_at(media, Endpoint{}); b != kNone) return b;
     return media_.entry(media).value.latest;
 }
 
@@ -333,10 +338,9 @@ void StreamTable::join(std::uint32_t stream, std::uint32_t binding, Timestamp wh
 // Erases a binding; streams that joined it keep measuring, unbound.
 void StreamTable::drop_binding(std::uint32_t b) {
     unlink_reported_of(b);  // they finish by idle, as reported streams of no known binding
-    const BindingKey key = bindings_.entry(b).key;
-    const std::uint32_t m = media_entry(key.media, false);
+    const std::uint32_t m = bindings_.entry(b).key.media;
     bindings_[b].released = false;  // its streams leave below: no second drop
-    if (m != kNone) {
+    {
         BindingEntry& entry = bindings_[b];
         if (entry.prev != kNone) {
             bindings_[entry.prev].next = entry.next;
@@ -349,7 +353,6 @@ void StreamTable::drop_binding(std::uint32_t b) {
             if (streams_.entry(i).value.binding == b) join(i, kNone, Timestamp{});
         MediaEntry& e = media_[m];
         if (e.latest == b) e.latest = kNone;
-        --e.bindings;
     }
     if (bindings_.entry(b).value.streams == 0) {
         --pending_count_;
@@ -357,12 +360,11 @@ void StreamTable::drop_binding(std::uint32_t b) {
     }
     key_heap_bytes_ -= bindings_.entry(b).value.binding.call_id.heap_bytes();
     bindings_.erase(b);
-    if (m != kNone) release_media(m);
+    release_media(m);
 }
 
 // Inserts or replaces the binding of (media, peer); returns its index or kNone.
 std::uint32_t StreamTable::store_binding(const Endpoint& media, const Endpoint& peer, Binding binding) {
-    const BindingKey key{media, peer};
     std::uint32_t b = find_binding_index(media, peer);
     if (b != kNone) {
         // Another call's reports are not this call's to finish.
@@ -407,13 +409,12 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, const Endpoint& 
         }
     }
     const Timestamp since = binding.time;
-    b = bindings_.insert(key, BindingEntry{std::move(binding), since, 0}).first;
+    b = bindings_.insert(BindingKey{m, peer}, BindingEntry{std::move(binding), since, 0}).first;
     key_heap_bytes_ += bindings_.entry(b).value.binding.call_id.heap_bytes();
     MediaEntry& entry = media_[m];
     bindings_[b].next = entry.binding_head;
     if (entry.binding_head != kNone) bindings_[entry.binding_head].prev = b;
     entry.binding_head = b;
-    ++entry.bindings;
     ++pending_count_;
     stats_.pending_bindings.add(1);
     return b;
@@ -553,7 +554,7 @@ void StreamTable::apply_binding(const Endpoint& media, const Endpoint& peer, Bin
     // The offer's binding of this address is answered for this peer: its streams moved above;
     // nothing else will join it unless a stream comes from elsewhere.
     if (known_peer) {
-        const std::uint32_t offer = find_binding_index(media, Endpoint{});
+        const std::uint32_t offer = find_binding_at(m, Endpoint{});
         if (offer != kNone && bindings_.entry(offer).value.streams == 0 &&
             bindings_.entry(offer).value.binding.same_call(identity)) {
             while (bindings_.entry(offer).value.reported_head != kNone)
@@ -567,8 +568,7 @@ void StreamTable::apply_binding(const Endpoint& media, const Endpoint& peer, Bin
 
 std::uint32_t StreamTable::find_reported_stream(const Endpoint& reporter, std::uint32_t ssrc,
                                                 const Endpoint& peer) const noexcept {
-    const std::uint32_t m =
-        media_.find(hash_endpoint(reporter), [&reporter](const Endpoint& k) { return k == reporter; });
+    const std::uint32_t m = find_media(reporter);
     if (m == kNone) return kNone;
     // Several sources may send the same SSRC to one address (replayed media); the one the
     // report goes back to (symmetric RTP/RTCP) is the better guess, else the newest.
@@ -717,10 +717,10 @@ void StreamTable::note_reporter_binding(std::uint32_t at, std::string_view call_
     ReportedStream& reported = reported_[at].stream;
     // Its pair with the address the reports go to, else its offer, else its newest: direct
     // lookups, as this runs per report until found (a shared address has a binding per call).
-    const std::uint32_t m = media_entry(reported.reporter, false);
-    const std::uint32_t candidates[] = {find_binding_index(reported.reporter, peer),
-                                        find_binding_index(reported.reporter, Endpoint{}),
-                                        m == kNone ? kNone : media_.entry(m).value.latest};
+    const std::uint32_t m = find_media(reported.reporter);
+    if (m == kNone) return;
+    const std::uint32_t candidates[] = {find_binding_at(m, peer), find_binding_at(m, Endpoint{}),
+                                        media_.entry(m).value.latest};
     for (const std::uint32_t b : candidates) {
         if (b == kNone) continue;
         const Binding& binding = bindings_.entry(b).value.binding;
@@ -905,8 +905,7 @@ const Binding* StreamTable::find_binding(const Endpoint& media, const Endpoint& 
 }
 
 const Binding* StreamTable::pending_binding(const Endpoint& media) const noexcept {
-    const Endpoint k = media_key(media);
-    const std::uint32_t m = media_.find(hash_endpoint(k), [&k](const Endpoint& e) { return e == k; });
+    const std::uint32_t m = find_media(media_key(media));
     if (m == kNone) return nullptr;
     const std::uint32_t b = media_.entry(m).value.latest;
     if (b == kNone || bindings_.entry(b).value.streams != 0) return nullptr;

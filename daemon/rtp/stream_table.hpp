@@ -183,7 +183,7 @@ public:
     template <class F>
     void for_each_binding(F&& f) const {
         bindings_.for_each([&](std::uint32_t, const typename BindingLru::Entry& e) {
-            f(e.key.media, e.key.peer, e.value.binding, e.value.streams == 0, e.value.released);
+            f(media_.entry(e.key.media).key, e.key.peer, e.value.binding, e.value.streams == 0, e.value.released);
         });
     }
     template <class F>  // f(const ReportedKey&, const ReportedStream&)
@@ -224,15 +224,16 @@ private:
         std::uint32_t next = kNone;
         std::uint32_t binding = kNone;  // the binding it joined, or kNone
     };
+    // Released when both lists are empty.
     struct MediaEntry {
-        std::uint32_t head = kNone;
-        std::uint32_t streams = 0;
-        std::uint32_t bindings = 0;          // binding entries of this address
+        std::uint32_t head = kNone;          // its streams, linked through StreamSlot
         std::uint32_t latest = kNone;        // its newest binding
         std::uint32_t binding_head = kNone;  // its bindings, linked through BindingEntry
     };
+    // The media address by its media entry, which lives as long as the address has bindings: 4
+    // bytes of every binding, not 20.
     struct BindingKey {
-        Endpoint media;
+        std::uint32_t media = kNone;
         Endpoint peer;  // port 0: unknown
         friend bool operator==(const BindingKey&, const BindingKey&) = default;
     };
@@ -276,11 +277,13 @@ private:
     void count_extras(bool had, const Stream& stream) noexcept;
     void end_stream(std::uint32_t at, FinishReason reason);  // finish and erase
     void finish_stream(std::uint32_t at, FinishReason reason);
+    std::uint32_t find_media(const Endpoint& media) const noexcept;
     std::uint32_t media_entry(const Endpoint& media, bool create);
     void release_media(std::uint32_t m);
     void link_media(std::uint32_t at, const Endpoint& dst);
     void unlink_media(std::uint32_t at);
     std::uint32_t find_binding_index(const Endpoint& media, const Endpoint& peer) const noexcept;
+    std::uint32_t find_binding_at(std::uint32_t media, const Endpoint& peer) const noexcept;  // by media entry
     std::uint32_t binding_for(const StreamKey& key, std::uint32_t media) const noexcept;
     void join(std::uint32_t stream, std::uint32_t binding, Timestamp when);
     void drop_binding(std::uint32_t b);

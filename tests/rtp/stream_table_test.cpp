@@ -669,8 +669,9 @@ TEST_CASE("memory per stream and per media binding", "[rtp][stream][memory]") {
     CHECK(per_stream <= static_cast<double>(expected) + 65.0);
     CHECK(sizeof(Stream) <= 152);  // 192 before its rarely used parts went out of line (StreamExtras)
     CHECK(sizes.stream <= 224);
-    CHECK(sizes.media <= 40);      // 48 with recency links that nothing read
-    CHECK(sizes.binding <= 120);   // 176 before the peer was kept only in the key and the Call-ID compact
+    CHECK(sizes.media <= 32);      // 48 with recency links that nothing read, 40 with counts of its two lists
+    CHECK(sizes.binding <= 104);   // 176 before the peer was kept only in the key and the Call-ID compact,
+                                   // 120 with the media address in the key instead of its media entry
     CHECK(sizes.reported <= 136);  // 152 with the Call-ID as a std::string
 }
 
