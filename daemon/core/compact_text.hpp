@@ -1,11 +1,14 @@
 #pragma once
-// A short text that many records hold (a Call-ID: at most 255 octets) as one heap block with
-// its size beside the pointer: 16 bytes in the record, where a std::string is 32. Longer texts
-// are clamped (the SIP side refuses them first). Copies are deep; empty texts own nothing.
+// A short text that many records hold (a Call-ID: at most 255 octets) as one heap block holding
+// its size and a reference count: 8 bytes in the record, where a std::string is 32. Copies share
+// the block (the text never changes; assigning makes a new one), so the records of one call (its
+// bindings) can hold one Call-ID. The count is atomic: snapshot images copy records on a shard's
+// thread and drop them on the snapshot thread. Longer texts are clamped (the SIP side refuses
+// them first); empty texts own nothing.
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <string_view>
 #include <utility>
 
@@ -16,46 +19,62 @@ public:
     static constexpr std::size_t kMaxSize = 255;
 
     CompactText() = default;
-    CompactText(std::string_view text) { assign(text); }  // NOLINT(google-explicit-constructor): a text
-    CompactText(const CompactText& other) { assign(other.view()); }
-    CompactText(CompactText&&) noexcept = default;
-    CompactText& operator=(const CompactText& other) {
-        if (this != &other) assign(other.view());
+    CompactText(std::string_view text) : block_(make(text)) {}  // NOLINT(google-explicit-constructor): a text
+    CompactText(const CompactText& other) noexcept : block_(other.block_) {
+        if (block_ != nullptr) block_->refs.fetch_add(1, std::memory_order_relaxed);
+    }
+    CompactText(CompactText&& other) noexcept : block_(std::exchange(other.block_, nullptr)) {}
+    CompactText& operator=(const CompactText& other) noexcept {
+        CompactText(other).swap(*this);
         return *this;
     }
-    CompactText& operator=(CompactText&&) noexcept = default;
+    CompactText& operator=(CompactText&& other) noexcept {
+        CompactText(std::move(other)).swap(*this);
+        return *this;
+    }
     CompactText& operator=(std::string_view text) {
-        assign(text);
+        CompactText(text).swap(*this);  // made before the old block goes: `text` may view it
         return *this;
     }
-    ~CompactText() = default;
+    ~CompactText() { release(); }
 
-    std::string_view view() const noexcept { return {text_.get(), size_}; }
+    std::string_view view() const noexcept {
+        return block_ == nullptr ? std::string_view() : std::string_view(block_->text(), block_->size);
+    }
     operator std::string_view() const noexcept { return view(); }  // NOLINT(google-explicit-constructor)
-    bool empty() const noexcept { return size_ == 0; }
-    std::size_t size() const noexcept { return size_; }
-    // Heap bytes owned (what was requested).
-    std::size_t heap_bytes() const noexcept { return size_; }
+    bool empty() const noexcept { return block_ == nullptr; }
+    std::size_t size() const noexcept { return block_ == nullptr ? 0 : block_->size; }
+    // Bytes of text in the block (what a holder accounts for, once per block it counts).
+    std::size_t heap_bytes() const noexcept { return size(); }
+    // Whether both hold the very same block.
+    bool shares(const CompactText& other) const noexcept { return block_ != nullptr && block_ == other.block_; }
 
-    friend bool operator==(const CompactText& a, const CompactText& b) noexcept { return a.view() == b.view(); }
+    void swap(CompactText& other) noexcept { std::swap(block_, other.block_); }
+
+    friend bool operator==(const CompactText& a, const CompactText& b) noexcept {
+        return a.block_ == b.block_ || a.view() == b.view();
+    }
     friend bool operator==(const CompactText& a, std::string_view b) noexcept { return a.view() == b; }
 
 private:
-    void assign(std::string_view text) {
-        text = text.substr(0, kMaxSize);
-        if (text.empty()) {
-            text_.reset();
-        } else {
-            // A new block even for the same size: `text` may be a view of the old one.
-            auto block = std::make_unique_for_overwrite<char[]>(text.size());
-            std::copy(text.begin(), text.end(), block.get());
-            text_ = std::move(block);
-        }
-        size_ = static_cast<std::uint8_t>(text.size());
+    struct Block {
+        std::atomic<std::uint32_t> refs{1};
+        std::uint8_t size = 0;
+        char* text() noexcept { return reinterpret_cast<char*>(this + 1); }
+        const char* text() const noexcept { return reinterpret_cast<const char*>(this + 1); }
+    };
+
+    // Out of line: a static analyzer that sees the allocation but cannot follow the count
+    // reports every shared block as freed too early or leaked.
+    static Block* make(std::string_view text);
+    static void destroy(Block* block) noexcept;
+
+    void release() noexcept {
+        if (block_ != nullptr && block_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy(block_);
+        block_ = nullptr;
     }
 
-    std::unique_ptr<char[]> text_;
-    std::uint8_t size_ = 0;
+    Block* block_ = nullptr;
 };
 
 }  // namespace hepd

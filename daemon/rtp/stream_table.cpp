@@ -370,9 +370,10 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, const Endpoint& 
         // Another call's reports are not this call's to finish.
         if (!bindings_.entry(b).value.binding.same_call(binding)) unlink_reported_of(b);
         BindingEntry& e = bindings_[b];
-        if (binding.codec_count == 0 && e.binding.same_call(binding)) {
+        if (e.binding.same_call(binding)) {
+            binding.call_id = e.binding.call_id;  // one block for the call
             // The answer names the offerer's address again, without the offer's codecs.
-            binding.copy_codecs(e.binding);
+            if (binding.codec_count == 0) binding.copy_codecs(e.binding);
         }
         // Measured in place: a string moved onto one with a heap buffer may keep that buffer.
         key_heap_bytes_ -= e.binding.call_id.heap_bytes();
@@ -401,12 +402,16 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, const Endpoint& 
     }
     const std::uint32_t m = media_entry(media, true);
     if (m == kNone) return kNone;
-    if (binding.codec_count == 0) {
-        // Codecs of the same call's binding of this address (the offer), if any.
-        const std::uint32_t same = media_.entry(m).value.latest;
-        if (same != kNone && bindings_.entry(same).value.binding.same_call(binding)) {
-            binding.copy_codecs(bindings_.entry(same).value.binding);
-        }
+    // The same call's newest binding of this address (the offer), else of the other end's: its
+    // Call-ID block, so that a call's bindings hold one, and the offer's codecs.
+    if (const std::uint32_t same = media_.entry(m).value.latest;
+        same != kNone && bindings_.entry(same).value.binding.same_call(binding)) {
+        binding.call_id = bindings_.entry(same).value.binding.call_id;
+        if (binding.codec_count == 0) binding.copy_codecs(bindings_.entry(same).value.binding);
+    } else if (const std::uint32_t other_end = peer.port != 0 ? find_media(peer) : kNone; other_end != kNone) {
+        const std::uint32_t other = media_.entry(other_end).value.latest;
+        if (other != kNone && bindings_.entry(other).value.binding.same_call(binding))
+            binding.call_id = bindings_.entry(other).value.binding.call_id;
     }
     const Timestamp since = binding.time;
     b = bindings_.insert(BindingKey{m, peer}, BindingEntry{std::move(binding), since, 0}).first;
@@ -725,6 +730,7 @@ void StreamTable::note_reporter_binding(std::uint32_t at, std::string_view call_
         if (b == kNone) continue;
         const Binding& binding = bindings_.entry(b).value.binding;
         if (binding.call_id != call_id) continue;
+        reported_.entry(at).key.call_id = binding.call_id;  // the same text: one block for the call
         if (!bindings_.entry(b).value.released) link_reported(at, b);
         reported.dialog = binding.dialog;
         reported.caller_peer = binding.caller_peer;

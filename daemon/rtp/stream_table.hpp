@@ -203,7 +203,8 @@ public:
     // requested sizes). O(1): it is published once a second (hepd_table_memory_bytes).
     std::size_t memory_bytes() const noexcept;
     // The strings' part of it: the Call-IDs of bindings and reported streams (CompactText heap
-    // blocks), kept up to date as they come and go.
+    // blocks), kept up to date as they come and go. A block the records of one call share is
+    // counted once for each: an upper bound.
     std::size_t key_heap_bytes() const noexcept { return key_heap_bytes_; }
 
     // Bytes of one entry of each table, beside its share of the table's index (8-byte slots

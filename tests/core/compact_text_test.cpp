@@ -1,4 +1,4 @@
-// CompactText: a short text as one heap block with its size beside the pointer.
+// CompactText: a short text as one shared heap block holding its size and a reference count.
 #include "core/compact_text.hpp"
 
 #include <catch2/catch.hpp>
@@ -10,7 +10,7 @@
 using hepd::CompactText;
 
 TEST_CASE("a compact text holds its text exactly, clamped to 255 octets", "[core][compact_text]") {
-    CHECK(sizeof(CompactText) == 16);
+    CHECK(sizeof(CompactText) == 8);
     const CompactText empty;
     CHECK(empty.empty());
     CHECK(empty.view().empty());
@@ -21,10 +21,14 @@ TEST_CASE("a compact text holds its text exactly, clamped to 255 octets", "[core
     CHECK(id.size() == 39);
     CHECK(id.heap_bytes() == 39);
 
-    CompactText copy = id;  // deep
+    CompactText copy = id;  // shared
     CHECK(copy == id);
-    CHECK(copy.view().data() != id.view().data());
-    copy = std::string_view("other");
+    CHECK(copy.shares(id));
+    CHECK(copy.view().data() == id.view().data());
+    const CompactText equal = id.view();  // the same text, another block
+    CHECK(equal == id);
+    CHECK_FALSE(equal.shares(id));
+    copy = std::string_view("other");  // a new block: the shared one is untouched
     CHECK(copy == std::string_view("other"));
     CHECK(id.size() == 39);
     copy = copy.view().substr(1);  // from a view of itself
@@ -35,6 +39,14 @@ TEST_CASE("a compact text holds its text exactly, clamped to 255 octets", "[core
 
     const CompactText moved = std::move(id);
     CHECK(moved.size() == 39);
+    CHECK(id.empty());  // NOLINT(bugprone-use-after-move): a moved-from text is empty
+    {
+        const CompactText last = moved;
+        CompactText gone = moved;
+        gone = std::string_view();
+        CHECK(last == moved);
+    }
+    CHECK(moved == std::string_view("a84b4c76e66710@pc33.atlanta.example.com"));  // the block outlived its sharers
 
     const std::string long_text(300, 'x');
     const CompactText clamped = std::string_view(long_text);

@@ -126,6 +126,14 @@ TEST_CASE("a reported stream that finishes feeds the stream statistics under sou
     const ReportedStream* r = t.find_reported("call-1", 0xE);
     REQUIRE(r != nullptr);
     CHECK(r->dialog == 7);
+    // The call's bindings and its reported stream hold one Call-ID block.
+    const Binding* at_uac = t.find_binding(uac, engine_a);
+    const Binding* at_engine = t.find_binding(engine_a, uac);
+    REQUIRE(at_uac != nullptr);
+    REQUIRE(at_engine != nullptr);
+    CHECK(at_engine->call_id.shares(at_uac->call_id));
+    t.for_each_reported(
+        [&](const ReportedKey& key, const ReportedStream&) { CHECK(key.call_id.shares(at_uac->call_id)); });
     CHECK(r->codec == Codec::g729);  // telephone-event is never the voice codec
     CHECK(r->clock_rate == 8000);
     CHECK(r->max_jitter == 240);

@@ -670,9 +670,41 @@ TEST_CASE("memory per stream and per media binding", "[rtp][stream][memory]") {
     CHECK(sizeof(Stream) <= 152);  // 192 before its rarely used parts went out of line (StreamExtras)
     CHECK(sizes.stream <= 224);
     CHECK(sizes.media <= 32);      // 48 with recency links that nothing read, 40 with counts of its two lists
-    CHECK(sizes.binding <= 104);   // 176 before the peer was kept only in the key and the Call-ID compact,
-                                   // 120 with the media address in the key instead of its media entry
-    CHECK(sizes.reported <= 136);  // 152 with the Call-ID as a std::string
+    CHECK(sizes.binding <= 96);    // 176 before the peer was kept only in the key and the Call-ID compact,
+                                   // 120 with the media address in the key instead of its media entry,
+                                   // 104 with a 16-byte Call-ID handle
+    CHECK(sizes.reported <= 128);  // 152 with the Call-ID as a std::string, 136 with a 16-byte handle
+}
+
+TEST_CASE("the bindings of one call hold one Call-ID, another call's its own",
+          "[rtp][stream][table][binding][memory]") {
+    StreamTable t(small_config());
+    // The offer: alice's address, no peer yet; then the answer pairs both addresses.
+    t.bind(media_binding(alice, "call-1@example", 0, {codec(8, "PCMA", 8000)}));
+    MediaBinding to_bob = media_binding(bob, "call-1@example", 1'000, {codec(8, "PCMA", 8000)});
+    to_bob.peer = alice;
+    MediaBinding to_alice = media_binding(alice, "call-1@example", 1'000, {});
+    to_alice.peer = bob;
+    t.bind(to_bob);
+    t.bind(to_alice);
+    const Binding* at_bob = t.find_binding(bob, alice);
+    const Binding* at_alice = t.find_binding(alice, bob);
+    REQUIRE(at_bob != nullptr);
+    REQUIRE(at_alice != nullptr);
+    CHECK(at_alice->call_id.shares(at_bob->call_id));
+    CHECK(at_alice->codec_count == 1);        // the offer's codecs, as before
+    CHECK(t.find_binding(alice) == nullptr);  // the answered offer has gone; its block lives on
+
+    // Another call on carol's address, paired with alice: the same text would be another call
+    // only with another dialog, and a different Call-ID never shares.
+    MediaBinding other = media_binding(carol, "call-2@example", 2'000, {codec(0, "PCMU", 8000)});
+    other.peer = alice;
+    t.bind(other);
+    const Binding* at_carol = t.find_binding(carol, alice);
+    REQUIRE(at_carol != nullptr);
+    CHECK_FALSE(at_carol->call_id.shares(at_alice->call_id));
+    CHECK(at_carol->call_id == std::string_view("call-2@example"));
+    CHECK(at_alice->call_id == std::string_view("call-1@example"));
 }
 
 TEST_CASE("a stream's extras exist only once it needs them, and are accounted while they do", "[rtp][stream][memory]") {
