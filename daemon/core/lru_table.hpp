@@ -102,10 +102,6 @@ public:
             // Grow by doubling, but never past the cap: a full table holds exactly `capacity`.
             if (entries_.size() == entries_.capacity())
                 entries_.reserve(std::min(capacity_, std::max<std::size_t>(16, entries_.capacity() * 2)));
-            // Accounted as grown by doubling whatever was reserved: what the entries can have
-            // touched of their room.
-            if (entries_.size() == accounted_entries_)
-                accounted_entries_ = std::min(capacity_, std::max<std::size_t>(16, accounted_entries_ * 2));
             at = static_cast<std::uint32_t>(entries_.size());
             entries_.emplace_back();
         }
@@ -169,10 +165,11 @@ public:
     std::uint64_t index_rebuilds() const noexcept { return rebuilds_; }
     std::size_t index_slots() const noexcept { return index_.size(); }
 
-    // Bytes held by the table's own structures (not by heap memory that keys or values own).
+    // Bytes held by the table's own structures (not by heap memory that keys or values own):
+    // of the entries' room, what the entries ever created have touched (touched_bytes).
     std::size_t memory_bytes() const noexcept {
-        return accounted_entries_ * sizeof(Entry) + index_.capacity() * sizeof(Slot) +
-               free_.capacity() * sizeof(std::uint32_t);
+        return touched_bytes(entries_.size() * sizeof(Entry), entries_.capacity() * sizeof(Entry)) +
+               index_.capacity() * sizeof(Slot) + free_.capacity() * sizeof(std::uint32_t);
     }
 
 private:
@@ -263,7 +260,6 @@ private:
     std::size_t max_slots_ = 16;
     std::uint64_t rebuilds_ = 0;
     std::vector<Entry, ReservingAllocator<Entry>> entries_;
-    std::size_t accounted_entries_ = 0;
     std::vector<Slot> index_;
     std::vector<std::uint32_t> free_;
     std::size_t size_ = 0;

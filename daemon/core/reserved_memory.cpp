@@ -1,7 +1,9 @@
 #include "core/reserved_memory.hpp"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace hepd {
@@ -29,5 +31,12 @@ void* map_reserved(std::size_t bytes) noexcept {
 }
 
 void unmap_reserved(void* at, std::size_t bytes) noexcept { (void)munmap(at, bytes); }
+
+std::size_t touched_bytes(std::size_t used, std::size_t reserved) noexcept {
+    if (reserved < kReservedMappingBytes) return reserved;
+    static const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    const std::size_t touched = used < kHugePageBytes ? (used + page - 1) / page * page : used + kHugePageBytes;
+    return std::min(reserved, touched);
+}
 
 }  // namespace hepd

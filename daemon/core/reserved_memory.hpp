@@ -57,6 +57,12 @@ void reserve_room(Vector& v, std::size_t n) noexcept {
     }
 }
 
+// Bytes of an allocation of `reserved` bytes made by ReservingAllocator that are in memory once
+// its first `used` bytes have been written: all of a heap allocation; of a mapping, the base pages
+// written within its first huge page's worth, past that at most one huge page beyond `used`. What
+// the capped tables report as their entries' memory.
+std::size_t touched_bytes(std::size_t used, std::size_t reserved) noexcept;
+
 // Heap bytes a string owns beyond its small-string buffer (the capacity asked of malloc): the
 // key text in the tables' memory figures.
 inline std::size_t string_heap_bytes(const std::string& s) noexcept {

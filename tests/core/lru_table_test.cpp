@@ -113,7 +113,8 @@ TEST_CASE("LRU table entries stay in place as a large table grows to its cap", "
     const IntHash key_hash;
     const std::uint32_t first = t.insert(0, {}).first;
     const Big::Entry* const first_entry = &t.entry(first);
-    // Accounted by doubling steps, not by the room reserved: a young table reports little.
+    // Accounted by the pages its entries have touched, not by the room reserved: a young table
+    // reports little.
     CHECK(t.memory_bytes() < 64 * sizeof(Big::Entry) + (std::size_t{1} << 16));
     for (std::uint64_t k = 1; k < kCap; ++k) {
         std::array<std::uint64_t, 32> v{};
@@ -127,6 +128,17 @@ TEST_CASE("LRU table entries stay in place as a large table grows to its cap", "
         CHECK(t[at][31] == k);
     }
     CHECK(t.memory_bytes() >= kCap * sizeof(Big::Entry));
+    CHECK(t.memory_bytes() <= kCap * sizeof(Big::Entry) + (std::size_t{1} << 20));  // the index: 32,768 slots
+}
+
+TEST_CASE("what a mapping's entries have touched: base pages, then at most a huge page beyond", "[core][lru]") {
+    constexpr std::size_t kMiB = std::size_t{1} << 20;
+    CHECK(touched_bytes(100, 64 * 1024) == 64 * 1024);  // on the heap: all of it
+    CHECK(touched_bytes(0, 64 * kMiB) == 0);
+    CHECK(touched_bytes(1, 64 * kMiB) >= 1);
+    CHECK(touched_bytes(1, 64 * kMiB) <= 64 * 1024);  // one base page
+    CHECK(touched_bytes(10 * kMiB, 64 * kMiB) == 12 * kMiB);
+    CHECK(touched_bytes(63 * kMiB, 64 * kMiB) == 64 * kMiB);  // never more than the room
 }
 
 TEST_CASE("a table that tracks no recency keeps no links, refuses at its cap and finds what it holds", "[core][lru]") {
