@@ -176,7 +176,10 @@ for line in unclear:
 # DTMF part of the scenario is left out of this test).
 check("recording: RTP streams (tshark)", len(streams), 2 * calls)
 check("recording: payload types (tshark)", sorted({s["payload"] for s in streams}), ["g711A"])
-check("recording: lost packets (tshark)", sum(s["lost"] for s in streams), 0)
+# sipp loses nothing on loopback, but a loaded machine can drop packets before tcpdump sees them
+# ("packets dropped by kernel"): then the recording has gaps, and hepd must find exactly those.
+recorded_lost = {(s["src"], s["dst"]): s["lost"] for s in streams}
+print(f"    recording: lost packets (tshark): {sum(recorded_lost.values())}")
 check("recording: streams per call", sorted(list(expected_call.values()).count(c) for c in named), [2] * calls)
 
 r = json.load(open(f"{work}/report.json"))
@@ -186,7 +189,7 @@ check("hepd completed dialogs", d["finished"].get("completed", 0), calls)
 check("hepd streams (one per call and direction)", st["started"], len(streams))
 check("hepd streams by codec", st["by_codec"], {"pcma": len(streams)})
 check("hepd RTP packets (tshark's total)", st["rtp_packets"], sum(s["packets"] for s in streams))
-check("hepd lost packets", st["lost_packets"], 0)
+check("hepd lost packets (tshark's total)", st["lost_packets"], sum(recorded_lost.values()))
 check("hepd RTP parse errors", st["rtp_errors"], {})
 
 # The best MOS hepd gives G.711: no loss, and no delay known (no RTCP), so its E-model
@@ -197,7 +200,8 @@ R = 93.2
 MOS_MAX = 1 + 0.035 * R + R * (R - 60) * (100 - R) * 7e-6
 mos = st["mos"]
 check("hepd MOS count (every stream rated)", mos["count"], len(streams))
-check("hepd MOS min at the G.711 maximum", round(mos["min"], 6), round(MOS_MAX, 6))
+if all(lost == 0 for lost in recorded_lost.values()):
+    check("hepd MOS min at the G.711 maximum", round(mos["min"], 6), round(MOS_MAX, 6))
 check("hepd MOS max at the G.711 maximum", round(mos["max"], 6), round(MOS_MAX, 6))
 
 worst = st["worst"]
@@ -214,7 +218,10 @@ for w in worst:
     if w["packets"] != tshark_packets:
         failures.append(f"stream {key} packets")
         print(f"BAD hepd stream {w['src']} -> {w['dst']}: {w['packets']} packets, tshark {tshark_packets}")
-    if w["lost"] != 0 or w["loss_percent"] != 0 or w["mos"] is None or round(w["mos"], 6) != round(MOS_MAX, 6):
+    # A clean stream scores the G.711 maximum, one with gaps less.
+    clean = recorded_lost[key] == 0
+    at_max = w["mos"] is not None and round(w["mos"], 6) == round(MOS_MAX, 6)
+    if w["lost"] != recorded_lost[key] or (w["loss_percent"] == 0) != clean or w["mos"] is None or at_max != clean:
         failures.append(f"stream {key} quality")
         print(f"BAD hepd stream {w['src']} -> {w['dst']}: lost {w['lost']}, MOS {w['mos']}")
     if w["call_id"] != want:
