@@ -339,21 +339,18 @@ void StreamTable::join(std::uint32_t stream, std::uint32_t binding, Timestamp wh
 void StreamTable::drop_binding(std::uint32_t b) {
     unlink_reported_of(b);  // they finish by idle, as reported streams of no known binding
     const std::uint32_t m = bindings_.entry(b).key.media;
-    bindings_[b].released = false;  // its streams leave below: no second drop
-    {
-        BindingEntry& entry = bindings_[b];
-        if (entry.prev != kNone) {
-            bindings_[entry.prev].next = entry.next;
-        } else {
-            media_[m].binding_head = entry.next;
-        }
-        if (entry.next != kNone) bindings_[entry.next].prev = entry.prev;
-        for (std::uint32_t i = media_.entry(m).value.head; i != kNone && bindings_.entry(b).value.streams > 0;
-             i = streams_.entry(i).value.next)
-            if (streams_.entry(i).value.binding == b) join(i, kNone, Timestamp{});
-        MediaEntry& e = media_[m];
-        if (e.latest == b) e.latest = kNone;
+    BindingEntry& entry = bindings_[b];
+    entry.released = false;  // its streams leave below: no second drop
+    if (entry.prev != kNone) {
+        bindings_[entry.prev].next = entry.next;
+    } else {
+        media_[m].binding_head = entry.next;
     }
+    if (entry.next != kNone) bindings_[entry.next].prev = entry.prev;
+    for (std::uint32_t i = media_.entry(m).value.head; i != kNone && entry.streams > 0;
+         i = streams_.entry(i).value.next)
+        if (streams_.entry(i).value.binding == b) join(i, kNone, Timestamp{});
+    if (media_[m].latest == b) media_[m].latest = kNone;
     if (bindings_.entry(b).value.streams == 0) {
         --pending_count_;
         stats_.pending_bindings.add(-1);
@@ -375,7 +372,7 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, const Endpoint& 
             // The answer names the offerer's address again, without the offer's codecs.
             if (binding.codec_count == 0) binding.copy_codecs(e.binding);
         }
-        // Measured in place: a string moved onto one with a heap buffer may keep that buffer.
+        // The old text leaves the count, the new one joins it.
         key_heap_bytes_ -= e.binding.call_id.heap_bytes();
         e.binding = std::move(binding);
         key_heap_bytes_ += e.binding.call_id.heap_bytes();
