@@ -253,9 +253,9 @@ std::uint32_t StreamTable::find_media(const Endpoint& media) const noexcept {
     return media_.find(hash_endpoint(media), [&media](const Endpoint& k) { return k == media; });
 }
 
-std::uint32_t StreamTable::media_entry(const Endpoint& media, bool create) {
+std::uint32_t StreamTable::media_entry(const Endpoint& media) {
     const std::uint32_t m = find_media(media);
-    if (m != kNone || !create) return m;
+    if (m != kNone) return m;
     // Every entry has a stream or a binding, and the table is as large as both caps together,
     // so it is never full here.
     if (media_.full()) return kNone;
@@ -268,7 +268,7 @@ void StreamTable::release_media(std::uint32_t m) {
 }
 
 void StreamTable::link_media(std::uint32_t index, const Endpoint& dst) {
-    const std::uint32_t m = media_entry(media_key(dst), true);
+    const std::uint32_t m = media_entry(media_key(dst));
     if (m == kNone) return;
     MediaEntry& e = media_[m];
     StreamSlot& slot = streams_[index];
@@ -397,7 +397,7 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, const Endpoint& 
                         more, bindings_.capacity());
         });
     }
-    const std::uint32_t m = media_entry(media, true);
+    const std::uint32_t m = media_entry(media);
     if (m == kNone) return kNone;
     // The same call's newest binding of this address (the offer), else of the other end's: its
     // Call-ID block, so that a call's bindings hold one, and the offer's codecs.
@@ -458,7 +458,7 @@ void StreamTable::unbind(const Endpoint& media, const Endpoint& peer, std::strin
             release_binding(b, when);
     if (const std::uint32_t b = find_binding_index(key, Endpoint{}); b != kNone && of_dialog(b))
         release_binding(b, when);
-    const std::uint32_t m = media_entry(key, false);
+    const std::uint32_t m = find_media(key);
     if (m == kNone) return;
     // Dropping the last binding of an address without streams releases the media entry: the
     // walk must not read it afterwards.
@@ -475,7 +475,7 @@ void StreamTable::insert_binding(const Endpoint& media, const Endpoint& peer, Bi
     const std::uint32_t b = store_binding(key, peer.port != 0 ? media_key(peer) : Endpoint{}, std::move(binding));
     if (b == kNone) return;
     bindings_[b].released = released;
-    const std::uint32_t m = media_entry(key, false);
+    const std::uint32_t m = find_media(key);
     if (m != kNone && media_[m].latest == kNone) media_[m].latest = b;
 }
 
@@ -500,7 +500,7 @@ void StreamTable::apply_binding(const Endpoint& media, const Endpoint& peer, Bin
         old != kNone && !bindings_.entry(old).value.binding.same_call(binding)) {
         rebound = true;
         // Its streams are the previous call's: they end before the entry changes hands.
-        const std::uint32_t m = media_entry(media, false);
+        const std::uint32_t m = find_media(media);
         for (std::uint32_t i = m == kNone ? kNone : media_.entry(m).value.head; i != kNone;) {
             const std::uint32_t next = streams_.entry(i).value.next;
             if (streams_.entry(i).value.binding == old) end_stream(i, FinishReason::rebound);
@@ -511,7 +511,7 @@ void StreamTable::apply_binding(const Endpoint& media, const Endpoint& peer, Bin
     if (b == kNone) return;
     // The call, as stored (entries never move, and nothing below erases this one).
     const Binding& identity = bindings_.entry(b).value.binding;
-    const std::uint32_t m = media_entry(media, false);
+    const std::uint32_t m = find_media(media);
     media_[m].latest = b;
 
     // Streams already sent to this address: join, end, or leave alone.

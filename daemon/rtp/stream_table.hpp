@@ -279,7 +279,7 @@ private:
     void end_stream(std::uint32_t at, FinishReason reason);  // finish and erase
     void finish_stream(std::uint32_t at, FinishReason reason);
     std::uint32_t find_media(const Endpoint& media) const noexcept;
-    std::uint32_t media_entry(const Endpoint& media, bool create);
+    std::uint32_t media_entry(const Endpoint& media);  // found or made
     void release_media(std::uint32_t m);
     void link_media(std::uint32_t at, const Endpoint& dst);
     void unlink_media(std::uint32_t at);
