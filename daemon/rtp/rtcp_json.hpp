@@ -29,6 +29,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace hepd::rtp {
@@ -73,7 +74,9 @@ struct RtcpJsonSenderInfo {
     friend bool operator==(const RtcpJsonSenderInfo&, const RtcpJsonSenderInfo&) = default;
 };
 
-struct RtcpJsonReport {
+// The report but its block array, split out so that parse_rtcp_json_into can reset a reused
+// report without rewriting 31 stale blocks on every packet.
+struct RtcpJsonReportFields {
     bool has_ssrc = false;
     bool has_type = false;
     bool has_report_count = false;
@@ -84,11 +87,19 @@ struct RtcpJsonReport {
     RtcpJsonSenderInfo sender_info;
     std::uint8_t block_count = 0;
     std::uint16_t blocks_dropped = 0;  // beyond kMaxRtcpJsonBlocks, or without "source_ssrc"
+};
+
+struct RtcpJsonReport : RtcpJsonReportFields {
+    // Only [0, block_count) is meaningful; after parse_rtcp_json_into, later slots may hold a
+    // previous report's blocks.
     std::array<RtcpJsonBlock, kMaxRtcpJsonBlocks> blocks{};
 };
 
 // Pure: no allocation, no exceptions, never reads outside `text`. Trailing whitespace and NUL
 // octets (C senders sometimes count the terminator) are accepted.
 Result<RtcpJsonReport, RtcpJsonError> parse_rtcp_json(std::string_view text) noexcept;
+// The same into a caller-owned report, reused across packets on the hot path; nullopt on
+// success. On an error `out` holds whatever had been read.
+std::optional<RtcpJsonError> parse_rtcp_json_into(std::string_view text, RtcpJsonReport& out) noexcept;
 
 }  // namespace hepd::rtp

@@ -800,18 +800,18 @@ void StreamTable::unlink_reported_of(std::uint32_t binding) {
 }
 
 void StreamTable::on_rtcp_json(const PacketMeta& meta, std::string_view call_id, ByteSpan payload) {
-    const auto report = parse_rtcp_json(as_text(payload));
-    if (!report) {
-        count_error(stats_.rtcp_json_errors, report.error());
-        note_parse_error(meta.time, "RTCP-JSON", to_string(report.error()));
+    if (const auto error = parse_rtcp_json_into(as_text(payload), rtcp_json_)) {
+        count_error(stats_.rtcp_json_errors, *error);
+        note_parse_error(meta.time, "RTCP-JSON", to_string(*error));
         return;
     }
+    const RtcpJsonReport& report = rtcp_json_;
     counter_at(stats_.rtcp_reports, ReportSource::rtcp_json).add();
     const Endpoint reporter = media_key(meta.src);
     const std::uint32_t arrival = compact_arrival(meta.time);
     bool kept_all = true;
-    for (std::size_t b = 0; b < report->block_count; ++b) {
-        const RtcpJsonBlock& block = report->blocks[b];
+    for (std::size_t b = 0; b < report.block_count; ++b) {
+        const RtcpJsonBlock& block = report.blocks[b];
         stats_.rtcp_fraction_lost.observe(block.fraction_lost / 256.0);
         const auto rtt = round_trip_micros(arrival, block.lsr, block.dlsr);
         if (rtt) stats_.rtcp_rtt_seconds.observe(static_cast<double>(*rtt) / 1e6);
@@ -825,7 +825,7 @@ void StreamTable::on_rtcp_json(const PacketMeta& meta, std::string_view call_id,
             const std::uint32_t r = reported_stream(call_id, block.source_ssrc, meta.time);
             ReportedStream& reported = reported_[r].stream;
             reported.reporter = reporter;
-            reported.reporter_ssrc = report->ssrc;
+            reported.reporter_ssrc = report.ssrc;
             reported.last = std::max(reported.last, meta.time);
             reported.max_jitter = std::max(reported.max_jitter, block.ia_jitter);
             // Summed only while the count is exact, so that their ratio stays a mean.

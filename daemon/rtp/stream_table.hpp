@@ -53,6 +53,7 @@
 #include "core/packet_meta.hpp"
 #include "core/time.hpp"
 #include "rtp/reported_stream.hpp"
+#include "rtp/rtcp_json.hpp"
 #include "rtp/rtp_packet.hpp"
 #include "rtp/stream_record.hpp"
 #include "rtp/stream_stats.hpp"
@@ -327,6 +328,7 @@ private:
     std::size_t pending_count_ = 0;  // bindings no stream uses
     std::size_t key_heap_bytes_ = 0;
     std::size_t extras_count_ = 0;  // streams whose extras are allocated
+    RtcpJsonReport rtcp_json_;      // on_rtcp_json's, reused: a fresh one zeroes 31 blocks a packet
 };
 
 }  // namespace hepd::rtp

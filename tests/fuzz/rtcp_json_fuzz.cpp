@@ -1,5 +1,6 @@
 // Feeds arbitrary bytes to the RTCP-JSON scanner and checks what it returns: every error has a
-// name, and a report never claims more blocks than it holds.
+// name, a report never claims more blocks than it holds, and a report reused across inputs (as
+// the stream table reuses one) reads each input as a fresh one does.
 #include "rtp/rtcp_json.hpp"
 
 #include <cstddef>
@@ -12,16 +13,32 @@ void require(bool condition) {
     if (!condition) __builtin_trap();
 }
 
+bool same_report(const hepd::rtp::RtcpJsonReport& a, const hepd::rtp::RtcpJsonReport& b) {
+    if (a.has_ssrc != b.has_ssrc || a.has_type != b.has_type || a.has_report_count != b.has_report_count ||
+        a.has_sender_info != b.has_sender_info || a.ssrc != b.ssrc || a.type != b.type ||
+        a.report_count != b.report_count || !(a.sender_info == b.sender_info) || a.block_count != b.block_count ||
+        a.blocks_dropped != b.blocks_dropped)
+        return false;
+    for (std::size_t i = 0; i < a.block_count; ++i)
+        if (!(a.blocks[i] == b.blocks[i])) return false;
+    return true;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace hepd::rtp;
+    static RtcpJsonReport reused;  // holds the previous input's report
     const std::string_view text(reinterpret_cast<const char*>(data), size);
     const auto report = parse_rtcp_json(text);
+    const auto error = parse_rtcp_json_into(text, reused);
+    require(report.ok() == !error);
     if (!report) {
+        require(*error == report.error());
         require(to_string(report.error()) != "unknown");
         return 0;
     }
+    require(same_report(*report, reused));
     require(report->block_count <= kMaxRtcpJsonBlocks);
     std::uint64_t sum = report->ssrc + report->sender_info.packets;
     for (std::size_t i = 0; i < report->block_count; ++i) {

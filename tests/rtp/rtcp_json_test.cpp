@@ -229,6 +229,26 @@ TEST_CASE("integers at the edges of the one-pass read", "[rtp][rtcp_json]") {
     CHECK(error_of(R"({"ssrc\)") == RtcpJsonError::truncated);
 }
 
+// Strings are scanned eight bytes at a time, then byte by byte: a quote, an escape or a control
+// character must be found at every offset, and bytes from 0x80 up (UTF-8) are plain.
+TEST_CASE("string ends, escapes and control characters at every offset", "[rtp][rtcp_json]") {
+    const auto with_note = [](const std::string& note) { return R"({"note":")" + note + R"(","ssrc":9})"; };
+    for (std::size_t offset = 0; offset < 20; ++offset) {
+        INFO("offset " << offset);
+        const std::string plain(offset, 'a');
+        const auto clean = parse_copy(with_note(plain));
+        REQUIRE(clean.ok());
+        CHECK(clean.value().ssrc == 9);
+        CHECK(parse_copy(with_note(plain + "\\\"x" + plain)).ok());                  // \" inside
+        CHECK(error_of(with_note(plain + "\"x" + plain)) == RtcpJsonError::syntax);  // the end, then x
+        CHECK(parse_copy(with_note(plain + "\\\\" + plain)).ok());
+        CHECK(parse_copy(with_note(plain + "\xc3\xa9\xff\x7f" + plain)).ok());
+        for (const char control : {'\x00', '\x01', '\x0a', '\x1f'})
+            CHECK(error_of(with_note(plain + std::string(1, control) + plain)) == RtcpJsonError::syntax);
+        CHECK(error_of(R"({"note":")" + plain) == RtcpJsonError::truncated);
+    }
+}
+
 TEST_CASE("every truncation of real samples is reported as truncated", "[rtp][rtcp_json][hostile]") {
     for (const std::string_view sample : {rtpengine_sr, rtpengine_rr_two, asterisk_sr, asterisk_rr}) {
         REQUIRE(parse_copy(sample).ok());
