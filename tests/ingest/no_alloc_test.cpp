@@ -59,6 +59,12 @@ void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
 }
 void* operator new(std::size_t n, std::align_val_t a) { return allocate_aligned(n, a); }
 void* operator new[](std::size_t n, std::align_val_t a) { return allocate_aligned(n, a); }
+// GCC pairs a `new` it inlines (Boost's exception clones) with the free() inside these and
+// warns of a mismatch it cannot see through: both sides are the replacements above.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
@@ -67,6 +73,9 @@ void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 using namespace hepd;
 using namespace hepd::ingest;
