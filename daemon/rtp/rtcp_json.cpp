@@ -1,8 +1,8 @@
 #include "rtp/rtcp_json.hpp"
 
+#include "core/ascii.hpp"
+
 #include <array>
-#include <bit>
-#include <cstdint>
 #include <cstring>
 
 namespace hepd::rtp {
@@ -25,12 +25,6 @@ namespace {
 
 bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
 bool is_hex(char c) noexcept { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
-// JSON white space: SP, HT, LF and CR are bits 32, 9, 10 and 13 of the mask. Called before every
-// token of text that seldom has any: one compare decides the common case.
-bool is_space(char c) noexcept {
-    const auto u = static_cast<unsigned char>(c);
-    return u <= ' ' && ((std::uint64_t{0x1'0000'2600} >> u) & 1U) != 0;
-}
 
 // What ends the plain run of a string: its closing quote, an escape, or a control character
 // (invalid there). One table load per character instead of three comparisons.
@@ -40,18 +34,6 @@ constexpr std::array<bool, 256> kStringStop = [] {
     stop['"'] = stop['\\'] = true;
     return stop;
 }();
-
-// Where the plain run of a string ends among 8 bytes read little-endian: a non-zero mask whose
-// lowest set bit is in the first quote, backslash or control character (the kStringStop bytes).
-// The subtract-and-mask tests can also mark a byte after a real hit (the borrow runs upwards),
-// never one before it, so the lowest mark is exact.
-constexpr std::uint64_t string_stop_mask(std::uint64_t x) noexcept {
-    constexpr std::uint64_t ones = 0x0101'0101'0101'0101ULL;
-    constexpr std::uint64_t highs = 0x8080'8080'8080'8080ULL;
-    const auto zero_bytes = [](std::uint64_t v) { return (v - ones) & ~v & highs; };
-    const std::uint64_t below_space = (x - ones * 0x20) & ~x & highs;
-    return zero_bytes(x ^ (ones * '"')) | zero_bytes(x ^ (ones * '\\')) | below_space;
-}
 
 // A key against a literal, as a few word loads whose literal half folds to constants: a report
 // has a dozen keys, each tried against a few names, and memcmp was a call each time.
@@ -112,12 +94,12 @@ public:
     }
 
     void skip_ws() noexcept {
-        while (p_ < end_ && is_space(*p_)) ++p_;
+        while (p_ < end_ && is_ascii_space(*p_)) ++p_;
     }
 
     // Whitespace and NUL octets only up to the end.
     bool only_padding_left() noexcept {
-        while (p_ < end_ && (is_space(*p_) || *p_ == '\0')) ++p_;
+        while (p_ < end_ && (is_ascii_space(*p_) || *p_ == '\0')) ++p_;
         return p_ == end_;
     }
 
@@ -146,18 +128,6 @@ public:
             // A local cursor: through a member, every character read (a char may alias it) would
             // reload and store p_.
             const char* q = p_;
-            // Keys and values are short: eight bytes a step while they last, then byte by byte.
-            if constexpr (std::endian::native == std::endian::little) {
-                while (end_ - q >= 8) {
-                    std::uint64_t word = 0;
-                    std::memcpy(&word, q, sizeof word);
-                    if (const std::uint64_t stop = string_stop_mask(word); stop != 0) {
-                        q += std::countr_zero(stop) / 8;
-                        break;
-                    }
-                    q += 8;
-                }
-            }
             while (q < end_ && !kStringStop[static_cast<unsigned char>(*q)]) ++q;
             p_ = q;
             if (p_ >= end_) return fail(RtcpJsonError::truncated);

@@ -87,6 +87,8 @@ struct RtcpJsonReportFields {
     RtcpJsonSenderInfo sender_info;
     std::uint8_t block_count = 0;
     std::uint16_t blocks_dropped = 0;  // beyond kMaxRtcpJsonBlocks, or without "source_ssrc"
+
+    friend bool operator==(const RtcpJsonReportFields&, const RtcpJsonReportFields&) = default;
 };
 
 struct RtcpJsonReport : RtcpJsonReportFields {

@@ -2,6 +2,8 @@
 // Character-level helpers shared by the SIP and SDP parsers. Header values are views into the
 // packet, so a folded value still holds its CRLF + SP: every helper that skips white space here
 // treats CR and LF as linear white space (RFC 3261 LWS) for that reason.
+#include "core/ascii.hpp"
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -13,11 +15,7 @@
 namespace hepd::sip::detail {
 
 inline constexpr bool is_space(char c) noexcept { return c == ' ' || c == '\t'; }
-// One compare and one bit test: SP, HT, CR and LF are bits 32, 9, 13 and 10 of the mask.
-inline constexpr bool is_lws(char c) noexcept {
-    const auto u = static_cast<unsigned char>(c);
-    return u <= ' ' && ((std::uint64_t{0x100002600} >> u) & 1U) != 0;
-}
+inline constexpr bool is_lws(char c) noexcept { return is_ascii_space(c); }
 inline constexpr bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
 // Branch-free: header names are compared byte by byte on every packet.
 inline constexpr char to_lower(char c) noexcept {

@@ -229,8 +229,8 @@ TEST_CASE("integers at the edges of the one-pass read", "[rtp][rtcp_json]") {
     CHECK(error_of(R"({"ssrc\)") == RtcpJsonError::truncated);
 }
 
-// Strings are scanned eight bytes at a time, then byte by byte: a quote, an escape or a control
-// character must be found at every offset, and bytes from 0x80 up (UTF-8) are plain.
+// A quote, an escape or a control character ends a string's plain run wherever it is, and bytes
+// from 0x80 up (UTF-8) are plain.
 TEST_CASE("string ends, escapes and control characters at every offset", "[rtp][rtcp_json]") {
     const auto with_note = [](const std::string& note) { return R"({"note":")" + note + R"(","ssrc":9})"; };
     for (std::size_t offset = 0; offset < 20; ++offset) {
