@@ -7,13 +7,16 @@
 // not sent, but every --rtcp-every media packets of a stream (and at its end) the receiving side
 // reports on it as rtpengine does: an RTCP-JSON message of type 5 whose correlation id is the
 // Call-ID. The corpus is encoded once and replayed in cycles; each cycle rewrites the Call-IDs
-// ("gen-" becomes a cycle tag) and shifts the capture times past the previous cycle, so every
-// cycle is a fresh set of calls. Sending is token-paced (--rate 0: as fast as possible) over UDP
-// (sendmmsg, one socket per --senders, round robin) or TCP (one connection per --senders).
-// Prints one JSON object: offered and sent packets, achieved rate, errors. --pcap-out writes the
-// same packets (rate x duration of them, the same cycles) to a pcap file instead of sending
-// them, as UDP from 127.0.0.1 to --to, frame times paced at --rate: `hepd pcap` on that file does
-// offline exactly the work a daemon does live, which is how bench/daemon_load.py compares them.
+// ("gen-" becomes a cycle tag), so every cycle is a fresh set of calls. A message's capture time
+// is its send time, as a real agent's is: a cycle of 200 calls spans about 12 s in the corpus and
+// goes out in 0.11 s at 20k/s, so the corpus' own times would run 100 times faster than the
+// receiver's clock (a sender whose clock the collector steps every second). Sending is
+// token-paced (--rate 0: as fast as possible) over UDP (sendmmsg, one socket per --senders, round
+// robin) or TCP (one connection per --senders). Prints one JSON object: offered and sent packets,
+// achieved rate, errors. --pcap-out writes the same packets (rate x duration of them, the same
+// cycles) to a pcap file instead of sending them, as UDP from 127.0.0.1 to --to, frame and
+// capture times paced at --rate: `hepd pcap` on that file does offline exactly the work a daemon
+// does live, which is how bench/daemon_load.py compares them.
 #include "core/address.hpp"
 #include "core/bytes.hpp"
 #include "core/time.hpp"
@@ -63,7 +66,7 @@ struct Options {
 
 // One encoded HEP message and the places a cycle rewrites.
 struct Encoded {
-    Timestamp time;
+    Timestamp time;  // in the corpus: its order
     std::vector<std::uint8_t> bytes;
     std::size_t seconds_at = 0;           // offset of the chunk 0x09 value
     std::size_t micros_at = 0;            // offset of the chunk 0x0a value
@@ -281,7 +284,6 @@ struct Corpus {
     std::vector<Encoded> messages;
     std::uint64_t sip = 0;
     std::uint64_t rtcp = 0;
-    std::int64_t span_us = 1'000'000;
 };
 
 Corpus build_corpus(const Options& o) {
@@ -347,13 +349,17 @@ Corpus build_corpus(const Options& o) {
     std::erase_if(corpus.messages, [](const Encoded& e) { return e.bytes.empty(); });
     std::stable_sort(corpus.messages.begin(), corpus.messages.end(),
                      [](const Encoded& a, const Encoded& b) { return a.time < b.time; });
-    if (!corpus.messages.empty())
-        corpus.span_us = corpus.messages.back().time.us - corpus.messages.front().time.us + 1'000'000;
     return corpus;
 }
 
+// The capture time (chunks 0x09 and 0x0a) of an encoded message.
+void stamp(Encoded& e, Timestamp t) {
+    if (e.seconds_at != 0) store_be32(&e.bytes[e.seconds_at], static_cast<std::uint32_t>(t.seconds()));
+    if (e.micros_at != 0) store_be32(&e.bytes[e.micros_at], static_cast<std::uint32_t>(t.subsec_us()));
+}
+
 // Cycle 0 is the corpus as generated; cycle k tags the Call-IDs with k (three upper-case base-36
-// digits, never equal to "gen") and moves the times k spans later.
+// digits, never equal to "gen").
 void apply_cycle(Corpus& c, std::uint64_t cycle) {
     char tag[4] = {'g', 'e', 'n', '-'};
     if (cycle > 0) {
@@ -364,12 +370,8 @@ void apply_cycle(Corpus& c, std::uint64_t cycle) {
             k /= 36;
         }
     }
-    for (auto& e : c.messages) {
+    for (auto& e : c.messages)
         for (const auto at : e.call_id_at) std::memcpy(&e.bytes[at], tag, 4);
-        const Timestamp t{e.time.us + static_cast<std::int64_t>(cycle) * c.span_us};
-        if (e.seconds_at != 0) store_be32(&e.bytes[e.seconds_at], static_cast<std::uint32_t>(t.seconds()));
-        if (e.micros_at != 0) store_be32(&e.bytes[e.micros_at], static_cast<std::uint32_t>(t.subsec_us()));
-    }
 }
 
 int open_socket(const Options& o, std::map<std::string, std::uint64_t>& errors) {
@@ -534,8 +536,9 @@ int write_pcap(const Options& o, Corpus& corpus) {
     std::uint64_t cycle = 0;
     std::uint64_t bytes = 0;
     for (std::uint64_t i = 0; i < packets; ++i) {
-        out.write(Timestamp{start.us + static_cast<std::int64_t>(static_cast<double>(i) * 1e6 / rate)},
-                  corpus.messages[next].bytes);
+        const Timestamp sent{start.us + static_cast<std::int64_t>(static_cast<double>(i) * 1e6 / rate)};
+        stamp(corpus.messages[next], sent);
+        out.write(sent, corpus.messages[next].bytes);
         bytes += corpus.messages[next].bytes.size();
         if (++next == corpus.messages.size()) {
             next = 0;
@@ -584,6 +587,7 @@ int main(int argc, char** argv) {
     std::vector<bool> alive(fds.size(), true);
 
     using clock = std::chrono::steady_clock;
+    const SystemClock wall;
     const auto t0 = clock::now();
     const auto end = t0 + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(o.duration));
     std::uint64_t offered = 0;
@@ -614,6 +618,9 @@ int main(int argc, char** argv) {
         }
         // A batch never spans a cycle boundary: the next cycle rewrites the bytes.
         want = std::min(want, total - next);
+
+        const Timestamp sent_at = wall.now();
+        for (std::size_t i = 0; i < want; ++i) stamp(corpus.messages[next + i], sent_at);
 
         std::size_t pick = turn++ % fds.size();
         for (std::size_t tries = 0; tries < fds.size() && !alive[pick]; ++tries) pick = (pick + 1) % fds.size();
