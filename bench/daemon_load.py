@@ -244,7 +244,9 @@ class Hepd:
         return {"accepted": received - dropped, "received": received, "dropped_after_receive": dropped,
                 "own_kernel_drops": metric(text, "hepd_udp_kernel_drops_total"),
                 "queue_drops": metric(text, "hepd_shard_queue_dropped_datagrams_total")
-                + metric(text, "hepd_hep_dropped_packets_total", reason="queue_full")}
+                + metric(text, "hepd_hep_dropped_packets_total", reason="queue_full"),
+                # A sender whose clock the daemon had to step: the load's times, not the daemon's work.
+                "clock_steps": metric(text, "hepd_hep_clock_steps_total")}
 
     def stop(self):
         self.proc.terminate()
@@ -300,7 +302,7 @@ class Sipcapture:
             with open(path, "rb") as f:
                 rtcp += f.read().count(b"\n")
         return {"accepted": float(m.group(1)) + rtcp, "sip": float(m.group(1)), "rtcp": float(rtcp),
-                "own_kernel_drops": None, "queue_drops": None}
+                "own_kernel_drops": None, "queue_drops": None, "clock_steps": None}
 
     def stop(self):
         try:
@@ -401,7 +403,8 @@ def measure_rate(a, kind, rate):
                 and not delta("queue_drops") and sent["errors"] == 0)
     return {"offered_rate": rate, "achieved_rate": sent["achieved_rate"], "sent": sent["sent_packets"],
             "accepted": accepted, "kernel_drops": kernel, "own_kernel_drops": delta("own_kernel_drops"),
-            "queue_drops": delta("queue_drops"), "send_errors": sent["errors"], "lossless": lossless,
+            "queue_drops": delta("queue_drops"), "clock_steps": delta("clock_steps"),
+            "send_errors": sent["errors"], "lossless": lossless,
             "cpu_us_per_packet": 1e6 * cpu / accepted if accepted else None, "cpu_pct": 100 * cpu / seconds,
             "ctx_switches_per_s": (sw1 - sw0) / seconds, "seconds": seconds, "receive_buffer_bytes": rcvbuf,
             **role_figures(roles0, roles1, accepted)}
@@ -454,7 +457,7 @@ def summarize(runs, keys):
 
 
 POINT_KEYS = ["achieved_rate", "cpu_us_per_packet", "cpu_pct", "ctx_switches_per_s", "sent", "accepted",
-              "kernel_drops", "own_kernel_drops", "queue_drops", "receive_us_per_packet", "shards_us_per_packet",
+              "kernel_drops", "own_kernel_drops", "queue_drops", "clock_steps", "receive_us_per_packet", "shards_us_per_packet",
               "receive_kernel_share"]
 
 
@@ -639,6 +642,7 @@ def print_table(result, out=sys.stderr):
                  (f"{rate}/s: kernel drops (/proc/net/udp; own)",
                   lambda p, r=r: f"{fmt(p[r]['kernel_drops'], '.0f')}; {fmt(p[r]['own_kernel_drops'], '.0f')}"),
                  (f"{rate}/s: queue drops", lambda p, r=r: fmt(p[r]["queue_drops"], ".0f")),
+                 (f"{rate}/s: sender clock steps", lambda p, r=r: fmt(p[r].get("clock_steps"), ".0f")),
                  (f"{rate}/s: lossless repetitions", lambda p, r=r: f"{p[r]['lossless_runs']}/{result['method']['repetitions']}")]
     rows += [("highest lossless rate, packets/s", lambda p: fmt(p["lossless_rate"], ".0f")
               + (" (generator-bound)" if p["lossless_generator_bound"] else "")),

@@ -104,6 +104,7 @@ public:
                 entries_.reserve(std::min(capacity_, std::max<std::size_t>(16, entries_.capacity() * 2)));
             at = static_cast<std::uint32_t>(entries_.size());
             entries_.emplace_back();
+            populated_.cover(entries_.data(), entries_.size() * sizeof(Entry), entries_.capacity() * sizeof(Entry));
         }
         Entry& e = entries_[at];
         e.key = std::move(key);
@@ -196,7 +197,12 @@ private:
     void grow_index_if_needed() {
         if (size_ * 5 < index_.size() * 4 || index_.size() >= max_slots_) return;
         ++rebuilds_;
-        std::vector<Slot> old(index_.size() * 2, Slot{});
+        const std::size_t slots = index_.size() * 2;
+        std::vector<Slot> old;
+        old.reserve(slots);
+        // A fresh block of the heap: its page tables filled in one call rather than a fault a page.
+        if (slots * sizeof(Slot) >= kPopulateIndexBytes) populate(old.data(), slots * sizeof(Slot));
+        old.assign(slots, Slot{});
         index_.swap(old);
         for (const Slot& s : old)
             if (s.entry != kNone) place(s.tag, s.entry);
@@ -259,7 +265,10 @@ private:
     std::size_t capacity_;
     std::size_t max_slots_ = 16;
     std::uint64_t rebuilds_ = 0;
+    static constexpr std::size_t kPopulateIndexBytes = std::size_t{64} << 10;
+
     std::vector<Entry, ReservingAllocator<Entry>> entries_;
+    PopulateAhead populated_;
     std::vector<Slot> index_;
     std::vector<std::uint32_t> free_;
     std::size_t size_ = 0;

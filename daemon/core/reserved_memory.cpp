@@ -14,17 +14,28 @@ namespace {
 // covers less (or nothing) of a table; where the kernel lacks THP it is ignored.
 constexpr std::uintptr_t kHugePageBytes = std::uintptr_t{2} << 20;
 
+// The bytes of a mapping at `base` that stay in base pages: up to its second huge page boundary,
+// so that a small table pays no huge page.
+std::size_t base_page_bytes(const void* base) noexcept {
+    const auto begin = reinterpret_cast<std::uintptr_t>(base);
+    return (begin + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes + kHugePageBytes - begin;
+}
+
+// How far PopulateAhead fills beyond `used` bytes (within the base pages).
+std::size_t populate_step(std::size_t used) noexcept {
+    constexpr std::size_t kMinStep = std::size_t{64} << 10;
+    constexpr std::size_t kMaxStep = std::size_t{256} << 10;
+    return std::clamp(used, kMinStep, kMaxStep);
+}
+
 }  // namespace
 
 void* map_reserved(std::size_t bytes) noexcept {
     void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) return nullptr;
 #if defined(MADV_HUGEPAGE)
-    // From the second huge page boundary on: the first huge page's worth stays in base pages.
-    const auto begin = reinterpret_cast<std::uintptr_t>(p);
-    const std::uintptr_t first = (begin + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes + kHugePageBytes;
-    const std::size_t skip = first - begin;
     // Advice only: without it the table simply takes base pages.
+    const std::size_t skip = base_page_bytes(p);
     if (skip < bytes) (void)madvise(static_cast<char*>(p) + skip, bytes - skip, MADV_HUGEPAGE);
 #endif
     return p;
@@ -32,10 +43,31 @@ void* map_reserved(std::size_t bytes) noexcept {
 
 void unmap_reserved(void* at, std::size_t bytes) noexcept { (void)munmap(at, bytes); }
 
+void populate(void* at, std::size_t bytes) noexcept {
+#if defined(MADV_POPULATE_WRITE)
+    static const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    const std::size_t skew = reinterpret_cast<std::uintptr_t>(at) % page;  // madvise wants it aligned
+    (void)madvise(static_cast<char*>(at) - skew, bytes + skew, MADV_POPULATE_WRITE);
+#else
+    (void)at;
+    (void)bytes;
+#endif
+}
+
+void PopulateAhead::extend(void* base, std::size_t used, std::size_t reserved) noexcept {
+    const std::size_t limit = std::min(reserved, base_page_bytes(base));
+    const std::size_t end = std::min(limit, used + populate_step(used));
+    if (end > populated_) populate(static_cast<char*>(base) + populated_, end - populated_);
+    // Past the base pages, never again.
+    populated_ = end >= limit ? reserved : end;
+}
+
 std::size_t touched_bytes(std::size_t used, std::size_t reserved) noexcept {
     if (reserved < kReservedMappingBytes) return reserved;
+    if (used == 0) return 0;
     static const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-    const std::size_t touched = used < kHugePageBytes ? (used + page - 1) / page * page : used + kHugePageBytes;
+    const std::size_t touched =
+        used < kHugePageBytes ? (used + populate_step(used) + page - 1) / page * page : used + kHugePageBytes;
     return std::min(reserved, touched);
 }
 

@@ -57,9 +57,32 @@ void reserve_room(Vector& v, std::size_t n) noexcept {
     }
 }
 
+// Fills the page tables of [at, at + bytes) writable at once (MADV_POPULATE_WRITE, Linux 5.14)
+// instead of one page fault at a time: in this VM a 4 KiB page then costs 6 to 8 us instead of
+// 12 to 15. Advice only: an older kernel faults the pages in as before. The bytes are not written.
+void populate(void* at, std::size_t bytes) noexcept;
+
+// Fills the page tables of a growing ReservingAllocator mapping a step ahead of its use (the
+// step grows with it, from 64 to 256 KiB), so that a young table growing one entry at a time
+// makes one system call a step instead of taking a fault per page. Only in the mapping's base
+// pages: past them a fault brings a whole huge page, and filling ahead would only hold memory
+// early. A heap allocation (under kReservedMappingBytes) is left alone.
+class PopulateAhead {
+public:
+    // `used` of the `reserved` bytes from `base` are now in use.
+    void cover(void* base, std::size_t used, std::size_t reserved) noexcept {
+        if (used > populated_ && reserved >= kReservedMappingBytes) extend(base, used, reserved);
+    }
+
+private:
+    void extend(void* base, std::size_t used, std::size_t reserved) noexcept;
+    std::size_t populated_ = 0;
+};
+
 // Bytes of an allocation of `reserved` bytes made by ReservingAllocator that are in memory once
 // its first `used` bytes have been written: all of a heap allocation; of a mapping, the base pages
-// written within its first huge page's worth, past that at most one huge page beyond `used`. What
+// written or filled ahead (PopulateAhead) within its first huge page's worth, past that at most
+// one huge page beyond `used`. What
 // the capped tables report as their entries' memory.
 std::size_t touched_bytes(std::size_t used, std::size_t reserved) noexcept;
 

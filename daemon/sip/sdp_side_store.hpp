@@ -94,8 +94,10 @@ private:
     Slot& slot_at(std::uint32_t at) {
         // Within the reserved room one entry at a time: a resize by doubling would touch (zero)
         // up to twice the memory the live dialogs need.
-        if (slots_.size() <= at)
+        if (slots_.size() <= at) {
             slots_.resize(at < slots_.capacity() ? at + 1 : std::max<std::size_t>(at + 1, slots_.size() * 2));
+            populated_.cover(slots_.data(), slots_.size() * sizeof(Slot), slots_.capacity() * sizeof(Slot));
+        }
         return slots_[at];
     }
 
@@ -107,6 +109,7 @@ private:
     }
 
     std::vector<Slot, ReservingAllocator<Slot>> slots_;
+    PopulateAhead populated_;
     std::vector<SdpSides> more_;
     std::vector<std::uint32_t> free_;
 };
