@@ -197,11 +197,13 @@ private:
     void grow_index_if_needed() {
         if (size_ * 5 < index_.size() * 4 || index_.size() >= max_slots_) return;
         ++rebuilds_;
+        // A fresh block of the heap: from 64 KiB on, its page tables are filled in one call rather
+        // than a fault a page.
+        constexpr std::size_t kWorthFilling = std::size_t{64} << 10;
         const std::size_t slots = index_.size() * 2;
         std::vector<Slot> old;
         old.reserve(slots);
-        // A fresh block of the heap: its page tables filled in one call rather than a fault a page.
-        if (slots * sizeof(Slot) >= kPopulateIndexBytes) populate(old.data(), slots * sizeof(Slot));
+        if (slots * sizeof(Slot) >= kWorthFilling) populate(old.data(), slots * sizeof(Slot));
         old.assign(slots, Slot{});
         index_.swap(old);
         for (const Slot& s : old)
@@ -265,8 +267,6 @@ private:
     std::size_t capacity_;
     std::size_t max_slots_ = 16;
     std::uint64_t rebuilds_ = 0;
-    static constexpr std::size_t kPopulateIndexBytes = std::size_t{64} << 10;
-
     std::vector<Entry, ReservingAllocator<Entry>> entries_;
     PopulateAhead populated_;
     std::vector<Slot> index_;

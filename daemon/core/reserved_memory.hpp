@@ -58,8 +58,9 @@ void reserve_room(Vector& v, std::size_t n) noexcept {
 }
 
 // Fills the page tables of [at, at + bytes) writable at once (MADV_POPULATE_WRITE, Linux 5.14)
-// instead of one page fault at a time: in this VM a 4 KiB page then costs 6 to 8 us instead of
-// 12 to 15. Advice only: an older kernel faults the pages in as before. The bytes are not written.
+// instead of one page fault at a time: in the 2-core development VM a 4 KiB page then costs 6 to
+// 8 us instead of 12 to 15 (bench/README.md). Advice only: an older kernel faults the pages in as
+// before. The bytes are not written.
 void populate(void* at, std::size_t bytes) noexcept;
 
 // Fills the page tables of a growing ReservingAllocator mapping a step ahead of its use (the
