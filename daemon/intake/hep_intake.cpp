@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <span>
 
 namespace hepd::intake {
 
@@ -36,7 +37,10 @@ bool same_key(ByteSpan got, std::string_view want) noexcept {
 }  // namespace
 
 HepIntake::HepIntake(IntakeOptions options)
-    : options_(std::move(options)), inflate_buffer_(std::max<std::size_t>(options_.max_decompressed_bytes, 1)) {
+    : options_(std::move(options)),
+      inflate_buffer_(
+          std::make_unique_for_overwrite<std::uint8_t[]>(std::max<std::size_t>(options_.max_decompressed_bytes, 1))),
+      inflate_buffer_size_(std::max<std::size_t>(options_.max_decompressed_bytes, 1)) {
     if (options_.sender_clocks) clocks_.emplace(*options_.sender_clocks);
 }
 
@@ -82,7 +86,8 @@ bool HepIntake::accept(ByteSpan bytes, Carrier carrier, Timestamp now, shard::Da
 
     ByteSpan payload = message_.payload;
     if (message_.compressed) {
-        auto inflated = inflater_.inflate(payload, inflate_buffer_);
+        auto inflated =
+            inflater_.inflate(payload, std::span<std::uint8_t>(inflate_buffer_.get(), inflate_buffer_size_));
         if (!inflated) return fail_with(inflated.error());
         payload = *inflated;
     }

@@ -16,6 +16,7 @@
 #include "shard/datagram.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,7 +68,10 @@ private:
     IntakeStats stats_;
     hep::Message message_;
     hep::Inflater inflater_;
-    std::vector<std::uint8_t> inflate_buffer_;
+    // Left uninitialised: a page of it costs memory only once an inflated payload reaches it
+    // (most senders never compress).
+    std::unique_ptr<std::uint8_t[]> inflate_buffer_;
+    std::size_t inflate_buffer_size_;
     std::optional<SenderClocks> clocks_;
 };
 

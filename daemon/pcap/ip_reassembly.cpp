@@ -42,7 +42,9 @@ Reassembler::Reassembler(ReassemblyOptions options) : options_(options) {
     options_.max_datagrams = std::max<std::size_t>(options_.max_datagrams, 1);
     options_.max_datagram_bytes = std::clamp<std::size_t>(options_.max_datagram_bytes, 1, 65535);
     options_.max_pieces = std::max<std::size_t>(options_.max_pieces, 1);
-    slots_.resize(options_.max_datagrams);
+    // Room for every slot, made as datagrams need them: a capture without fragments (most)
+    // touches none of it.
+    slots_.reserve(options_.max_datagrams);
 }
 
 void Reassembler::release(Slot& slot) noexcept {
@@ -81,9 +83,7 @@ void Reassembler::finish() noexcept {
 
 Reassembler::Slot* Reassembler::find_or_create(const IpPacket& f, std::uint64_t hash) noexcept {
     Slot* free_slot = nullptr;
-    // The constructor keeps at least one slot. Without a free slot every slot is in use, the first
-    // one included, so `oldest` then names the oldest datagram (the first of equals).
-    Slot* oldest = &slots_.front();
+    Slot* oldest = nullptr;
     for (Slot& s : slots_) {
         if (!s.used) {
             if (free_slot == nullptr) free_slot = &s;
@@ -91,8 +91,12 @@ Reassembler::Slot* Reassembler::find_or_create(const IpPacket& f, std::uint64_t 
         }
         if (s.hash == hash && s.id == f.fragment_id && s.protocol == f.protocol && s.src == f.src && s.dst == f.dst)
             return &s;
-        if (s.first < oldest->first) oldest = &s;
+        if (oldest == nullptr || s.first < oldest->first) oldest = &s;
     }
+    // A new slot while there is room (within the capacity reserved: nothing is allocated); at
+    // max_datagrams every slot is in use and `oldest` names the oldest datagram (the first of
+    // equals), as if all the slots had been there from the start.
+    if (free_slot == nullptr && slots_.size() < options_.max_datagrams) free_slot = &slots_.emplace_back();
     if (free_slot == nullptr) {
         drop(*oldest, FragmentDrop::evicted);
         free_slot = oldest;
