@@ -95,8 +95,10 @@ Reassembler::Slot* Reassembler::find_or_create(const IpPacket& f, std::uint64_t 
     }
     // A new slot while there is room (within the capacity reserved: nothing is allocated); at
     // max_datagrams every slot is in use and `oldest` names the oldest datagram (the first of
-    // equals), as if all the slots had been there from the start.
-    if (free_slot == nullptr && slots_.size() < options_.max_datagrams) free_slot = &slots_.emplace_back();
+    // equals), as if all the slots had been there from the start. (No slot in use and none free:
+    // there is none yet, and max_datagrams is at least 1.)
+    if (free_slot == nullptr && (slots_.size() < options_.max_datagrams || oldest == nullptr))
+        free_slot = &slots_.emplace_back();
     if (free_slot == nullptr) {
         drop(*oldest, FragmentDrop::evicted);
         free_slot = oldest;
