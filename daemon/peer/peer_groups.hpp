@@ -14,10 +14,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <span>
 #include <string>
 #include <string_view>
@@ -110,37 +108,32 @@ class PairTable {
 public:
     static constexpr std::size_t kPairs = kPeerIdCount * kPeerIdCount;
 
-    // The slots come zeroed from calloc, which hands out fresh pages without writing them: a
-    // shard's tables, its exporter's copies and a report's merge touch only the pages of the
-    // pairs they use (value-initialised atomics wrote all 33 KiB of each).
-    PairTable() : slots_(static_cast<T**>(std::calloc(kPairs, sizeof(T*)))) {
-        if (!slots_) throw std::bad_alloc();
-    }
+    PairTable() : slots_(std::make_unique<std::atomic<T*>[]>(kPairs)) {}
     PairTable(const PairTable& o) : PairTable() { merge(o); }
     PairTable& operator=(const PairTable&) = delete;
     ~PairTable() {
-        for (std::size_t i = 0; i < kPairs; ++i) delete slot(i).load(std::memory_order_relaxed);
+        for (std::size_t i = 0; i < kPairs; ++i) delete slots_[i].load(std::memory_order_relaxed);
     }
 
     // The writer's access; allocates the pair's figures on first use.
     T& at(PeerId caller, PeerId callee) {
-        const std::atomic_ref<T*> s = slot(index(caller, callee));
-        T* p = s.load(std::memory_order_relaxed);
+        std::atomic<T*>& slot = slots_[index(caller, callee)];
+        T* p = slot.load(std::memory_order_relaxed);
         if (p == nullptr) {
             p = new T();
-            s.store(p, std::memory_order_release);
+            slot.store(p, std::memory_order_release);
         }
         return *p;
     }
     // Null while the pair was never used.
     const T* find(PeerId caller, PeerId callee) const noexcept {
-        return slot(index(caller, callee)).load(std::memory_order_acquire);
+        return slots_[index(caller, callee)].load(std::memory_order_acquire);
     }
     // f(PeerId caller, PeerId callee, const T&) for every pair used, in id order.
     template <class F>
     void for_each(F&& f) const {
         for (std::size_t i = 0; i < kPairs; ++i)
-            if (const T* p = slot(i).load(std::memory_order_acquire))
+            if (const T* p = slots_[i].load(std::memory_order_acquire))
                 f(static_cast<PeerId>(i / kPeerIdCount), static_cast<PeerId>(i % kPeerIdCount), *p);
     }
     // Adds another table's figures pair by pair (merging shards).
@@ -154,12 +147,7 @@ private:
         const std::size_t b = callee < kPeerIdCount ? callee : kOtherPeer;
         return a * kPeerIdCount + b;
     }
-    // One writer stores, readers on other threads load: every access is atomic.
-    std::atomic_ref<T*> slot(std::size_t i) const noexcept { return std::atomic_ref<T*>(slots_[i]); }
-    struct Free {
-        void operator()(T** p) const noexcept { std::free(p); }
-    };
-    std::unique_ptr<T*[], Free> slots_;
+    std::unique_ptr<std::atomic<T*>[]> slots_;
 };
 
 }  // namespace hepd::peer
