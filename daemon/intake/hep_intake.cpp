@@ -38,9 +38,8 @@ bool same_key(ByteSpan got, std::string_view want) noexcept {
 
 HepIntake::HepIntake(IntakeOptions options)
     : options_(std::move(options)),
-      inflate_buffer_(
-          std::make_unique_for_overwrite<std::uint8_t[]>(std::max<std::size_t>(options_.max_decompressed_bytes, 1))),
-      inflate_buffer_size_(std::max<std::size_t>(options_.max_decompressed_bytes, 1)) {
+      inflate_buffer_size_(std::max<std::size_t>(options_.max_decompressed_bytes, 1)),
+      inflate_buffer_(std::make_unique_for_overwrite<std::uint8_t[]>(inflate_buffer_size_)) {
     if (options_.sender_clocks) clocks_.emplace(*options_.sender_clocks);
 }
 

@@ -67,10 +67,10 @@ private:
     IntakeStats stats_;
     hep::Message message_;
     hep::Inflater inflater_;
+    std::size_t inflate_buffer_size_;  // max_decompressed_bytes, at least 1
     // Left uninitialised: a page of it costs memory only once an inflated payload reaches it
     // (most senders never compress).
     std::unique_ptr<std::uint8_t[]> inflate_buffer_;
-    std::size_t inflate_buffer_size_;
     std::optional<SenderClocks> clocks_;
 };
 
