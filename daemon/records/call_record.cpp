@@ -34,7 +34,7 @@ StreamFigures stream_figures(const rtp::FinishedStream& finished) {
     f.last = finished.stream.last;
     f.packets = finished.stream.packets;
     f.summary = finished.summary;
-    f.receiver = finished.stream.receiver;
+    f.receiver = finished.stream.receiver.get();
     f.reason = finished.reason;
     return f;
 }

@@ -296,7 +296,7 @@ StreamSummary summarize(const Stream& s, const Binding* binding, const QualityOp
         out.burst_ratio = std::max(1.0, mean_burst * (1.0 - out.loss_percent / 100.0));
     }
     double network_ms = options.default_network_delay_ms;
-    if (const ReceiverView& view = s.receiver; view.rtt_us != kNoRtt) {
+    if (const ReceiverView& view = s.receiver.get(); view.rtt_us != kNoRtt) {
         network_ms = view.rtt_us / 2000.0;
     } else if (view.xr_round_trip_ms != 0) {
         network_ms = view.xr_round_trip_ms / 2.0;

@@ -201,9 +201,16 @@ void StreamTable::count_extras(bool had, const Stream& stream) noexcept {
     if (!had && stream.extras.allocated()) ++extras_count_;
 }
 
+ReceiverView& StreamTable::receiver_view(std::uint32_t at) {
+    Stream& stream = streams_[at].stream;
+    if (!stream.receiver.allocated()) ++views_count_;
+    return stream.receiver.mut();
+}
+
 void StreamTable::end_stream(std::uint32_t at, FinishReason reason) {
     finish_stream(at, reason);
     if (streams_[at].stream.extras.allocated()) --extras_count_;
+    if (streams_[at].stream.receiver.allocated()) --views_count_;
     streams_.erase(at);
 }
 
@@ -237,7 +244,7 @@ void StreamTable::finish_stream(std::uint32_t index, FinishReason reason) {
         by_peers.mos.observe(summary.mos);
         stats_.loss_ratio.observe(summary.loss_percent / 100.0);
     }
-    if (stream.receiver.rtt_us != kNoRtt) stats_.rtt_seconds.observe(stream.receiver.rtt_us / 1e6);
+    if (const std::uint32_t rtt = stream.receiver.get().rtt_us; rtt != kNoRtt) stats_.rtt_seconds.observe(rtt / 1e6);
     if (sink_ != nullptr) sink_->on_stream_finished(FinishedStream{entry.key, stream, binding, summary, reason});
     join(index, kNone, stream.last);
     unlink_media(index);
@@ -603,7 +610,7 @@ void StreamTable::apply_report_block(const PacketMeta& meta, const Endpoint& rep
         });
         return;
     }
-    ReceiverView& view = streams_[i].stream.receiver;
+    ReceiverView& view = receiver_view(i);
     if (view.reports < std::numeric_limits<std::uint16_t>::max()) ++view.reports;
     view.fraction_lost = fraction_lost;
     view.cumulative_lost = cumulative_lost;
@@ -669,7 +676,7 @@ void StreamTable::on_rtcp(const PacketMeta& meta, ByteSpan payload) {
                     stats_.rtcp_unmatched_blocks.add();
                     continue;
                 }
-                ReceiverView& view = streams_[i].stream.receiver;
+                ReceiverView& view = receiver_view(i);
                 if (view.xr_reports < std::numeric_limits<std::uint16_t>::max()) ++view.xr_reports;
                 view.xr_loss_rate = vm->loss_rate;
                 view.xr_discard_rate = vm->discard_rate;
@@ -820,7 +827,7 @@ void StreamTable::on_rtcp_json(const PacketMeta& meta, std::string_view call_id,
         ReceiverView* view = nullptr;
         if (const std::uint32_t i = find_reported_stream(reporter, block.source_ssrc, media_key(meta.dst));
             i != kNone) {
-            view = &streams_[i].stream.receiver;
+            view = &receiver_view(i);
         } else if (!call_id.empty() && call_id.size() <= CompactText::kMaxSize) {
             const std::uint32_t r = reported_stream(call_id, block.source_ssrc, meta.time);
             ReportedStream& reported = reported_[r].stream;
@@ -933,6 +940,7 @@ bool StreamTable::insert(const StreamKey& key, const Stream& stream) {
     const std::uint32_t i = create_stream(key, false, stream.last);
     streams_[i].stream = stream;
     count_extras(false, stream);
+    if (stream.receiver.allocated()) ++views_count_;
     return true;
 }
 
@@ -955,7 +963,7 @@ StreamTable::EntrySizes StreamTable::entry_sizes() noexcept {
 
 std::size_t StreamTable::memory_bytes() const noexcept {
     return streams_.memory_bytes() + media_.memory_bytes() + bindings_.memory_bytes() + reported_.memory_bytes() +
-           key_heap_bytes_ + extras_count_ * sizeof(StreamExtras);
+           key_heap_bytes_ + extras_count_ * sizeof(StreamExtras) + views_count_ * sizeof(ReceiverView);
 }
 
 }  // namespace hepd::rtp

@@ -277,6 +277,7 @@ private:
     void measure(std::uint32_t at, const RtpPacket& packet, Timestamp arrival);
     void hold(std::uint32_t at, const RtpPacket& packet, Timestamp arrival);
     void count_extras(bool had, const Stream& stream) noexcept;
+    ReceiverView& receiver_view(std::uint32_t at);           // made at the first report, and counted
     void end_stream(std::uint32_t at, FinishReason reason);  // finish and erase
     void finish_stream(std::uint32_t at, FinishReason reason);
     std::uint32_t find_media(const Endpoint& media) const noexcept;
@@ -328,6 +329,7 @@ private:
     std::size_t pending_count_ = 0;  // bindings no stream uses
     std::size_t key_heap_bytes_ = 0;
     std::size_t extras_count_ = 0;  // streams whose extras are allocated
+    std::size_t views_count_ = 0;   // streams whose receiver view is allocated
     RtcpJsonReport rtcp_json_;      // on_rtcp_json's, reused: a fresh one zeroes 31 blocks a packet
 };
 

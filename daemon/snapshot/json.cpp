@@ -197,7 +197,7 @@ Json stream_json(const StreamRecord& r) {
     seq["window_low"] = q.window_low;
     seq["window_high"] = q.window_high;
     j["sequence"] = std::move(seq);
-    j["receiver"] = view_json(s.receiver);
+    j["receiver"] = view_json(s.receiver.get());
     return j;
 }
 

@@ -456,7 +456,7 @@ void to_proto(const StreamRecord& in, Stream& out) {
         j.set_jitter_us(s.estimate(i).jitter_us);
         j.set_max_jitter_us(s.estimate(i).max_jitter_us);
     }
-    put_view(s.receiver, *out.mutable_receiver());
+    put_view(s.receiver.get(), *out.mutable_receiver());
     out.set_payload_type_changes(s.payload_type_changes);
     out.set_voice_payload_type(s.voice_payload_type);
     out.set_dynamic_payload_type(s.dynamic_payload_type());
@@ -518,7 +518,9 @@ bool from_proto(const Stream& in, StreamRecord& out, std::string& why) {
         // Candidates other than the first are kept only when set (extras out of line).
         if (i == 0 || estimate != rtp::JitterEstimate{}) s.estimate_mut(i) = estimate;
     }
-    get_view(r, in.receiver(), s.receiver);
+    rtp::ReceiverView view;
+    get_view(r, in.receiver(), view);
+    if (view != rtp::ReceiverView{}) s.receiver.mut() = view;  // out of line only when reported
     r.uint("payload_type_changes", in.payload_type_changes(), s.payload_type_changes);
     r.uint("voice_payload_type", in.voice_payload_type(), s.voice_payload_type);
     std::uint8_t dynamic_payload_type = rtp::kNoPayloadType;

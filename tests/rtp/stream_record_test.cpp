@@ -327,7 +327,7 @@ TEST_CASE("summary: loss and MOS for known codecs", "[rtp][stream][mos]") {
     }
     SECTION("a reported RTT of 300 ms: Ta 150 ms, Idd 0.163531, MOS 4.406098") {
         Stream s = stream_with(8, {});
-        s.receiver.rtt_us = 300'000;
+        s.receiver.mut().rtt_us = 300'000;
         const StreamSummary sum = summarize(s, nullptr, options);
         CHECK(sum.one_way_delay_ms == Approx(150.0));
         CHECK(sum.r_factor == Approx(93.036469).margin(1e-6));
@@ -335,7 +335,7 @@ TEST_CASE("summary: loss and MOS for known codecs", "[rtp][stream][mos]") {
     }
     SECTION("XR round trip is used when no RR gave an RTT") {
         Stream s = stream_with(8, {});
-        s.receiver.xr_round_trip_ms = 400;
+        s.receiver.mut().xr_round_trip_ms = 400;
         CHECK(summarize(s, nullptr, options).one_way_delay_ms == Approx(200.0));
     }
     SECTION("the codec named in SDP overrides the static table") {

@@ -117,7 +117,8 @@ TEST_CASE("truncations at every length are counted and never create state", "[rt
     t.on_rtcp(meta_at(0, bob_rtcp, alice_rtcp), span_of(lying));
     for (const Counter& c : t.stats().rtcp_errors) rtcp_errors += c.value();
     CHECK(rtcp_errors == rr.size() + 1);
-    CHECK(t.find({alice, bob, 7})->receiver.reports == 0);
+    CHECK(t.find({alice, bob, 7})->receiver.get().reports == 0);
+    CHECK_FALSE(t.find({alice, bob, 7})->receiver.allocated());  // no view made for a report that was not read
     CHECK(t.stats().rtcp_reports[static_cast<std::size_t>(ReportSource::rtcp)].value() == 0);
 }
 
@@ -232,8 +233,8 @@ TEST_CASE("eviction keeps the least recently active streams' neighbours intact",
         t.on_rtcp(meta_at(50, bob_rtcp, alice_rtcp), span_of(receiver_report(9, {Block{ssrc, 1}})));
     }
     CHECK(t.stats().rtcp_unmatched_blocks.value() == 0);
-    CHECK(t.find({alice, bob, 3})->receiver.reports == 1);
-    CHECK(t.find({carol, bob, 4})->receiver.reports == 1);
+    CHECK(t.find({alice, bob, 3})->receiver.get().reports == 1);
+    CHECK(t.find({carol, bob, 4})->receiver.get().reports == 1);
 }
 
 namespace {
@@ -457,7 +458,7 @@ TEST_CASE("RTCP RR: the receiver's view with an exact RTT", "[rtp][stream][table
     expected.cumulative_lost = -3;
     expected.jitter = 800;
     expected.rtt_us = 250'000;
-    CHECK(s->receiver == expected);
+    CHECK(s->receiver.get() == expected);
     CHECK(s->sequence.lost() == 0);  // the measured view is untouched
     CHECK(t.stats().rtcp_reports[static_cast<std::size_t>(ReportSource::rtcp)].value() == 1);
     CHECK(t.stats().rtcp_fraction_lost.count() == 1);
@@ -469,9 +470,9 @@ TEST_CASE("RTCP RR: the receiver's view with an exact RTT", "[rtp][stream][table
     // An SR carrying a block with LSR 0 (no SR seen yet): no RTT, the old one stays.
     const Bytes sr = sender_report(0xB0B, 0, {Block{0x5555, 0, 0, 0, 0, 0, 0}});
     t.on_rtcp(PacketMeta{Timestamp{t0 + 700'000}, bob_rtcp, alice_rtcp, 0}, span_of(sr));
-    CHECK(s->receiver.reports == 2);
-    CHECK(s->receiver.fraction_lost == 0);
-    CHECK(s->receiver.rtt_us == 250'000);
+    CHECK(s->receiver.get().reports == 2);
+    CHECK(s->receiver.get().fraction_lost == 0);
+    CHECK(s->receiver.get().rtt_us == 250'000);
     CHECK(t.stats().rtcp_rtt_seconds.count() == 1);
     CHECK(t.stats().rtcp_reports[static_cast<std::size_t>(ReportSource::rtcp)].value() == 2);
 }
@@ -484,7 +485,7 @@ TEST_CASE("RTCP about unknown streams is counted; rtcp-mux reporters match too",
     t.on_rtcp(meta_at(0, carol, alice_rtcp), span_of(receiver_report(1, {Block{0x77}})));  // not bob
     CHECK(t.stats().rtcp_unmatched_blocks.value() == 2);
     t.on_rtcp(meta_at(0, bob, alice), span_of(receiver_report(1, {Block{0x77}})));  // muxed on the RTP port
-    CHECK(t.find({alice, bob, 0x77})->receiver.reports == 2);
+    CHECK(t.find({alice, bob, 0x77})->receiver.get().reports == 2);
 }
 
 TEST_CASE("RTCP picks the symmetric source when several send one SSRC", "[rtp][stream][table][rtcp]") {
@@ -492,10 +493,10 @@ TEST_CASE("RTCP picks the symmetric source when several send one SSRC", "[rtp][s
     send(t, alice, bob, 0x99, 3);
     send(t, carol, bob, 0x99, 3);
     t.on_rtcp(meta_at(0, bob_rtcp, ep("10.0.0.1:30001")), span_of(receiver_report(1, {Block{0x99, 7}})));
-    CHECK(t.find({alice, bob, 0x99})->receiver.fraction_lost == 7);
-    CHECK(t.find({carol, bob, 0x99})->receiver.reports == 0);
+    CHECK(t.find({alice, bob, 0x99})->receiver.get().fraction_lost == 7);
+    CHECK(t.find({carol, bob, 0x99})->receiver.get().reports == 0);
     t.on_rtcp(meta_at(0, bob_rtcp, ep("10.0.0.3:50001")), span_of(receiver_report(1, {Block{0x99, 9}})));
-    CHECK(t.find({carol, bob, 0x99})->receiver.fraction_lost == 9);
+    CHECK(t.find({carol, bob, 0x99})->receiver.get().fraction_lost == 9);
 }
 
 TEST_CASE("RTCP XR VoIP metrics", "[rtp][stream][table][rtcp][xr]") {
@@ -510,7 +511,7 @@ TEST_CASE("RTCP XR VoIP metrics", "[rtp][stream][table][rtcp][xr]") {
     v.mos_lq_x10 = 41;
     v.mos_cq_x10 = 39;
     t.on_rtcp(meta_at(0, bob_rtcp, alice_rtcp), span_of(xr_voip_metrics(0xB0B, v)));
-    const ReceiverView& view = t.find({alice, bob, 0x42})->receiver;
+    const ReceiverView& view = t.find({alice, bob, 0x42})->receiver.get();
     CHECK(view.xr_reports == 1);
     CHECK(view.xr_loss_rate == 13);
     CHECK(view.xr_discard_rate == 3);
@@ -667,8 +668,9 @@ TEST_CASE("memory per stream and per media binding", "[rtp][stream][memory]") {
                            << ", reported " << sizes.reported << "; bytes per bound stream " << per_stream);
     // A few free-list words, and a second index slot per entry where an index has just doubled.
     CHECK(per_stream <= static_cast<double>(expected) + 65.0);
-    CHECK(sizeof(Stream) <= 152);  // 192 before its rarely used parts went out of line (StreamExtras)
-    CHECK(sizes.stream <= 224);
+    CHECK(sizeof(Stream) <= 136);  // 192 before its rarely used parts went out of line (StreamExtras),
+                                   // 152 with the receiver's view inline
+    CHECK(sizes.stream <= 208);
     CHECK(sizes.media <= 32);      // 48 with recency links that nothing read, 40 with counts of its two lists
     CHECK(sizes.binding <= 96);    // 176 before the peer was kept only in the key and the Call-ID compact,
                                    // 120 with the media address in the key instead of its media entry,
@@ -722,13 +724,20 @@ TEST_CASE("a stream's extras exist only once it needs them, and are accounted wh
     CHECK_FALSE(extras({alice, bob, 1}));
     CHECK(extras({alice, carol, 2}));  // a dynamic payload type: every candidate clock runs
     CHECK(t.memory_bytes() == plain);  // counted since its first packet
+    std::size_t views = 0;
 
-    SECTION("RTCP about a stream: the receiver's view is inline") {
+    SECTION("RTCP about a stream: the receiver's view exists from the first report on, apart from the extras") {
+        CHECK_FALSE(t.find({alice, bob, 1})->receiver.allocated());
         const Bytes rr = receiver_report(0xB0B, {Block{1, 0, 0, 110, 80, 0, 0}});
         t.on_rtcp(meta_at(300'000, bob_rtcp, alice_rtcp), span_of(rr));
         CHECK_FALSE(extras({alice, bob, 1}));
-        CHECK(t.find({alice, bob, 1})->receiver.reports == 1);
-        CHECK(t.memory_bytes() == plain);
+        CHECK(t.find({alice, bob, 1})->receiver.allocated());
+        CHECK(t.find({alice, bob, 1})->receiver.get().reports == 1);
+        CHECK(t.memory_bytes() == plain + sizeof(ReceiverView));
+        t.on_rtcp(meta_at(310'000, bob_rtcp, alice_rtcp), span_of(rr));  // the same view again
+        CHECK(t.find({alice, bob, 1})->receiver.get().reports == 2);
+        CHECK(t.memory_bytes() == plain + sizeof(ReceiverView));
+        views = 1;
         send(t, bob, alice, 3, 1, 200'000, 8, 30'000);  // held: as below
     }
     SECTION("a packet that breaks the sequence is held") {
@@ -740,11 +749,11 @@ TEST_CASE("a stream's extras exist only once it needs them, and are accounted wh
         CHECK_FALSE(t.find({bob, alice, 3})->held().valid);
         CHECK(t.memory_bytes() == plain + sizeof(StreamExtras));
     }
-    // Streams leave with their extras (two had them); the free lists grow by a few words.
+    // Streams leave with their extras and views (two had extras); the free lists grow by a few words.
     const std::size_t before = t.memory_bytes();
     t.expire(Timestamp{kBaseUs + 60'000'000});
     REQUIRE(t.size() == 0);
-    CHECK(t.memory_bytes() + 2 * sizeof(StreamExtras) <= before + 64);
+    CHECK(t.memory_bytes() + 2 * sizeof(StreamExtras) + views * sizeof(ReceiverView) <= before + 64);
     send(t, alice, bob, 5, 10);
     CHECK_FALSE(extras({alice, bob, 5}));
 }
@@ -818,6 +827,6 @@ TEST_CASE("catalogue: RTCP length chains end: 16,383 empty packets parse, lying 
     CHECK(t.stats().rtcp_reports[static_cast<std::size_t>(ReportSource::rtcp)].value() == 0);
     // A real report afterwards is used.
     t.on_rtcp(meta_at(0, bob_rtcp, alice_rtcp), span_of(receiver_report(9, {Block{7, 5}})));
-    CHECK(t.find({alice, bob, 7})->receiver.reports == 1);
+    CHECK(t.find({alice, bob, 7})->receiver.get().reports == 1);
     CHECK(errors_total() == refused);
 }

@@ -119,7 +119,7 @@ void check_streams(const gen::CorpusOptions& o, const gen::Truth& truth, const O
             t.fail("finish reason (" + std::string(gen::to_string(st.finish)) + ")",
                    who + got(r.reason, gen::to_string(st.finish)));
         if (!rtcp) continue;
-        const rtp::ReceiverView& v = r.stream.receiver;
+        const rtp::ReceiverView& v = r.stream.receiver.get();
         const gen::ReceiverTruth& want = st.receiver;
         if (v.reports != want.reports) t.fail("receiver reports", who + got(v.reports, want.reports));
         if (!st.has_receiver) continue;
