@@ -1000,7 +1000,9 @@ const std::vector<Field>& schema() {
     constexpr std::uint64_t kMiB = 1024 * kKiB;
     constexpr std::uint64_t kGiB = 1024 * kMiB;
     constexpr std::uint64_t kMaxRate = 1'000'000'000;
-    constexpr std::uint64_t kMaxEntries = 100'000'000;
+    // A table holds at most 2^24 - 1 entries (LruTable's 4-byte index slots); the media binding
+    // table holds max_streams + max_pending_media.
+    constexpr std::uint64_t kMaxEntries = 8'000'000;
     static const std::vector<Field> fields{
         log_level_field(),
         section(

@@ -5,15 +5,17 @@
 // linked list threaded through the entries gives the LRU order. At the cap, inserting evicts the
 // least recently touched entry and hands it to the caller to account for.
 //
-// An index slot is 8 bytes: the entry's index and a 32-bit tag, the high half of its hash, whose
-// low bits also place it (its home slot). A probe reads the entry only when the tag matches, so a
-// lookup costs one index line and, nearly always, the one entry it finds. The index costs 10 to
-// 20 bytes a live entry (see grow_index_if_needed); 16-byte slots with the whole hash, at a load
-// of at most one half, cost 32 to 64. An erase shifts the rest of its probe run back (Knuth's
-// algorithm R for linear probing) instead of leaving a tombstone: the tag names each slot's
-// home, so neither that nor growing the index reads an entry or hashes a key again, and
-// entries that come and go at a steady count (an offer's binding replaced by its answer's) do
-// not fill the index with tombstones that force it to double.
+// An index slot is 4 bytes: the entry's index (24 bits) and an 8-bit tag from the low byte of
+// its hash; the hash's high half places it (its home slot). A probe reads the entry only when the
+// tag matches (a stranger's tag matches one probe in 256), so a lookup costs one index line and,
+// nearly always, the one entry it finds. The index costs 5 to 10 bytes a live entry (see
+// grow_index_if_needed); 8-byte slots with a 32-bit tag cost twice that, 16-byte slots with the
+// whole hash at a load of at most one half 32 to 64. A slot does not name its home, so erasing
+// and growing rehash the keys of the slots they move: erases and doublings are per record, not
+// per packet. An erase shifts the rest of its probe run back (Knuth's algorithm R for linear
+// probing) instead of leaving a tombstone, so entries that come and go at a steady count (an
+// offer's binding replaced by its answer's) do not fill the index with tombstones that force
+// it to double. A table holds at most kMaxCapacity entries.
 //
 // A table that nothing evicts and nobody walks in order (kTracksRecency false) keeps no links:
 // its entries are 8 bytes smaller, it never evicts (insert() at the cap refuses), and touch(),
@@ -48,6 +50,8 @@ template <class Key, class Value, class KeyHash, bool kTracksRecency = true>
 class LruTable {
 public:
     static constexpr std::uint32_t kNone = 0xffffffffU;
+    // Entry indexes fit the slot's 24 bits, and all ones is the empty slot.
+    static constexpr std::size_t kMaxCapacity = (std::size_t{1} << 24) - 1;
 
     // The links first: what touch() and a lookup read share the key's cache line.
     struct Entry : std::conditional_t<kTracksRecency, detail::RecencyLinks, detail::NoRecencyLinks> {
@@ -55,11 +59,11 @@ public:
         Value value{};
     };
 
-    explicit LruTable(std::size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {
+    explicit LruTable(std::size_t capacity) : capacity_(std::clamp<std::size_t>(capacity, 1, kMaxCapacity)) {
         std::size_t slots = 16;
         while (slots < capacity_ * 4 && slots < (std::size_t{1} << 31)) slots <<= 1;
         max_slots_ = slots;
-        index_.assign(16, Slot{});
+        index_.assign(16, kEmpty);
         // Room for the cap at once: entries never move, and untouched room costs no memory.
         reserve_room(entries_, capacity_);
     }
@@ -73,10 +77,10 @@ public:
     std::uint32_t find(std::uint64_t hash, Eq&& eq) const noexcept {
         const std::size_t mask = index_.size() - 1;
         const std::uint32_t t = tag(hash);
-        for (std::size_t i = t & mask;; i = (i + 1) & mask) {
-            const Slot& s = index_[i];
-            if (s.entry == kNone) return kNone;
-            if (s.tag == t && eq(entries_[s.entry].key)) return s.entry;
+        for (std::size_t i = home(hash) & mask;; i = (i + 1) & mask) {
+            const Slot s = index_[i];
+            if (s == kEmpty) return kNone;
+            if ((s & kTagMask) == t && eq(entries_[s & kEntryMask].key)) return s & kEntryMask;
         }
     }
 
@@ -112,7 +116,7 @@ public:
         link_back(at);
         ++size_;
         grow_index_if_needed();
-        place(tag(hash), at);
+        place(hash, at);
         return {at, std::move(evicted)};
     }
 
@@ -174,17 +178,31 @@ public:
     }
 
 private:
-    struct Slot {
-        std::uint32_t tag = 0;
-        std::uint32_t entry = kNone;
-    };
-    static constexpr std::uint32_t tag(std::uint64_t hash) noexcept { return static_cast<std::uint32_t>(hash >> 32); }
+    using Slot = std::uint32_t;  // tag << 24 | entry index
+    static constexpr Slot kEmpty = 0xffffffffU;
+    static constexpr Slot kEntryMask = 0x00ffffffU;
+    static constexpr Slot kTagMask = 0xff000000U;
+    static constexpr std::uint32_t tag(std::uint64_t hash) noexcept {
+        return static_cast<std::uint32_t>(hash << 24) & kTagMask;
+    }
+    static constexpr std::size_t home(std::uint64_t hash) noexcept { return static_cast<std::size_t>(hash >> 32); }
+    // The home of a stored key: KeyHash::home(key) where the key keeps it (one whose hash reads
+    // heap text), else from its hash.
+    static std::size_t home_of(const Key& key) noexcept {
+        if constexpr (requires { KeyHash::home(key); }) {
+            return KeyHash::home(key);
+        } else {
+            return home(KeyHash{}(key));
+        }
+    }
+    std::size_t home_at(Slot s) const noexcept { return home_of(entries_[s & kEntryMask].key); }
 
-    void place(std::uint32_t tag, std::uint32_t at) noexcept {
+    void place(std::uint64_t hash, std::uint32_t at) noexcept { place_slot(home(hash), tag(hash) | at); }
+    void place_slot(std::size_t home_slot, Slot slot) noexcept {
         const std::size_t mask = index_.size() - 1;
-        for (std::size_t i = tag & mask;; i = (i + 1) & mask) {
-            if (index_[i].entry == kNone) {
-                index_[i] = Slot{tag, at};
+        for (std::size_t i = home_slot & mask;; i = (i + 1) & mask) {
+            if (index_[i] == kEmpty) {
+                index_[i] = slot;
                 return;
             }
         }
@@ -192,7 +210,7 @@ private:
 
     // Keeps the load under 4/5 by doubling the index (up to four times the capacity). The tags
     // keep probes cheap at that load: linear probing then reads about 3 slots to find an entry
-    // and about 13 (two cache lines) to miss. A growing table so holds its entries at a load of
+    // and about 13 (one or two cache lines) to miss. A growing table so holds its entries at a load of
     // 2/5 to 4/5.
     void grow_index_if_needed() {
         if (size_ * 5 < index_.size() * 4 || index_.size() >= max_slots_) return;
@@ -204,26 +222,26 @@ private:
         std::vector<Slot> old;
         old.reserve(slots);
         if (slots * sizeof(Slot) >= kWorthFilling) populate(old.data(), slots * sizeof(Slot));
-        old.assign(slots, Slot{});
+        old.assign(slots, kEmpty);
         index_.swap(old);
-        for (const Slot& s : old)
-            if (s.entry != kNone) place(s.tag, s.entry);
+        for (const Slot s : old)
+            if (s != kEmpty) place_slot(home_at(s), s);
     }
 
     // Frees the index slot of the entry at `at`, and moves back every later slot of the same
     // probe run that may fill it (whose home is not between the freed slot and itself).
     void unindex(std::uint32_t at) noexcept {
         const std::size_t mask = index_.size() - 1;
-        std::size_t hole = tag(KeyHash{}(entries_[at].key)) & mask;
-        while (index_[hole].entry != at) hole = (hole + 1) & mask;
-        for (std::size_t i = (hole + 1) & mask; index_[i].entry != kNone; i = (i + 1) & mask) {
-            const std::size_t home = index_[i].tag & mask;
-            if (((i - home) & mask) >= ((i - hole) & mask)) {
+        std::size_t hole = home_of(entries_[at].key) & mask;
+        while ((index_[hole] & kEntryMask) != at) hole = (hole + 1) & mask;
+        for (std::size_t i = (hole + 1) & mask; index_[i] != kEmpty; i = (i + 1) & mask) {
+            const std::size_t home_of_i = home_at(index_[i]) & mask;
+            if (((i - home_of_i) & mask) >= ((i - hole) & mask)) {
                 index_[hole] = index_[i];
                 hole = i;
             }
         }
-        index_[hole] = Slot{};
+        index_[hole] = kEmpty;
     }
 
     // Unlinks the unindexed entry at `at` and frees its room.

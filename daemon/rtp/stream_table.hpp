@@ -208,7 +208,7 @@ public:
     // counted once for each: an upper bound.
     std::size_t key_heap_bytes() const noexcept { return key_heap_bytes_; }
 
-    // Bytes of one entry of each table, beside its share of the table's index (8-byte slots
+    // Bytes of one entry of each table, beside its share of the table's index (4-byte slots
     // at a load of at most 4/5) and any Call-ID heap.
     struct EntrySizes {
         std::size_t stream;

@@ -303,7 +303,7 @@ public:
     DialogKey() = default;
     // Longer texts are clamped to kMaxCallIdSize and kMaxTagSize (the table refuses them first).
     DialogKey(std::string_view call_id, std::string_view from_tag);
-    DialogKey(const DialogKey& other) : DialogKey(other.call_id(), other.from_tag()) {}
+    DialogKey(const DialogKey& other);
     DialogKey(DialogKey&&) noexcept = default;
     DialogKey& operator=(const DialogKey& other) {
         if (this != &other) *this = DialogKey(other);
@@ -316,15 +316,21 @@ public:
     std::string_view from_tag() const noexcept { return {text_.get() + call_id_size_, tag_size_}; }
     // Heap bytes owned by the key.
     std::size_t heap_bytes() const noexcept { return std::size_t{call_id_size_} + tag_size_; }
+    // The high half of DialogKeyHash of the key, kept in what would be padding: the table
+    // places and moves entries by it without reading the heap text again.
+    std::uint32_t home() const noexcept { return home_; }
 
 private:
     std::unique_ptr<char[]> text_;
     std::uint8_t call_id_size_ = 0;
     std::uint8_t tag_size_ = 0;
+    std::uint32_t home_ = 0;
 };
-// The hash under which the dialog table files a key (dialog_table.cpp).
+
 struct DialogKeyHash {
-    std::uint64_t operator()(const DialogKey& key) const noexcept;
+    std::uint64_t operator()(const DialogKey& key) const noexcept { return of(key.call_id(), key.from_tag()); }
+    static std::uint64_t of(std::string_view call_id, std::string_view from_tag) noexcept;
+    static std::size_t home(const DialogKey& key) noexcept { return key.home(); }  // LruTable
 };
 
 enum class TransactionState : std::uint8_t { pending, completed };

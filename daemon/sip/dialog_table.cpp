@@ -62,8 +62,8 @@ private:
 
 }  // namespace
 
-std::uint64_t DialogKeyHash::operator()(const DialogKey& key) const noexcept {
-    return dialog_hash(hash_text(key.call_id()), key.from_tag());
+std::uint64_t DialogKeyHash::of(std::string_view call_id, std::string_view from_tag) noexcept {
+    return dialog_hash(hash_text(call_id), from_tag);
 }
 
 DialogTable::DialogTable(const DialogConfig& config, MediaSink* sink)

@@ -995,7 +995,8 @@ TEST_CASE("out-of-range values are errors and the bounds are inclusive", "[confi
     CHECK(load("shards: {queue_batches: 1048576}").shards.queue_batches == 1'048'576);
     CHECK(load_error("shards: {queue_batches: 1048577}").key_path() == "shards.queue_batches");
     CHECK(load_error("tables: {max_dialogs: 0}").key_path() == "tables.max_dialogs");
-    CHECK(load_error("tables: {max_streams: 100000001}").key_path() == "tables.max_streams");
+    CHECK(load_error("tables: {max_streams: 8000001}").key_path() == "tables.max_streams");
+    CHECK(load("tables: {max_streams: 8000000, max_pending_media: 8000000}").tables.max_pending_media == 8'000'000);
     CHECK(load_error("pcap: {max_tcp_streams: 0}").key_path() == "pcap.max_tcp_streams");
     CHECK(load("hep: {rate_limit: {rate: 1000000000}}").hep.rate_limit.rate == 1'000'000'000);
     CHECK(load_error("hep: {rate_limit: {per_agent_burst: 1000000001}}").key_path() ==

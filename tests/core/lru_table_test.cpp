@@ -255,8 +255,8 @@ TEST_CASE("LRU table index never grows under steady churn", "[core][lru]") {
 
 namespace {
 // Four home slots for every key, two of them at the end of a small index: long probe runs that
-// wrap around, where an erase has the most to shift back. The tag's upper bits still tell keys
-// apart.
+// wrap around, where an erase has the most to shift back. Every key has the same tag (the hash's
+// low byte is 0), so every probe compares keys.
 struct CrowdingHash {
     std::uint64_t operator()(std::uint64_t k) const noexcept {
         constexpr std::array<std::uint32_t, 4> kHomes{0xFE, 0xFF, 0x00, 0x7F};
@@ -303,8 +303,43 @@ TEST_CASE("LRU table erases without tombstones: crowded, wrapping probe runs sta
     }
 }
 
+namespace {
+// A key that keeps its home, as a dialog key does: the table then never hashes a stored key again.
+struct HomedKey {
+    std::uint64_t k = 0;
+    std::uint32_t home = 0;
+    friend bool operator==(const HomedKey&, const HomedKey&) = default;
+};
+struct CountingHash {
+    static inline std::uint64_t calls = 0;
+    std::uint64_t operator()(const HomedKey& key) const noexcept {
+        ++calls;
+        return mix64(key.k);
+    }
+    static std::size_t home(const HomedKey& key) noexcept { return key.home; }
+};
+HomedKey homed(std::uint64_t k) { return HomedKey{k, static_cast<std::uint32_t>(mix64(k) >> 32)}; }
+}  // namespace
+
+TEST_CASE("LRU table places, erases and regrows a key that keeps its home without hashing it again", "[core][lru]") {
+    using Homed = LruTable<HomedKey, int, CountingHash>;
+    Homed t(20'000);
+    CountingHash::calls = 0;
+    for (std::uint64_t k = 0; k < 20'000; ++k) t.insert(homed(k), static_cast<int>(k));
+    CHECK(t.index_rebuilds() >= 8);        // the index doubled from 16 slots on
+    CHECK(CountingHash::calls == 20'000);  // once a key, at its insert
+    for (std::uint64_t k = 0; k < 20'000; k += 2)
+        t.erase(t.find(mix64(k), [&](const HomedKey& stored) { return stored.k == k; }));
+    CHECK(CountingHash::calls == 20'000);  // erasing moved slots back by the homes kept
+    for (std::uint64_t k = 0; k < 20'000; ++k) {
+        const std::uint32_t at = t.find(mix64(k), [&](const HomedKey& stored) { return stored.k == k; });
+        REQUIRE((at != Homed::kNone) == (k % 2 == 1));
+        if (at != Homed::kNone) REQUIRE(t[at] == static_cast<int>(k));
+    }
+}
+
 TEST_CASE("LRU table index holds a growing table at a load of 2/5 to 4/5", "[core][lru]") {
-    // The index is most of a small entry's cost: 8 bytes a slot, so 10 to 20 bytes a live entry.
+    // The index is most of a small entry's cost: 4 bytes a slot, so 5 to 10 bytes a live entry.
     using Ints = LruTable<std::uint64_t, int, IntHash>;
     const IntHash key_hash;
     Ints t(300'000);
@@ -315,7 +350,7 @@ TEST_CASE("LRU table index holds a growing table at a load of 2/5 to 4/5", "[cor
             REQUIRE(t.size() * 5 >= t.index_slots() * 2);  // just after a doubling: 2/5
         }
     }
-    // 200,000 live entries (two streams of each of 100,000 calls) fit 262,144 slots: 10.5 bytes each.
+    // 200,000 live entries (two streams of each of 100,000 calls) fit 262,144 slots: 5.2 bytes each.
     Ints streams(200'000);
     for (std::uint64_t k = 0; k < 200'000; ++k) streams.insert(k, 0);
     CHECK(streams.index_slots() == 262'144);

@@ -645,7 +645,7 @@ TEST_CASE("statistics merge across shards", "[rtp][stream][stats]") {
 
 TEST_CASE("memory per stream and per media binding", "[rtp][stream][memory]") {
     // A full table of bound streams, one per media address: 2^14 entries, so that no vector has
-    // growth slack and each index holds exactly two 16-octet slots per entry.
+    // growth slack and each index holds exactly two 4-byte slots per entry.
     constexpr std::uint32_t n = 16'384;
     StreamTableConfig c;
     c.max_streams = n;
@@ -662,7 +662,7 @@ TEST_CASE("memory per stream and per media binding", "[rtp][stream][memory]") {
     REQUIRE(t.pending_size() == 0);
     const auto sizes = StreamTable::entry_sizes();
     const double per_stream = static_cast<double>(t.memory_bytes()) / n;
-    const std::size_t expected = sizes.stream + 32 + sizes.media + 32 + sizes.binding + 32 + call_id.size();
+    const std::size_t expected = sizes.stream + 8 + sizes.media + 8 + sizes.binding + 8 + call_id.size();
     WARN("sizeof(Stream) " << sizeof(Stream) << ", sizeof(Binding) " << sizeof(Binding) << "; entries: stream "
                            << sizes.stream << ", media " << sizes.media << ", binding " << sizes.binding
                            << ", reported " << sizes.reported << "; bytes per bound stream " << per_stream);

@@ -352,14 +352,21 @@ TEST_CASE("limits: a dialog key holds its Call-ID and From-tag exactly, clamped 
     CHECK(copy.call_id() == key.call_id());
     CHECK(copy.from_tag() == key.from_tag());
     CHECK(copy.call_id().data() != key.call_id().data());
+    // The table places the key by the home it keeps (its hash's high half), copies included.
+    const auto home_of = [](const DialogKey& k) { return static_cast<std::uint32_t>(DialogKeyHash{}(k) >> 32); };
+    CHECK(key.home() == home_of(key));
+    CHECK(copy.home() == key.home());
+    CHECK(DialogKey(key.call_id(), "other-tag").home() != key.home());
     const DialogKey moved = std::move(copy);
     CHECK(moved.from_tag() == "1928301774");
+    CHECK(moved.home() == key.home());
 
     const std::string long_call_id(kMaxCallIdSize + 10, 'c');
     const std::string long_tag(kMaxTagSize + 10, 't');
     const DialogKey clamped(long_call_id, long_tag);
     CHECK(clamped.call_id() == std::string_view(long_call_id).substr(0, kMaxCallIdSize));
     CHECK(clamped.from_tag() == std::string_view(long_tag).substr(0, kMaxTagSize));
+    CHECK(clamped.home() == static_cast<std::uint32_t>(DialogKeyHash{}(clamped) >> 32));
 
     const DialogKey empty;
     CHECK(empty.call_id().empty());
