@@ -308,7 +308,6 @@ namespace {
 struct HomedKey {
     std::uint64_t k = 0;
     std::uint32_t home = 0;
-    friend bool operator==(const HomedKey&, const HomedKey&) = default;
 };
 struct CountingHash {
     static inline std::uint64_t calls = 0;
