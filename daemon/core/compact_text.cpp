@@ -5,13 +5,15 @@
 
 namespace hepd {
 
-CompactText::Block* CompactText::make(std::string_view text) {
+CompactText::Block* CompactText::make(std::string_view text, std::string_view tail) {
     text = text.substr(0, kMaxSize);
-    if (text.empty()) return nullptr;
-    void* room = ::operator new(sizeof(Block) + text.size());
+    tail = tail.substr(0, kMaxSize);
+    if (text.empty() && tail.empty()) return nullptr;
+    void* room = ::operator new(sizeof(Block) + text.size() + tail.size());
     auto* block = new (room) Block;
     block->size = static_cast<std::uint8_t>(text.size());
-    std::copy(text.begin(), text.end(), block->text());
+    block->tail = static_cast<std::uint8_t>(tail.size());
+    std::copy(tail.begin(), tail.end(), std::copy(text.begin(), text.end(), block->text()));
     return block;
 }
 

@@ -5,6 +5,10 @@
 // bindings) can hold one Call-ID. The count is atomic: snapshot images copy records on a shard's
 // thread and drop them on the snapshot thread. Longer texts are clamped (the SIP side refuses
 // them first); empty texts own nothing.
+//
+// A block may carry a tail after the text, outside the view (with_tail): a dialog key keeps its
+// From-tag there, so that the key and the call's bindings, which hold the Call-ID alone, share
+// one block.
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -19,7 +23,13 @@ public:
     static constexpr std::size_t kMaxSize = 255;
 
     CompactText() = default;
-    CompactText(std::string_view text) : block_(make(text)) {}  // NOLINT(google-explicit-constructor): a text
+    CompactText(std::string_view text) : block_(make(text, {})) {}  // NOLINT(google-explicit-constructor): a text
+    // `text`, with `tail` kept after it in the block (each clamped to kMaxSize).
+    static CompactText with_tail(std::string_view text, std::string_view tail) {
+        CompactText t;
+        t.block_ = make(text, tail);
+        return t;
+    }
     CompactText(const CompactText& other) noexcept : block_(other.block_) {
         if (block_ != nullptr) block_->refs.fetch_add(1, std::memory_order_relaxed);
     }
@@ -42,8 +52,12 @@ public:
         return block_ == nullptr ? std::string_view() : std::string_view(block_->text(), block_->size);
     }
     operator std::string_view() const noexcept { return view(); }  // NOLINT(google-explicit-constructor)
-    bool empty() const noexcept { return block_ == nullptr; }
+    bool empty() const noexcept { return size() == 0; }
     std::size_t size() const noexcept { return block_ == nullptr ? 0 : block_->size; }
+    // What with_tail() kept after the text (empty otherwise).
+    std::string_view tail() const noexcept {
+        return block_ == nullptr ? std::string_view() : std::string_view(block_->text() + block_->size, block_->tail);
+    }
     // Bytes of text in the block (what a holder accounts for, once per block it counts).
     std::size_t heap_bytes() const noexcept { return size(); }
     // Whether both hold the very same block.
@@ -60,13 +74,14 @@ private:
     struct Block {
         std::atomic<std::uint32_t> refs{1};
         std::uint8_t size = 0;
+        std::uint8_t tail = 0;  // octets after the text
         char* text() noexcept { return reinterpret_cast<char*>(this + 1); }
         const char* text() const noexcept { return reinterpret_cast<const char*>(this + 1); }
     };
 
     // Out of line: a static analyzer that sees the allocation but cannot follow the count
     // reports every shared block as freed too early or leaked.
-    static Block* make(std::string_view text);
+    static Block* make(std::string_view text, std::string_view tail);
     static void destroy(Block* block) noexcept;
 
     void release() noexcept {

@@ -3,6 +3,7 @@
 // owns the dialog, delivered to the shard that owns the media address. It is the only thing
 // that joins streams to dialogs, so both the SIP and the RTP side speak this one type.
 #include "core/address.hpp"
+#include "core/compact_text.hpp"
 #include "core/time.hpp"
 
 #include <array>
@@ -41,6 +42,10 @@ struct MediaBinding {
     // bindings from other shards exactly where a single shard would have.
     std::uint64_t order = 0;
     std::string_view call_id;  // a view: whoever queues a binding copies the text
+    // The dialog key's block that holds call_id (DialogKey::call_id_text), or null: valid while
+    // the binding is being sent; a shard that keeps the binding in its own tables shares the
+    // block instead of copying the text. Whoever copies the binding elsewhere drops it.
+    const CompactText* call_id_text = nullptr;
     // Which dialog of that Call-ID (a hash of its From-tag, never 0): a Call-ID re-used by a
     // later call is another call.
     std::uint32_t dialog = 0;

@@ -219,7 +219,11 @@ Endpoint binding_peer(const MediaBinding& in) noexcept { return in.peer.port != 
 
 Binding make_binding(const MediaBinding& in) {
     Binding b;
-    b.call_id = in.call_id;
+    if (in.call_id_text != nullptr && in.call_id_text->view() == in.call_id) {
+        b.call_id = *in.call_id_text;  // the dialog's block: one for the call
+    } else {
+        b.call_id = in.call_id;
+    }
     b.dialog = in.dialog;
     b.caller_peer = in.caller_peer;
     b.callee_peer = in.callee_peer;

@@ -88,6 +88,7 @@ public:
     bool add(const MediaBinding& b) noexcept {
         if (binding_count_ == max_bindings_ || arena_size_ - used_ < b.call_id.size()) return false;
         MediaBinding copy = b;
+        copy.call_id_text = nullptr;  // another thread's block: the text is copied below
         char* p = reinterpret_cast<char*>(arena_ + used_);
         if (!b.call_id.empty()) std::memcpy(p, b.call_id.data(), b.call_id.size());
         copy.call_id = std::string_view(p, b.call_id.size());

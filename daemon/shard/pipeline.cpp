@@ -113,7 +113,7 @@ public:
             // Ordered mode runs a batch's SIP ahead of its media: this shard's own bindings
             // wait their turn like everyone else's.
             if (pipeline_.ordered_) {
-                waiting_[index_].push_back(HeldBinding{b, std::string(b.call_id)});
+                waiting_[index_].push_back(HeldBinding::of(b));
             } else {
                 pipeline_.workers_[index_]->bind(b);
             }
@@ -189,7 +189,7 @@ private:
             while (l->full.try_pop(b)) {
                 for (const auto& binding : b->bindings()) {
                     if (pipeline_.ordered_) {
-                        waiting_[from].push_back(HeldBinding{binding, std::string(binding.call_id)});
+                        waiting_[from].push_back(HeldBinding::of(binding));
                     } else {
                         worker().bind(binding);
                     }
@@ -233,7 +233,8 @@ private:
                     best = j;
             if (best == waiting_.size()) return;
             HeldBinding& h = waiting_[best].front();
-            h.binding.call_id = h.call_id;
+            h.binding.call_id = h.call_id.view();
+            h.binding.call_id_text = &h.call_id;
             worker().bind(h.binding);
             waiting_[best].pop_front();
         }
@@ -629,7 +630,14 @@ private:
 
     struct HeldBinding {
         MediaBinding binding;
-        std::string call_id;  // binding.call_id points here when it is applied
+        CompactText call_id;  // binding.call_id points here when it is applied
+        // This shard's own bindings keep their dialog's block; those from a link copy the text.
+        static HeldBinding of(const MediaBinding& b) {
+            HeldBinding h{b, b.call_id_text != nullptr && b.call_id_text->view() == b.call_id ? *b.call_id_text
+                                                                                              : CompactText(b.call_id)};
+            h.binding.call_id_text = nullptr;
+            return h;
+        }
     };
     struct HeldBatch {  // ordered mode: SIP done, media from `next` on still to do
         Link* link;

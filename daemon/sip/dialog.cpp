@@ -176,24 +176,11 @@ std::uint32_t message_fingerprint(const Message& m, Hop hop) noexcept {
 }
 
 DialogKey::DialogKey(std::string_view call_id, std::string_view from_tag) {
-    static_assert(kMaxCallIdSize <= 255 && kMaxTagSize <= 255, "the sizes are kept in one octet each");
+    static_assert(kMaxCallIdSize <= CompactText::kMaxSize && kMaxTagSize <= CompactText::kMaxSize);
     call_id = call_id.substr(0, kMaxCallIdSize);
     from_tag = from_tag.substr(0, kMaxTagSize);
-    call_id_size_ = static_cast<std::uint8_t>(call_id.size());
-    tag_size_ = static_cast<std::uint8_t>(from_tag.size());
     home_ = static_cast<std::uint32_t>(DialogKeyHash::of(call_id, from_tag) >> 32);
-    if (call_id.empty() && from_tag.empty()) return;
-    text_ = std::make_unique_for_overwrite<char[]>(call_id.size() + from_tag.size());
-    std::copy(call_id.begin(), call_id.end(), text_.get());
-    std::copy(from_tag.begin(), from_tag.end(), text_.get() + call_id.size());
-}
-
-DialogKey::DialogKey(const DialogKey& other)
-    : call_id_size_(other.call_id_size_), tag_size_(other.tag_size_), home_(other.home_) {
-    const std::size_t size = other.heap_bytes();
-    if (size == 0) return;
-    text_ = std::make_unique_for_overwrite<char[]>(size);
-    std::copy(other.text_.get(), other.text_.get() + size, text_.get());
+    text_ = CompactText::with_tail(call_id, from_tag);
 }
 
 }  // namespace hepd::sip

@@ -3,6 +3,7 @@
 // transaction) looked like on the wire. Kept as plain data (no pointers, no views) so that a
 // snapshot can serialise them and a restore can insert them back, possibly into another shard.
 #include "core/address.hpp"
+#include "core/compact_text.hpp"
 #include "core/packet_meta.hpp"
 #include "core/time.hpp"
 #include "peer/peer_groups.hpp"
@@ -13,7 +14,6 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <string_view>
 
@@ -298,32 +298,26 @@ private:
 // one byte holding the tag's length.
 // Call-ID and From-tag in one heap block with their sizes beside the pointer: 16 bytes a key
 // (a std::string was 32, and its buffer held a length byte and a NUL more).
+// The Call-ID, with the From-tag as its tail (CompactText::with_tail): the call's media
+// bindings share the block (MediaBinding::call_id_text). Copies share it too: the text never
+// changes.
 class DialogKey {
 public:
     DialogKey() = default;
     // Longer texts are clamped to kMaxCallIdSize and kMaxTagSize (the table refuses them first).
     DialogKey(std::string_view call_id, std::string_view from_tag);
-    DialogKey(const DialogKey& other);
-    DialogKey(DialogKey&&) noexcept = default;
-    DialogKey& operator=(const DialogKey& other) {
-        if (this != &other) *this = DialogKey(other);
-        return *this;
-    }
-    DialogKey& operator=(DialogKey&&) noexcept = default;
-    ~DialogKey() = default;
 
-    std::string_view call_id() const noexcept { return {text_.get(), call_id_size_}; }
-    std::string_view from_tag() const noexcept { return {text_.get() + call_id_size_, tag_size_}; }
-    // Heap bytes owned by the key.
-    std::size_t heap_bytes() const noexcept { return std::size_t{call_id_size_} + tag_size_; }
+    std::string_view call_id() const noexcept { return text_.view(); }
+    std::string_view from_tag() const noexcept { return text_.tail(); }
+    const CompactText& call_id_text() const noexcept { return text_; }
+    // Text bytes held by the key.
+    std::size_t heap_bytes() const noexcept { return call_id().size() + from_tag().size(); }
     // The high half of DialogKeyHash of the key, kept in what would be padding: the table
     // places and moves entries by it without reading the heap text again.
     std::uint32_t home() const noexcept { return home_; }
 
 private:
-    std::unique_ptr<char[]> text_;
-    std::uint8_t call_id_size_ = 0;
-    std::uint8_t tag_size_ = 0;
+    CompactText text_;
     std::uint32_t home_ = 0;
 };
 

@@ -50,7 +50,7 @@ std::optional<Endpoint> usable_media(const SessionDescription& sdp, std::size_t 
     return endpoint;
 }
 
-MediaEmitResult emit_media_bindings(const SessionDescription& sdp, std::string_view call_id, std::uint32_t dialog,
+MediaEmitResult emit_media_bindings(const SessionDescription& sdp, const CompactText& call_id, std::uint32_t dialog,
                                     Timestamp time, std::span<const Endpoint> peers, MediaSink& sink) noexcept {
     MediaEmitResult result;
     for (std::size_t i = 0; i < sdp.media_count; ++i) {
@@ -65,7 +65,8 @@ MediaEmitResult emit_media_bindings(const SessionDescription& sdp, std::string_v
         binding.media = *endpoint;
         if (i < peers.size()) binding.peer = peers[i];
         binding.time = time;
-        binding.call_id = call_id;
+        binding.call_id = call_id.view();
+        binding.call_id_text = &call_id;
         binding.dialog = dialog;
         for (const std::uint8_t pt : media.payload_type_list()) {
             if (binding.codec_count == kMaxBindingCodecs) break;

@@ -54,8 +54,9 @@ std::optional<Endpoint> usable_media(const SessionDescription& sdp, std::size_t 
 // One binding per usable media section, with the first kMaxBindingCodecs formats of the m= line
 // resolved through a=rtpmap or the RFC 3551 static table (an unmapped dynamic type is kept with
 // its number only). `peers[i]`, when given and non-zero, is the other end of section i (from
-// the matching offer or answer). No allocation.
-MediaEmitResult emit_media_bindings(const SessionDescription& sdp, std::string_view call_id, std::uint32_t dialog,
+// the matching offer or answer). The bindings name `call_id` by view and by block
+// (MediaBinding::call_id_text). No allocation.
+MediaEmitResult emit_media_bindings(const SessionDescription& sdp, const CompactText& call_id, std::uint32_t dialog,
                                     Timestamp time, std::span<const Endpoint> peers, MediaSink& sink) noexcept;
 
 // Content-Type is application/sdp (any case, parameters allowed).

@@ -450,9 +450,9 @@ void DialogTable::emit_sdp(std::uint32_t at, const Message& m, Hop hop, Timestam
 
     DiscardSink discard;
     PeerStampingSink sink(sink_ != nullptr ? *sink_ : discard, table_.entry(at).value);
-    const std::string_view call_id = table_.entry(at).key.call_id();
-    const std::uint32_t dialog = tag_id(table_.entry(at).key.from_tag());
-    const MediaEmitResult r = emit_media_bindings(*sdp_, call_id, dialog, now, peers, sink);
+    const DialogKey& key = table_.entry(at).key;
+    const std::uint32_t dialog = tag_id(key.from_tag());
+    const MediaEmitResult r = emit_media_bindings(*sdp_, key.call_id_text(), dialog, now, peers, sink);
     stats_->media_bindings.add(r.emitted);
     if (r.unusable != 0)
         stats_->anomalies[static_cast<std::size_t>(DialogAnomaly::sdp_unusable_address)].add(r.unusable);
@@ -463,7 +463,8 @@ void DialogTable::emit_sdp(std::uint32_t at, const Message& m, Hop hop, Timestam
         back.media = peers[i];
         back.peer = mine.media[i];
         back.time = now;
-        back.call_id = call_id;
+        back.call_id = key.call_id();
+        back.call_id_text = &key.call_id_text();
         back.dialog = dialog;
         sink.on_media_binding(back);
         stats_->media_bindings.add();

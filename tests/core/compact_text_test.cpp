@@ -53,3 +53,29 @@ TEST_CASE("a compact text holds its text exactly, clamped to 255 octets", "[core
     CHECK(clamped.size() == CompactText::kMaxSize);
     CHECK(clamped == std::string_view(long_text).substr(0, CompactText::kMaxSize));
 }
+
+TEST_CASE("a compact text keeps a tail after its text, outside its view", "[core][compact_text]") {
+    const CompactText key = CompactText::with_tail("a84b4c76e66710@pc33.atlanta.example.com", "1928301774");
+    CHECK(key.view() == "a84b4c76e66710@pc33.atlanta.example.com");
+    CHECK(key.tail() == "1928301774");
+    CHECK(key.size() == 39);
+    CHECK(key.heap_bytes() == 39);  // what a holder of the text accounts for
+    CHECK(key == std::string_view("a84b4c76e66710@pc33.atlanta.example.com"));
+    const CompactText plain = key.view();  // equal texts, whatever their tails
+    CHECK(plain == key);
+    CHECK(plain.tail().empty());
+    const CompactText shared = key;
+    CHECK(shared.shares(key));
+    CHECK(shared.tail() == "1928301774");
+
+    const CompactText only_tail = CompactText::with_tail("", "tag");  // a key with no Call-ID
+    CHECK(only_tail.empty());
+    CHECK(only_tail.view().empty());
+    CHECK(only_tail.tail() == "tag");
+    CHECK(CompactText::with_tail("", "").tail().empty());
+
+    const std::string long_text(300, 'x');
+    const CompactText clamped = CompactText::with_tail(long_text, long_text);
+    CHECK(clamped.size() == CompactText::kMaxSize);
+    CHECK(clamped.tail().size() == CompactText::kMaxSize);
+}

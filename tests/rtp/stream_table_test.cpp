@@ -709,6 +709,30 @@ TEST_CASE("the bindings of one call hold one Call-ID, another call's its own",
     CHECK(at_alice->call_id == std::string_view("call-1@example"));
 }
 
+TEST_CASE("a binding shares the block of the dialog that sent it, and copies a text it cannot trust",
+          "[rtp][stream][table][binding][memory]") {
+    StreamTable t(small_config());
+    // A dialog key's block: the Call-ID, with the From-tag as its tail.
+    const CompactText key = CompactText::with_tail("call-9@example", "from-tag-9");
+    MediaBinding offer = media_binding(alice, "call-9@example", 0, {codec(8, "PCMA", 8000)});
+    offer.call_id_text = &key;
+    t.bind(offer);
+    const Binding* at_alice = t.find_binding(alice);
+    REQUIRE(at_alice != nullptr);
+    CHECK(at_alice->call_id.shares(key));
+    CHECK(at_alice->call_id == std::string_view("call-9@example"));  // the tail stays out of the view
+
+    // A block that does not hold the binding's Call-ID is not taken.
+    const CompactText stray("call-0@example");
+    MediaBinding other = media_binding(carol, "call-8@example", 0, {codec(8, "PCMA", 8000)});
+    other.call_id_text = &stray;
+    t.bind(other);
+    const Binding* at_carol = t.find_binding(carol);
+    REQUIRE(at_carol != nullptr);
+    CHECK_FALSE(at_carol->call_id.shares(stray));
+    CHECK(at_carol->call_id == std::string_view("call-8@example"));
+}
+
 TEST_CASE("a stream's extras exist only once it needs them, and are accounted while they do", "[rtp][stream][memory]") {
     StreamTable t(small_config());
     const auto extras = [&t](const StreamKey& key) {

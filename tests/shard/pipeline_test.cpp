@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <set>
@@ -32,13 +33,25 @@ public:
         if (slow) std::this_thread::sleep_for(std::chrono::microseconds(200));
         while (held.load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::microseconds(100));
         if (text.rfind("bind:", 0) == 0) {
+            // The port text doubles as the Call-ID, in a block like a dialog key's.
+            keys.push_back(CompactText::with_tail(std::string_view(text).substr(5), "from-tag"));
             MediaBinding b;
             b.media = Endpoint{IpAddress::v4(0x0a000063U), static_cast<std::uint16_t>(std::stoi(text.substr(5)))};
-            b.call_id = std::string_view(text).substr(5);  // the port text doubles as the Call-ID
+            b.call_id = keys.back().view();
+            b.call_id_text = &keys.back();
             out.send(b);
         }
     }
-    void bind(const MediaBinding& b) override { bound.push_back({b.media.port, std::string(b.call_id)}); }
+    void bind(const MediaBinding& b) override {
+        bound.push_back({b.media.port, std::string(b.call_id)});
+        if (b.call_id_text != nullptr) blocks.push_back(*b.call_id_text);  // kept alive to compare after the run
+    }
+    // Bindings applied here that carried a block made by `maker`.
+    std::size_t blocks_of(const RecordingWorker& maker) const {
+        return static_cast<std::size_t>(std::count_if(blocks.begin(), blocks.end(), [&](const CompactText& b) {
+            return std::any_of(maker.keys.begin(), maker.keys.end(), [&](const CompactText& k) { return k.shares(b); });
+        }));
+    }
     void advance(Timestamp now, shard::BindingSink&) override {
         if (now < clock) backwards = true;
         clock = now;
@@ -51,6 +64,8 @@ public:
     std::vector<std::string> seen;
     std::atomic<std::size_t> processed{0};  // seen.size(), readable from the test's thread
     std::vector<std::pair<std::uint16_t, std::string>> bound;
+    std::deque<CompactText> keys;     // the blocks of the bindings it made
+    std::vector<CompactText> blocks;  // the blocks the bindings applied here carried
     Timestamp clock{};
     Timestamp finished_at{};
     int finish_calls = 0;
@@ -198,6 +213,16 @@ TEST_CASE("bindings cross to the shard that owns the media address", "[shard][pi
         INFO("shards " << shards);
         CHECK(total == texts.size());
         CHECK(run.pipeline->binding_drops() == 0);
+        // A binding that stays on its shard keeps its dialog's block; one that crosses is copied
+        // (another thread's block never arrives).
+        std::size_t own = 0;
+        for (std::size_t s = 0; s < shards; ++s) {
+            own += run.workers[s]->blocks_of(*run.workers[s]);
+            for (std::size_t maker = 0; maker < shards; ++maker)
+                if (maker != s) CHECK(run.workers[s]->blocks_of(*run.workers[maker]) == 0);
+        }
+        if (shards == 1) CHECK(own == texts.size());
+        CHECK(own > 0);
     }
 }
 

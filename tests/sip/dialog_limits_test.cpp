@@ -348,10 +348,14 @@ TEST_CASE("limits: a dialog key holds its Call-ID and From-tag exactly, clamped 
     CHECK(key.heap_bytes() == 39 + 10);
     CHECK(sizeof(DialogKey) <= 16);
 
-    DialogKey copy = key;  // deep
+    DialogKey copy = key;  // the same block: the text never changes
     CHECK(copy.call_id() == key.call_id());
     CHECK(copy.from_tag() == key.from_tag());
-    CHECK(copy.call_id().data() != key.call_id().data());
+    CHECK(copy.call_id_text().shares(key.call_id_text()));
+    // The Call-ID alone, as the call's bindings hold it: the From-tag stays out of its view.
+    const CompactText call_id = key.call_id_text();
+    CHECK(call_id.view() == "a84b4c76e66710@pc33.atlanta.example.com");
+    CHECK(call_id.heap_bytes() == 39);
     // The table places the key by the home it keeps (its hash's high half), copies included.
     const auto home_of = [](const DialogKey& k) { return static_cast<std::uint32_t>(DialogKeyHash{}(k) >> 32); };
     CHECK(key.home() == home_of(key));

@@ -175,7 +175,7 @@ TEST_CASE("media: emit_media_bindings keeps at most kMaxBindingCodecs codecs", "
     const auto sdp = parse_sdp(text);
     REQUIRE(sdp.ok());
     RecordingSink sink;
-    const MediaEmitResult r = emit_media_bindings(*sdp, "cid", 1, ms(7), {}, sink);
+    const MediaEmitResult r = emit_media_bindings(*sdp, CompactText("cid"), 1, ms(7), {}, sink);
     CHECK(r.emitted == 1);
     CHECK(r.unusable == 0);
     REQUIRE(sink.got.size() == 1);
