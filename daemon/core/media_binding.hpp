@@ -46,6 +46,12 @@ struct MediaBinding {
     // the binding is being sent; a shard that keeps the binding in its own tables shares the
     // block instead of copying the text. Whoever copies the binding elsewhere drops it.
     const CompactText* call_id_text = nullptr;
+    // call_id_text when call_id is its very view, else null: the block a holder may share.
+    const CompactText* call_id_block() const noexcept {
+        const bool same = call_id_text != nullptr && call_id_text->view().data() == call_id.data() &&
+                          call_id_text->size() == call_id.size();
+        return same ? call_id_text : nullptr;
+    }
     // Which dialog of that Call-ID (a hash of its From-tag, never 0): a Call-ID re-used by a
     // later call is another call.
     std::uint32_t dialog = 0;

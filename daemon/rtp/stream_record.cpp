@@ -219,8 +219,8 @@ Endpoint binding_peer(const MediaBinding& in) noexcept { return in.peer.port != 
 
 Binding make_binding(const MediaBinding& in) {
     Binding b;
-    if (in.call_id_text != nullptr && in.call_id_text->view() == in.call_id) {
-        b.call_id = *in.call_id_text;  // the dialog's block: one for the call
+    if (const CompactText* block = in.call_id_block()) {
+        b.call_id = *block;  // the dialog's block: one for the call
     } else {
         b.call_id = in.call_id;
     }

@@ -633,8 +633,8 @@ private:
         CompactText call_id;  // binding.call_id points here when it is applied
         // This shard's own bindings keep their dialog's block; those from a link copy the text.
         static HeldBinding of(const MediaBinding& b) {
-            HeldBinding h{b, b.call_id_text != nullptr && b.call_id_text->view() == b.call_id ? *b.call_id_text
-                                                                                              : CompactText(b.call_id)};
+            const CompactText* block = b.call_id_block();
+            HeldBinding h{b, block != nullptr ? *block : CompactText(b.call_id)};
             h.binding.call_id_text = nullptr;
             return h;
         }

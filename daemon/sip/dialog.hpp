@@ -294,13 +294,9 @@ private:
     static std::int64_t span(Timestamp a, Timestamp b) noexcept { return (a.us == 0 || b.us == 0) ? -1 : b.us - a.us; }
 };
 
-// Call-ID + From-tag of the INVITE, in one allocation: the text is the Call-ID, the tag, then
-// one byte holding the tag's length.
-// Call-ID and From-tag in one heap block with their sizes beside the pointer: 16 bytes a key
-// (a std::string was 32, and its buffer held a length byte and a NUL more).
-// The Call-ID, with the From-tag as its tail (CompactText::with_tail): the call's media
-// bindings share the block (MediaBinding::call_id_text). Copies share it too: the text never
-// changes.
+// Call-ID + From-tag of the INVITE in one heap block, the Call-ID as a CompactText with the
+// From-tag as its tail: 16 bytes a key with its home. The call's media bindings share the block
+// (MediaBinding::call_id_text), and so do copies: the text never changes.
 class DialogKey {
 public:
     DialogKey() = default;
@@ -320,7 +316,7 @@ private:
     CompactText text_;
     std::uint32_t home_ = 0;
 };
-
+// The hash under which the dialog table files a key (dialog_table.cpp).
 struct DialogKeyHash {
     std::uint64_t operator()(const DialogKey& key) const noexcept { return of(key.call_id(), key.from_tag()); }
     static std::uint64_t of(std::string_view call_id, std::string_view from_tag) noexcept;

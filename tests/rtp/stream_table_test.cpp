@@ -715,6 +715,7 @@ TEST_CASE("a binding shares the block of the dialog that sent it, and copies a t
     // A dialog key's block: the Call-ID, with the From-tag as its tail.
     const CompactText key = CompactText::with_tail("call-9@example", "from-tag-9");
     MediaBinding offer = media_binding(alice, "call-9@example", 0, {codec(8, "PCMA", 8000)});
+    offer.call_id = key.view();
     offer.call_id_text = &key;
     t.bind(offer);
     const Binding* at_alice = t.find_binding(alice);
@@ -722,8 +723,8 @@ TEST_CASE("a binding shares the block of the dialog that sent it, and copies a t
     CHECK(at_alice->call_id.shares(key));
     CHECK(at_alice->call_id == std::string_view("call-9@example"));  // the tail stays out of the view
 
-    // A block that does not hold the binding's Call-ID is not taken.
-    const CompactText stray("call-0@example");
+    // A block that the binding's Call-ID is not a view of is not taken, even with equal text.
+    const CompactText stray("call-8@example");
     MediaBinding other = media_binding(carol, "call-8@example", 0, {codec(8, "PCMA", 8000)});
     other.call_id_text = &stray;
     t.bind(other);
