@@ -12,6 +12,9 @@
 // no longer count are bounded: past twice the armed ones (and a quarter of the indexes), the heap
 // is rebuilt from the armed deadlines.
 //
+// A queued item is 12 bytes (the deadline as two 32-bit halves beside the index): a dialog
+// table holds one or two a live dialog.
+//
 // Not thread-safe: one queue belongs to one table.
 #include <algorithm>
 #include <cstddef>
@@ -36,7 +39,7 @@ public:
         if (armed_[at] <= deadline_us) return;
         if (armed_[at] == kUnarmed) ++armed_count_;
         armed_[at] = deadline_us;
-        heap_.push_back(Item{deadline_us, at});
+        heap_.push_back(Queued{deadline_us, at});
         std::push_heap(heap_.begin(), heap_.end(), later);
         // A rebuild walks every index: it waits for at least a quarter of them in pushes.
         if (heap_.size() > 2 * std::max(armed_count_, armed_.size() / 4) + 64) rebuild();
@@ -45,9 +48,9 @@ public:
     // The earliest item that counts if it is due (deadline <= now_us), taken out: its index is
     // unarmed until scheduled again. Ties go by entry index.
     std::optional<Item> pop_due(std::int64_t now_us) {
-        while (!heap_.empty() && heap_.front().deadline_us <= now_us) {
+        while (!heap_.empty() && heap_.front().deadline_us() <= now_us) {
             std::pop_heap(heap_.begin(), heap_.end(), later);
-            const Item item = heap_.back();
+            const Item item{heap_.back().deadline_us(), heap_.back().at};
             heap_.pop_back();
             if (armed_[item.at] != item.deadline_us) continue;  // superseded by an earlier one
             armed_[item.at] = kUnarmed;
@@ -59,30 +62,45 @@ public:
 
     // A lower bound of every armed deadline; the largest value when nothing is queued.
     std::int64_t earliest() const noexcept {
-        return heap_.empty() ? std::numeric_limits<std::int64_t>::max() : heap_.front().deadline_us;
+        return heap_.empty() ? std::numeric_limits<std::int64_t>::max() : heap_.front().deadline_us();
     }
 
     std::size_t size() const noexcept { return heap_.size(); }
     std::size_t memory_bytes() const noexcept {
-        return heap_.capacity() * sizeof(Item) + armed_.capacity() * sizeof(std::int64_t);
+        return heap_.capacity() * sizeof(Queued) + armed_.capacity() * sizeof(std::int64_t);
     }
 
 private:
     static constexpr std::int64_t kUnarmed = std::numeric_limits<std::int64_t>::max();
 
     // std::*_heap keep the largest first: "larger" here is the later item.
-    static bool later(const Item& a, const Item& b) noexcept {
-        return a.deadline_us != b.deadline_us ? a.deadline_us > b.deadline_us : a.at > b.at;
+    // An Item in 4-byte words.
+    struct Queued {
+        Queued(std::int64_t deadline, std::uint32_t index) noexcept
+            : low(static_cast<std::uint32_t>(deadline)), high(static_cast<std::uint32_t>(deadline >> 32)), at(index) {}
+        std::int64_t deadline_us() const noexcept {
+            return static_cast<std::int64_t>((std::uint64_t{high} << 32) | low);
+        }
+        std::uint32_t low;
+        std::uint32_t high;
+        std::uint32_t at;
+    };
+    static_assert(sizeof(Queued) == 12);
+
+    static bool later(const Queued& a, const Queued& b) noexcept {
+        const std::int64_t x = a.deadline_us();
+        const std::int64_t y = b.deadline_us();
+        return x != y ? x > y : a.at > b.at;
     }
 
     void rebuild() {
         heap_.clear();
         for (std::size_t at = 0; at < armed_.size(); ++at)
-            if (armed_[at] != kUnarmed) heap_.push_back(Item{armed_[at], static_cast<std::uint32_t>(at)});
+            if (armed_[at] != kUnarmed) heap_.push_back(Queued{armed_[at], static_cast<std::uint32_t>(at)});
         std::make_heap(heap_.begin(), heap_.end(), later);
     }
 
-    std::vector<Item> heap_;
+    std::vector<Queued> heap_;
     std::vector<std::int64_t> armed_;  // by entry index: the deadline of the item that counts
     std::size_t armed_count_ = 0;
 };
