@@ -214,8 +214,7 @@ inline bool is_event_shaped(const RtpPacket& packet) noexcept {
 
 // A media binding as a stream table keeps it: Call-ID text and the payload types of the SDP.
 // The pair it binds (media address, peer) is the table's key, not repeated here. Members
-// ordered to leave no hole but the Call-ID's padding, and each format's codec and clock share an
-// octet (48 bytes; a binding table entry is 120).
+// ordered to leave no hole, and each format's codec and clock share an octet: 40 bytes.
 struct Binding {
     CompactText call_id;
     Timestamp time;                // of the SIP message; for a binding waiting for streams, its last activity

@@ -325,7 +325,7 @@ void StreamTable::join(std::uint32_t stream, std::uint32_t binding, Timestamp wh
     if (slot.binding != kNone) {
         BindingEntry& old = bindings_[slot.binding];
         if (--old.streams == 0) {
-            old.idle_since = std::max(when, old.binding.time);
+            old.binding.time = std::max(when, old.binding.time);
             bindings_.touch(slot.binding);
             ++pending_count_;
             stats_.pending_bindings.add(1);
@@ -381,10 +381,11 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, const Endpoint& 
         }
         // The old text leaves the count, the new one joins it.
         key_heap_bytes_ -= e.binding.call_id.heap_bytes();
+        // A binding no stream uses keeps its last activity if that is later than the new SDP.
+        if (e.streams == 0) binding.time = std::max(binding.time, e.binding.time);
         e.binding = std::move(binding);
         key_heap_bytes_ += e.binding.call_id.heap_bytes();
         e.released = false;  // a Call-ID and From-tag used again: a call again
-        if (e.streams == 0) e.idle_since = std::max(e.idle_since, e.binding.time);
         bindings_.touch(b);
         return b;
     }
@@ -417,8 +418,7 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, const Endpoint& 
         if (other != kNone && bindings_.entry(other).value.binding.same_call(binding))
             binding.call_id = bindings_.entry(other).value.binding.call_id;
     }
-    const Timestamp since = binding.time;
-    b = bindings_.insert(BindingKey{m, peer}, BindingEntry{std::move(binding), since, 0}).first;
+    b = bindings_.insert(BindingKey{m, peer}, BindingEntry{std::move(binding), 0}).first;
     key_heap_bytes_ += bindings_.entry(b).value.binding.call_id.heap_bytes();
     MediaEntry& entry = media_[m];
     bindings_[b].next = entry.binding_head;
@@ -881,7 +881,7 @@ void StreamTable::expire(Timestamp now) {
             bindings_.touch(i);
             continue;
         }
-        if (e.idle_since.us + config_.pending_media_timeout_us > now.us) break;
+        if (e.binding.time.us + config_.pending_media_timeout_us > now.us) break;
         drop_binding(i);
         stats_.pending_bindings_expired.add();
     }

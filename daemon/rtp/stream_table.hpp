@@ -246,16 +246,19 @@ private:
         std::uint64_t operator()(const ReportedKey& key) const noexcept;
     };
     struct BindingEntry {
+        // binding.time is its SDP's time, and once its last stream has left, the later of that
+        // and the stream's last packet: what a waiting binding expires by.
         Binding binding;
-        Timestamp idle_since;  // when the last stream left it (or its SDP time)
         // Streams that joined it (at most max_streams, below 2^31), and whether its dialog has
-        // ended: then it is dropped when its last stream leaves. One word: 72 bytes, not 80.
+        // ended: then it is dropped when its last stream leaves. One word, not two.
         std::uint32_t streams : 31 = 0;
         std::uint32_t released : 1 = 0;
         std::uint32_t prev = kNone;  // bindings of the same media address
         std::uint32_t next = kNone;
         std::uint32_t reported_head = kNone;  // reported streams linked to it (ReportedSlot)
     };
+    // With its key and links, a binding table entry is 88 bytes.
+    static_assert(sizeof(BindingEntry) == 56);
     using StreamLru = LruTable<StreamKey, StreamSlot, StreamKeyHash>;
     // Never evicted nor walked in order (an entry goes with its last stream and binding): no
     // recency links.

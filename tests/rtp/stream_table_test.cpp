@@ -439,6 +439,24 @@ TEST_CASE("pending bindings are capped (LRU) and expire", "[rtp][stream][table][
     CHECK(t.stats().pending_bindings_expired.value() == 3);
 }
 
+TEST_CASE("a binding its streams have left waits from their last packet, and a new SDP does not shorten the wait",
+          "[rtp][stream][table][binding]") {
+    StreamTable t(small_config());  // streams idle after 5 s, waiting bindings after 60 s
+    t.bind(media_binding(bob, "c", 0, {}));
+    send(t, alice, bob, 1, 100);               // 0 .. 1.98 s
+    t.expire(Timestamp{kBaseUs + 7'000'000});  // the stream has gone idle
+    CHECK(t.size() == 0);
+    REQUIRE(t.pending_binding(bob) != nullptr);
+    CHECK(t.pending_binding(bob)->time.us == kBaseUs + 1'980'000);
+    t.bind(media_binding(bob, "c", 1'000, {}));  // the same call's SDP again, older than the stream
+    CHECK(t.pending_binding(bob)->time.us == kBaseUs + 1'980'000);
+    t.expire(Timestamp{kBaseUs + 61'979'999});
+    CHECK(t.pending_size() == 1);
+    t.expire(Timestamp{kBaseUs + 61'980'000});
+    CHECK(t.pending_size() == 0);
+    CHECK(t.stats().pending_bindings_expired.value() == 1);
+}
+
 TEST_CASE("RTCP RR: the receiver's view with an exact RTT", "[rtp][stream][table][rtcp]") {
     StreamTable t(small_config());
     send(t, alice, bob, 0x5555, 10);
