@@ -89,6 +89,11 @@ public:
     // that does not track recency refuses (kNone).
     std::pair<std::uint32_t, std::optional<Entry>> insert(Key key, Value value) {
         const std::uint64_t hash = KeyHash{}(key);
+        return insert(std::move(key), std::move(value), hash);
+    }
+    // The same with the key's hash given: the caller probed with it (and a key that keeps its
+    // home may have no hash of its own to compute).
+    std::pair<std::uint32_t, std::optional<Entry>> insert(Key key, Value value, std::uint64_t hash) {
         std::optional<Entry> evicted;
         if constexpr (!kTracksRecency) {
             if (size_ >= capacity_) return {kNone, std::nullopt};

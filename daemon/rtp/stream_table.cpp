@@ -1,5 +1,6 @@
 #include "rtp/stream_table.hpp"
 
+#include "core/bytes.hpp"
 #include "core/hash.hpp"
 #include "rtp/ntp.hpp"
 #include "rtp/rtcp_json.hpp"
@@ -8,7 +9,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <limits>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -108,8 +112,58 @@ void StreamTable::on_rtp(const PacketMeta& meta, ByteSpan payload) {
     on_rtp(meta, *packet);
 }
 
+namespace {
+
+bool is_v4_pair(const StreamKey& key) noexcept { return key.src.address.is_v4() && key.dst.address.is_v4(); }
+std::uint32_t v4_word(const IpAddress& a) noexcept { return load_le32(a.bytes().data()); }
+IpAddress v4_of(std::uint32_t word) noexcept {
+    std::array<std::uint8_t, 4> bytes{};
+    std::memcpy(bytes.data(), &word, bytes.size());
+    return IpAddress::v4(std::span<const std::uint8_t, 4>(bytes));
+}
+
+}  // namespace
+
 std::uint32_t StreamTable::find_stream(const StreamKey& key, std::uint64_t hash) const noexcept {
-    return streams_.find(hash, [&key](const StreamKey& k) { return same_key(k, key); });
+    if (is_v4_pair(key)) {
+        const std::uint32_t src = v4_word(key.src.address);
+        const std::uint32_t dst = v4_word(key.dst.address);
+        return streams_.find(hash, [&](const StoredKey& k) {
+            return k.src == src && k.dst == dst && k.ssrc == key.ssrc && k.src_port == key.src.port &&
+                   k.dst_port == key.dst.port && !k.wide;
+        });
+    }
+    return streams_.find(hash, [&](const StoredKey& k) { return k.wide && same_key(wide_keys_[k.src], key); });
+}
+
+StreamKey StreamTable::key_at(std::uint32_t at) const noexcept {
+    const StoredKey& k = streams_.entry(at).key;
+    if (k.wide) return wide_keys_[k.src];
+    return StreamKey{Endpoint{v4_of(k.src), k.src_port}, Endpoint{v4_of(k.dst), k.dst_port}, k.ssrc};
+}
+
+StreamTable::StoredKey StreamTable::store_key(const StreamKey& key, std::uint64_t hash) {
+    StoredKey stored;
+    stored.home = static_cast<std::uint32_t>(hash >> 32);
+    stored.ssrc = key.ssrc;
+    if (is_v4_pair(key)) {
+        stored.src = v4_word(key.src.address);
+        stored.dst = v4_word(key.dst.address);
+        stored.src_port = key.src.port;
+        stored.dst_port = key.dst.port;
+        return stored;
+    }
+    stored.wide = true;
+    if (free_wide_.empty()) {
+        stored.src = static_cast<std::uint32_t>(wide_keys_.size());
+        wide_keys_.push_back(key);
+        free_wide_.reserve(wide_keys_.capacity());  // end_stream() then never allocates
+    } else {
+        stored.src = free_wide_.back();
+        free_wide_.pop_back();
+        wide_keys_[stored.src] = key;
+    }
+    return stored;
 }
 
 void StreamTable::on_rtp(const PacketMeta& meta, const RtpPacket& packet) {
@@ -127,7 +181,7 @@ void StreamTable::on_rtp(const PacketMeta& meta, const RtpPacket& packet) {
         at = kNone;
     }
     if (at == kNone) {
-        measure(create_stream(key, true, meta.time), packet, meta.time);
+        measure(create_stream(key, hash, true, meta.time), packet, meta.time);
         return;
     }
     streams_.touch(at);
@@ -149,7 +203,7 @@ void StreamTable::on_rtp(const PacketMeta& meta, const RtpPacket& packet) {
     case Continuity::restarted: {
         const TakenPacket held = take_held(stream);
         end_stream(at, FinishReason::restarted);
-        at = create_stream(key, true, held.arrival);
+        at = create_stream(key, hash, true, held.arrival);
         measure(at, held.packet, held.arrival);
         measure(at, packet, meta.time);
         return;
@@ -169,7 +223,7 @@ void StreamTable::measure(std::uint32_t at, const RtpPacket& packet, Timestamp a
     }
 }
 
-std::uint32_t StreamTable::create_stream(const StreamKey& key, bool count_start, Timestamp now) {
+std::uint32_t StreamTable::create_stream(const StreamKey& key, std::uint64_t hash, bool count_start, Timestamp now) {
     if (streams_.full()) {
         // Made room here rather than by insert() so that the victim is accounted for (and
         // unlinked from its media entry) while its index still names it.
@@ -182,7 +236,7 @@ std::uint32_t StreamTable::create_stream(const StreamKey& key, bool count_start,
                         more, config_.max_streams);
         });
     }
-    const std::uint32_t at = streams_.insert(key, StreamSlot{}).first;
+    const std::uint32_t at = streams_.insert(store_key(key, hash), StreamSlot{}, hash).first;
     link_media(at, key.dst);
     if (streams_[at].media != kNone) join(at, binding_for(key, streams_[at].media), now);
     stats_.streams_active.add(1);
@@ -211,11 +265,13 @@ void StreamTable::end_stream(std::uint32_t at, FinishReason reason) {
     finish_stream(at, reason);
     if (streams_[at].stream.extras.allocated()) --extras_count_;
     if (streams_[at].stream.receiver.allocated()) --views_count_;
+    if (const StoredKey& k = streams_.entry(at).key; k.wide) free_wide_.push_back(k.src);
     streams_.erase(at);
 }
 
 void StreamTable::finish_stream(std::uint32_t index, FinishReason reason) {
     const auto& entry = streams_.entry(index);
+    const StreamKey key = key_at(index);
     const Stream& stream = entry.value.stream;
     const Binding* binding = bound(entry.value);
     const StreamSummary summary = summarize(stream, binding, config_.quality);
@@ -245,7 +301,7 @@ void StreamTable::finish_stream(std::uint32_t index, FinishReason reason) {
         stats_.loss_ratio.observe(summary.loss_percent / 100.0);
     }
     if (const std::uint32_t rtt = stream.receiver.get().rtt_us; rtt != kNoRtt) stats_.rtt_seconds.observe(rtt / 1e6);
-    if (sink_ != nullptr) sink_->on_stream_finished(FinishedStream{entry.key, stream, binding, summary, reason});
+    if (sink_ != nullptr) sink_->on_stream_finished(FinishedStream{key, stream, binding, summary, reason});
     join(index, kNone, stream.last);
     unlink_media(index);
 }
@@ -526,7 +582,7 @@ void StreamTable::apply_binding(const Endpoint& media, const Endpoint& peer, Bin
     for (std::uint32_t i = media_.entry(m).value.head; i != kNone && walked < kMaxStreamsPerBind; ++walked) {
         const std::uint32_t next = streams_.entry(i).value.next;
         const StreamSlot& slot = streams_.entry(i).value;
-        const Endpoint src = media_key(streams_.entry(i).key.src);
+        const Endpoint src = media_key(key_at(i).src);
         if (slot.binding == b || (known_peer && src != peer)) {
             i = next;
             continue;
@@ -585,8 +641,8 @@ std::uint32_t StreamTable::find_reported_stream(const Endpoint& reporter, std::u
     std::size_t walked = 0;
     for (std::uint32_t i = media_.entry(m).value.head; i != kNone && walked < kMaxStreamsPerLookup;
          i = streams_.entry(i).value.next, ++walked) {
-        const StreamKey& key = streams_.entry(i).key;
-        if (key.ssrc != ssrc) continue;
+        if (streams_.entry(i).key.ssrc != ssrc) continue;
+        const StreamKey key = key_at(i);
         if (media_key(key.src) == peer) return i;
         if (first == kNone) first = i;
     }
@@ -937,7 +993,7 @@ StreamSummary StreamTable::summary(const StreamKey& key) const noexcept {
 bool StreamTable::insert(const StreamKey& key, const Stream& stream) {
     const std::uint64_t hash = hash_stream_key(key);
     if (find_stream(key, hash) != kNone) return false;
-    const std::uint32_t i = create_stream(key, false, stream.last);
+    const std::uint32_t i = create_stream(key, hash, false, stream.last);
     streams_[i].stream = stream;
     count_extras(false, stream);
     if (stream.receiver.allocated()) ++views_count_;
@@ -962,8 +1018,10 @@ StreamTable::EntrySizes StreamTable::entry_sizes() noexcept {
 }
 
 std::size_t StreamTable::memory_bytes() const noexcept {
-    return streams_.memory_bytes() + media_.memory_bytes() + bindings_.memory_bytes() + reported_.memory_bytes() +
-           key_heap_bytes_ + extras_count_ * sizeof(StreamExtras) + views_count_ * sizeof(ReceiverView);
+    return streams_.memory_bytes() + wide_keys_.capacity() * sizeof(StreamKey) +
+           free_wide_.capacity() * sizeof(std::uint32_t) + media_.memory_bytes() + bindings_.memory_bytes() +
+           reported_.memory_bytes() + key_heap_bytes_ + extras_count_ * sizeof(StreamExtras) +
+           views_count_ * sizeof(ReceiverView);
 }
 
 }  // namespace hepd::rtp

@@ -62,6 +62,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace hepd::rtp {
 
@@ -176,8 +177,9 @@ public:
     // formed ones. Restore bindings before streams so that streams join them.
     template <class F>  // f(const StreamKey&, const Stream&, const Binding* binding_or_null)
     void for_each(F&& f) const {
-        streams_.for_each(
-            [&](std::uint32_t, const typename StreamLru::Entry& e) { f(e.key, e.value.stream, bound(e.value)); });
+        streams_.for_each([&](std::uint32_t at, const typename StreamLru::Entry& e) {
+            f(key_at(at), e.value.stream, bound(e.value));
+        });
     }
     // f(const Endpoint& media_key, const Endpoint& peer, const Binding&, bool waiting_for_streams,
     //   bool released); peer as in insert_binding.
@@ -219,6 +221,22 @@ public:
     static EntrySizes entry_sizes() noexcept;
 
 private:
+    // A stream's key as the table keeps it: an IPv4 pair (nearly every stream) in place, any
+    // other key whole in wide_keys_. 24 bytes instead of a StreamKey's 44, so that a stream entry
+    // is 184 bytes, not 208. It keeps its home (the high half of its hash): the table moves
+    // entries without reading wide_keys_, and a lookup compares the words in place.
+    struct StoredKey {
+        std::uint32_t src = 0;  // the IPv4 address as it lies in IpAddress::bytes(), or the wide_keys_ index
+        std::uint32_t dst = 0;
+        std::uint16_t src_port = 0;
+        std::uint16_t dst_port = 0;
+        std::uint32_t ssrc = 0;
+        std::uint32_t home = 0;
+        bool wide = false;
+    };
+    struct StoredKeyHome {
+        static std::size_t home(const StoredKey& key) noexcept { return key.home; }
+    };
     struct StreamSlot {
         Stream stream;
         std::uint32_t media = kNone;  // media entry of the destination
@@ -259,7 +277,8 @@ private:
     };
     // With its key and links, a binding table entry is 88 bytes.
     static_assert(sizeof(BindingEntry) == 56);
-    using StreamLru = LruTable<StreamKey, StreamSlot, StreamKeyHash>;
+    using StreamLru = LruTable<StoredKey, StreamSlot, StoredKeyHome>;
+    static_assert(sizeof(StreamLru::Entry) == 184);
     // Never evicted nor walked in order (an entry goes with its last stream and binding): no
     // recency links.
     using MediaLru = LruTable<Endpoint, MediaEntry, EndpointHash, false>;
@@ -276,7 +295,9 @@ private:
 
     const Binding* bound(const StreamSlot& slot) const noexcept;
     std::uint32_t find_stream(const StreamKey& key, std::uint64_t hash) const noexcept;
-    std::uint32_t create_stream(const StreamKey& key, bool count_start, Timestamp now);
+    StreamKey key_at(std::uint32_t at) const noexcept;              // the key of the stream at `at`
+    StoredKey store_key(const StreamKey& key, std::uint64_t hash);  // a wide key takes a wide_keys_ slot
+    std::uint32_t create_stream(const StreamKey& key, std::uint64_t hash, bool count_start, Timestamp now);
     void measure(std::uint32_t at, const RtpPacket& packet, Timestamp arrival);
     void hold(std::uint32_t at, const RtpPacket& packet, Timestamp arrival);
     void count_extras(bool had, const Stream& stream) noexcept;
@@ -329,7 +350,9 @@ private:
     MediaLru media_;
     BindingLru bindings_;
     ReportedLru reported_;
-    std::size_t pending_count_ = 0;  // bindings no stream uses
+    std::vector<StreamKey> wide_keys_;      // keys of streams not between two IPv4 addresses
+    std::vector<std::uint32_t> free_wide_;  // wide_keys_ slots free to reuse
+    std::size_t pending_count_ = 0;         // bindings no stream uses
     std::size_t key_heap_bytes_ = 0;
     std::size_t extras_count_ = 0;  // streams whose extras are allocated
     std::size_t views_count_ = 0;   // streams whose receiver view is allocated

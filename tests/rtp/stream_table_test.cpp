@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -455,6 +456,45 @@ TEST_CASE("a binding its streams have left waits from their last packet, and a n
     t.expire(Timestamp{kBaseUs + 61'980'000});
     CHECK(t.pending_size() == 0);
     CHECK(t.stats().pending_bindings_expired.value() == 1);
+}
+
+TEST_CASE("IPv6 and mixed-family streams are kept whole beside the IPv4 pairs, and finish with their keys",
+          "[rtp][stream][table]") {
+    StreamTable t(small_config());
+    RecordingSink sink;
+    t.set_sink(&sink);
+    const Endpoint v6_a{*IpAddress::parse("2001:db8::a"), 30000};
+    const Endpoint v6_b{*IpAddress::parse("2001:db8::b"), 40000};
+    // The IPv4 address whose bytes start like 2001:db8::a's must not meet its stream.
+    const Endpoint v4_alias{IpAddress::v4(0x20010db8), 30000};
+    send(t, v6_a, v6_b, 1, 5);
+    send(t, v4_alias, v6_b, 1, 5);  // mixed families: kept whole too
+    send(t, alice, bob, 1, 5);
+    for (int i = 5; i < 10; ++i)  // the first stream goes on
+        t.on_rtp(meta_at(i * 20'000LL, v6_a, v6_b),
+                 make_rtp(8, static_cast<std::uint16_t>(100 + i), static_cast<std::uint32_t>(i * 160), 1));
+    CHECK(t.size() == 3);
+    REQUIRE(t.find({v6_a, v6_b, 1}) != nullptr);
+    CHECK(t.find({v6_a, v6_b, 1})->packets == 10);
+    CHECK(t.find({v4_alias, v6_b, 1})->packets == 5);
+    CHECK(t.find({alice, bob, 1})->packets == 5);
+    CHECK(t.find({v6_b, v6_a, 1}) == nullptr);
+
+    t.expire(Timestamp{kBaseUs + 60'000'000});
+    REQUIRE(sink.finished.size() == 3);
+    std::vector<StreamKey> keys;
+    for (const auto& f : sink.finished) keys.push_back(f.key);
+    CHECK(std::count(keys.begin(), keys.end(), StreamKey{v6_a, v6_b, 1}) == 1);
+    CHECK(std::count(keys.begin(), keys.end(), StreamKey{v4_alias, v6_b, 1}) == 1);
+    CHECK(std::count(keys.begin(), keys.end(), StreamKey{alice, bob, 1}) == 1);
+
+    // Their slots are taken again: streams of other keys, each its own.
+    send(t, v6_b, v6_a, 2, 3, 61'000'000);
+    send(t, v6_a, v6_b, 3, 4, 61'000'000);
+    CHECK(t.size() == 2);
+    CHECK(t.find({v6_b, v6_a, 2})->packets == 3);
+    CHECK(t.find({v6_a, v6_b, 3})->packets == 4);
+    CHECK(t.find({v6_a, v6_b, 1}) == nullptr);
 }
 
 TEST_CASE("RTCP RR: the receiver's view with an exact RTT", "[rtp][stream][table][rtcp]") {
