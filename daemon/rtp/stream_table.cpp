@@ -1,6 +1,5 @@
 #include "rtp/stream_table.hpp"
 
-#include "core/bytes.hpp"
 #include "core/hash.hpp"
 #include "rtp/ntp.hpp"
 #include "rtp/rtcp_json.hpp"
@@ -10,9 +9,7 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <limits>
-#include <span>
 #include <utility>
 #include <vector>
 
@@ -86,9 +83,6 @@ std::uint32_t clamp_rtt(std::int64_t rtt_us) noexcept {
 
 }  // namespace
 
-std::uint64_t StreamTable::BindingKeyHash::operator()(const BindingKey& key) const noexcept {
-    return hash_binding(key.media, key.peer);
-}
 std::uint64_t StreamTable::ReportedKeyHash::operator()(const ReportedKey& key) const noexcept {
     return hash_reported(key.call_id, key.ssrc);
 }
@@ -112,58 +106,20 @@ void StreamTable::on_rtp(const PacketMeta& meta, ByteSpan payload) {
     on_rtp(meta, *packet);
 }
 
-namespace {
-
-bool is_v4_pair(const StreamKey& key) noexcept { return key.src.address.is_v4() && key.dst.address.is_v4(); }
-std::uint32_t v4_word(const IpAddress& a) noexcept { return load_le32(a.bytes().data()); }
-IpAddress v4_of(std::uint32_t word) noexcept {
-    std::array<std::uint8_t, 4> bytes{};
-    std::memcpy(bytes.data(), &word, bytes.size());
-    return IpAddress::v4(std::span<const std::uint8_t, 4>(bytes));
-}
-
-}  // namespace
-
 std::uint32_t StreamTable::find_stream(const StreamKey& key, std::uint64_t hash) const noexcept {
-    if (is_v4_pair(key)) {
-        const std::uint32_t src = v4_word(key.src.address);
-        const std::uint32_t dst = v4_word(key.dst.address);
-        return streams_.find(hash, [&](const StoredKey& k) {
-            return k.src == src && k.dst == dst && k.ssrc == key.ssrc && k.src_port == key.src.port &&
-                   k.dst_port == key.dst.port && !k.wide;
-        });
-    }
-    return streams_.find(hash, [&](const StoredKey& k) { return k.wide && same_key(wide_keys_[k.src], key); });
+    const auto src = EndpointPool::in_place(key.src);
+    const auto dst = EndpointPool::in_place(key.dst);
+    if (src && dst)
+        return streams_.find(hash,
+                             [&](const StoredKey& k) { return k.ssrc == key.ssrc && k.src == *src && k.dst == *dst; });
+    return streams_.find(hash, [&](const StoredKey& k) {
+        return k.ssrc == key.ssrc && endpoints_.matches(k.src, key.src) && endpoints_.matches(k.dst, key.dst);
+    });
 }
 
 StreamKey StreamTable::key_at(std::uint32_t at) const noexcept {
     const StoredKey& k = streams_.entry(at).key;
-    if (k.wide) return wide_keys_[k.src];
-    return StreamKey{Endpoint{v4_of(k.src), k.src_port}, Endpoint{v4_of(k.dst), k.dst_port}, k.ssrc};
-}
-
-StreamTable::StoredKey StreamTable::store_key(const StreamKey& key, std::uint64_t hash) {
-    StoredKey stored;
-    stored.home = static_cast<std::uint32_t>(hash >> 32);
-    stored.ssrc = key.ssrc;
-    if (is_v4_pair(key)) {
-        stored.src = v4_word(key.src.address);
-        stored.dst = v4_word(key.dst.address);
-        stored.src_port = key.src.port;
-        stored.dst_port = key.dst.port;
-        return stored;
-    }
-    stored.wide = true;
-    if (free_wide_.empty()) {
-        stored.src = static_cast<std::uint32_t>(wide_keys_.size());
-        wide_keys_.push_back(key);
-        free_wide_.reserve(wide_keys_.capacity());  // end_stream() then never allocates
-    } else {
-        stored.src = free_wide_.back();
-        free_wide_.pop_back();
-        wide_keys_[stored.src] = key;
-    }
-    return stored;
+    return StreamKey{endpoints_.unpack(k.src), endpoints_.unpack(k.dst), k.ssrc};
 }
 
 void StreamTable::on_rtp(const PacketMeta& meta, const RtpPacket& packet) {
@@ -236,7 +192,9 @@ std::uint32_t StreamTable::create_stream(const StreamKey& key, std::uint64_t has
                         more, config_.max_streams);
         });
     }
-    const std::uint32_t at = streams_.insert(store_key(key, hash), StreamSlot{}, hash).first;
+    const StoredKey stored{endpoints_.pack(key.src), endpoints_.pack(key.dst), key.ssrc,
+                           static_cast<std::uint32_t>(hash >> 32)};
+    const std::uint32_t at = streams_.insert(stored, StreamSlot{}, hash).first;
     link_media(at, key.dst);
     if (streams_[at].media != kNone) join(at, binding_for(key, streams_[at].media), now);
     stats_.streams_active.add(1);
@@ -265,7 +223,8 @@ void StreamTable::end_stream(std::uint32_t at, FinishReason reason) {
     finish_stream(at, reason);
     if (streams_[at].stream.extras.allocated()) --extras_count_;
     if (streams_[at].stream.receiver.allocated()) --views_count_;
-    if (const StoredKey& k = streams_.entry(at).key; k.wide) free_wide_.push_back(k.src);
+    endpoints_.release(streams_.entry(at).key.src);
+    endpoints_.release(streams_.entry(at).key.dst);
     streams_.erase(at);
 }
 
@@ -313,7 +272,10 @@ const Binding* StreamTable::bound(const StreamSlot& slot) const noexcept {
 }
 
 std::uint32_t StreamTable::find_media(const Endpoint& media) const noexcept {
-    return media_.find(hash_endpoint(media), [&media](const Endpoint& k) { return k == media; });
+    const std::uint64_t hash = hash_endpoint(media);
+    if (const auto packed = EndpointPool::in_place(media))
+        return media_.find(hash, [&](const MediaKey& k) { return k.address == *packed; });
+    return media_.find(hash, [&](const MediaKey& k) { return endpoints_.matches(k.address, media); });
 }
 
 std::uint32_t StreamTable::media_entry(const Endpoint& media) {
@@ -322,12 +284,16 @@ std::uint32_t StreamTable::media_entry(const Endpoint& media) {
     // Every entry has a stream or a binding, and the table is as large as both caps together,
     // so it is never full here.
     if (media_.full()) return kNone;
-    return media_.insert(media, MediaEntry{}).first;
+    const std::uint64_t hash = hash_endpoint(media);
+    return media_.insert(MediaKey{endpoints_.pack(media), static_cast<std::uint32_t>(hash >> 32)}, MediaEntry{}, hash)
+        .first;
 }
 
 void StreamTable::release_media(std::uint32_t m) {
     const MediaEntry& e = media_.entry(m).value;
-    if (e.head == kNone && e.binding_head == kNone) media_.erase(m);
+    if (e.head != kNone || e.binding_head != kNone) return;
+    endpoints_.release(media_.entry(m).key.address);
+    media_.erase(m);
 }
 
 void StreamTable::link_media(std::uint32_t index, const Endpoint& dst) {
@@ -363,8 +329,11 @@ std::uint32_t StreamTable::find_binding_index(const Endpoint& media, const Endpo
 }
 
 std::uint32_t StreamTable::find_binding_at(std::uint32_t media, const Endpoint& peer) const noexcept {
-    const BindingKey key{media, peer};
-    return bindings_.find(hash_binding(media, peer), [&key](const BindingKey& k) { return k == key; });
+    const std::uint64_t hash = hash_binding(media, peer);
+    if (const auto packed = EndpointPool::in_place(peer))
+        return bindings_.find(hash, [&](const BindingKey& k) { return k.media == media && k.peer == *packed; });
+    return bindings_.find(hash,
+                          [&](const BindingKey& k) { return k.media == media && endpoints_.matches(k.peer, peer); });
 }
 
 std::uint32_t StreamTable::binding_for(const StreamKey& key, std::uint32_t media) const noexcept {
@@ -419,6 +388,7 @@ void StreamTable::drop_binding(std::uint32_t b) {
         stats_.pending_bindings.add(-1);
     }
     key_heap_bytes_ -= bindings_.entry(b).value.binding.call_id.heap_bytes();
+    endpoints_.release(bindings_.entry(b).key.peer);
     bindings_.erase(b);
     release_media(m);
 }
@@ -474,7 +444,11 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, const Endpoint& 
         if (other != kNone && bindings_.entry(other).value.binding.same_call(binding))
             binding.call_id = bindings_.entry(other).value.binding.call_id;
     }
-    b = bindings_.insert(BindingKey{m, peer}, BindingEntry{std::move(binding), 0}).first;
+    const std::uint64_t hash = hash_binding(m, peer);
+    b = bindings_
+            .insert(BindingKey{m, endpoints_.pack(peer), static_cast<std::uint32_t>(hash >> 32)},
+                    BindingEntry{std::move(binding), 0}, hash)
+            .first;
     key_heap_bytes_ += bindings_.entry(b).value.binding.call_id.heap_bytes();
     MediaEntry& entry = media_[m];
     bindings_[b].next = entry.binding_head;
@@ -606,7 +580,7 @@ void StreamTable::apply_binding(const Endpoint& media, const Endpoint& peer, Bin
         }
         const auto& had_entry = bindings_.entry(slot.binding);
         const Binding& had = had_entry.value.binding;
-        const bool exact = had_entry.key.peer.port != 0 && had_entry.key.peer == src;
+        const bool exact = had_entry.key.peer.port != 0 && endpoints_.matches(had_entry.key.peer, src);
         if (had.same_call(identity)) {
             if (known_peer || !exact) join(i, b, time);  // the answer names the pair
         } else if (known_peer || !exact) {
@@ -1018,8 +992,7 @@ StreamTable::EntrySizes StreamTable::entry_sizes() noexcept {
 }
 
 std::size_t StreamTable::memory_bytes() const noexcept {
-    return streams_.memory_bytes() + wide_keys_.capacity() * sizeof(StreamKey) +
-           free_wide_.capacity() * sizeof(std::uint32_t) + media_.memory_bytes() + bindings_.memory_bytes() +
+    return streams_.memory_bytes() + endpoints_.memory_bytes() + media_.memory_bytes() + bindings_.memory_bytes() +
            reported_.memory_bytes() + key_heap_bytes_ + extras_count_ * sizeof(StreamExtras) +
            views_count_ * sizeof(ReceiverView);
 }

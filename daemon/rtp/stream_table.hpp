@@ -50,6 +50,7 @@
 #include "core/log.hpp"
 #include "core/lru_table.hpp"
 #include "core/media_binding.hpp"
+#include "core/packed_endpoint.hpp"
 #include "core/packet_meta.hpp"
 #include "core/time.hpp"
 #include "rtp/reported_stream.hpp"
@@ -185,8 +186,8 @@ public:
     //   bool released); peer as in insert_binding.
     template <class F>
     void for_each_binding(F&& f) const {
-        bindings_.for_each([&](std::uint32_t, const typename BindingLru::Entry& e) {
-            f(media_.entry(e.key.media).key, e.key.peer, e.value.binding, e.value.streams == 0, e.value.released);
+        bindings_.for_each([&](std::uint32_t b, const typename BindingLru::Entry& e) {
+            f(media_address(e.key.media), peer_of(b), e.value.binding, e.value.streams == 0, e.value.released);
         });
     }
     template <class F>  // f(const ReportedKey&, const ReportedStream&)
@@ -221,21 +222,23 @@ public:
     static EntrySizes entry_sizes() noexcept;
 
 private:
-    // A stream's key as the table keeps it: an IPv4 pair (nearly every stream) in place, any
-    // other key whole in wide_keys_. 24 bytes instead of a StreamKey's 44, so that a stream entry
-    // is 184 bytes, not 208. It keeps its home (the high half of its hash): the table moves
-    // entries without reading wide_keys_, and a lookup compares the words in place.
+    // The tables' keys keep their endpoints packed (an IPv4 address in place, any other in
+    // endpoints_) and their home (the high half of their hash), so that a table moves entries
+    // without reading the pool. A stream key is 24 bytes, not a StreamKey's 44: a stream entry is
+    // 184 bytes, not 208.
     struct StoredKey {
-        std::uint32_t src = 0;  // the IPv4 address as it lies in IpAddress::bytes(), or the wide_keys_ index
-        std::uint32_t dst = 0;
-        std::uint16_t src_port = 0;
-        std::uint16_t dst_port = 0;
+        PackedEndpoint src;
+        PackedEndpoint dst;
         std::uint32_t ssrc = 0;
         std::uint32_t home = 0;
-        bool wide = false;
     };
-    struct StoredKeyHome {
-        static std::size_t home(const StoredKey& key) noexcept { return key.home; }
+    struct MediaKey {
+        PackedEndpoint address;
+        std::uint32_t home = 0;
+    };
+    template <class K>
+    struct KeptHome {
+        static std::size_t home(const K& key) noexcept { return key.home; }
     };
     struct StreamSlot {
         Stream stream;
@@ -254,11 +257,8 @@ private:
     // bytes of every binding, not 20.
     struct BindingKey {
         std::uint32_t media = kNone;
-        Endpoint peer;  // port 0: unknown
-        friend bool operator==(const BindingKey&, const BindingKey&) = default;
-    };
-    struct BindingKeyHash {
-        std::uint64_t operator()(const BindingKey& key) const noexcept;
+        PackedEndpoint peer;  // port 0: unknown
+        std::uint32_t home = 0;
     };
     struct ReportedKeyHash {
         std::uint64_t operator()(const ReportedKey& key) const noexcept;
@@ -277,12 +277,13 @@ private:
     };
     // With its key and links, a binding table entry is 88 bytes.
     static_assert(sizeof(BindingEntry) == 56);
-    using StreamLru = LruTable<StoredKey, StreamSlot, StoredKeyHome>;
+    using StreamLru = LruTable<StoredKey, StreamSlot, KeptHome<StoredKey>>;
     static_assert(sizeof(StreamLru::Entry) == 184);
     // Never evicted nor walked in order (an entry goes with its last stream and binding): no
     // recency links.
-    using MediaLru = LruTable<Endpoint, MediaEntry, EndpointHash, false>;
-    using BindingLru = LruTable<BindingKey, BindingEntry, BindingKeyHash>;
+    using MediaLru = LruTable<MediaKey, MediaEntry, KeptHome<MediaKey>, false>;
+    using BindingLru = LruTable<BindingKey, BindingEntry, KeptHome<BindingKey>>;
+    static_assert(sizeof(MediaLru::Entry) == 24 && sizeof(BindingLru::Entry) == 80);
     // A reported stream and its place in the list of its binding's reported streams (not in
     // snapshots: restored reported streams are linked to no binding).
     struct ReportedSlot {
@@ -295,8 +296,9 @@ private:
 
     const Binding* bound(const StreamSlot& slot) const noexcept;
     std::uint32_t find_stream(const StreamKey& key, std::uint64_t hash) const noexcept;
-    StreamKey key_at(std::uint32_t at) const noexcept;              // the key of the stream at `at`
-    StoredKey store_key(const StreamKey& key, std::uint64_t hash);  // a wide key takes a wide_keys_ slot
+    StreamKey key_at(std::uint32_t at) const noexcept;  // the key of the stream at `at`
+    Endpoint media_address(std::uint32_t m) const noexcept { return endpoints_.unpack(media_.entry(m).key.address); }
+    Endpoint peer_of(std::uint32_t b) const noexcept { return endpoints_.unpack(bindings_.entry(b).key.peer); }
     std::uint32_t create_stream(const StreamKey& key, std::uint64_t hash, bool count_start, Timestamp now);
     void measure(std::uint32_t at, const RtpPacket& packet, Timestamp arrival);
     void hold(std::uint32_t at, const RtpPacket& packet, Timestamp arrival);
@@ -350,9 +352,8 @@ private:
     MediaLru media_;
     BindingLru bindings_;
     ReportedLru reported_;
-    std::vector<StreamKey> wide_keys_;      // keys of streams not between two IPv4 addresses
-    std::vector<std::uint32_t> free_wide_;  // wide_keys_ slots free to reuse
-    std::size_t pending_count_ = 0;         // bindings no stream uses
+    EndpointPool endpoints_;         // the keys' endpoints that are not IPv4
+    std::size_t pending_count_ = 0;  // bindings no stream uses
     std::size_t key_heap_bytes_ = 0;
     std::size_t extras_count_ = 0;  // streams whose extras are allocated
     std::size_t views_count_ = 0;   // streams whose receiver view is allocated

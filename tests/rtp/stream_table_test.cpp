@@ -497,6 +497,46 @@ TEST_CASE("IPv6 and mixed-family streams are kept whole beside the IPv4 pairs, a
     CHECK(t.find({v6_a, v6_b, 1}) == nullptr);
 }
 
+TEST_CASE("IPv6 media addresses and peers bind and join like IPv4 ones, and leave nothing behind",
+          "[rtp][stream][table][binding]") {
+    StreamTable t(small_config());
+    const Endpoint v6_a{*IpAddress::parse("2001:db8::a"), 30000};
+    const Endpoint v6_b{*IpAddress::parse("2001:db8::b"), 40000};
+    const Endpoint v6_c{*IpAddress::parse("2001:db8::c"), 50000};
+    std::size_t memory_after_first_round = 0;
+    for (int round = 0; round < 3; ++round) {
+        const std::int64_t start = round * 200'000'000LL;
+        for (const auto& [peer, call] : {std::pair{v6_a, "a"}, std::pair{v6_c, "c"}}) {
+            MediaBinding b = media_binding(v6_b, call, start, {});
+            b.peer = peer;
+            t.bind(b);
+        }
+        send(t, v6_a, v6_b, 1, 3, start);
+        send(t, v6_c, v6_b, 1, 3, start);
+        CHECK(t.size() == 2);
+        CHECK(t.media_size() == 1);
+        REQUIRE(t.binding_of({v6_a, v6_b, 1}) != nullptr);
+        CHECK(t.binding_of({v6_a, v6_b, 1})->call_id == "a");
+        CHECK(t.binding_of({v6_c, v6_b, 1})->call_id == "c");
+        std::vector<std::pair<Endpoint, Endpoint>> listed;
+        t.for_each_binding([&](const Endpoint& media, const Endpoint& peer, const Binding&, bool, bool) {
+            listed.emplace_back(media, peer);
+        });
+        CHECK(listed.size() == 2);
+        for (const auto& [media, peer] : listed) {
+            CHECK(media == media_key(v6_b));
+            CHECK((peer == media_key(v6_a) || peer == media_key(v6_c)));
+        }
+        // Streams go idle, their bindings wait and expire: every entry and pooled address goes.
+        t.expire(Timestamp{kBaseUs + start + 100'000'000});
+        CHECK(t.size() == 0);
+        CHECK(t.pending_size() == 0);
+        CHECK(t.media_size() == 0);
+        if (round == 0) memory_after_first_round = t.memory_bytes();
+        CHECK(t.memory_bytes() == memory_after_first_round);  // slots are taken again, not added
+    }
+}
+
 TEST_CASE("RTCP RR: the receiver's view with an exact RTT", "[rtp][stream][table][rtcp]") {
     StreamTable t(small_config());
     send(t, alice, bob, 0x5555, 10);
