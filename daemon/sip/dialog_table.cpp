@@ -443,7 +443,7 @@ void DialogTable::emit_sdp(std::uint32_t at, const Message& m, Hop hop, Timestam
     for (std::size_t i = 0; i < kSdpMedia; ++i)
         if (const auto media = usable_media(*sdp_, i)) mine.media[i] = *media;
 
-    SdpSides sides = sdp_sides_.get(at);
+    SdpSides sides = sdp_sides_.get(at, table_[at].hops);
     const auto other = std::find_if(sides.begin(), sides.end(),
                                     [&](const SdpSide& s) { return s.hop == hop.id && s.forward != hop.forward; });
     const std::array<Endpoint, kSdpMedia> peers =
@@ -476,7 +476,7 @@ void DialogTable::emit_sdp(std::uint32_t at, const Message& m, Hop hop, Timestam
     if (same == sides.end()) same = sides.end() - 1;
     std::move_backward(sides.begin(), same, same + 1);
     sides.front() = mine;
-    sdp_sides_.set(at, sides);
+    sdp_sides_.set(at, sides, table_[at].hops);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -638,16 +638,16 @@ const CallerIdentity& DialogTable::caller_identity(std::string_view call_id, std
     return at == Table::kNone ? kNoCallerIdentity : caller_identity_of(at);
 }
 
-void DialogTable::end_media(std::uint32_t at, std::string_view call_id, std::string_view from_tag, Timestamp when) {
+void DialogTable::end_media(std::uint32_t at, const Table::Entry& entry, Timestamp when) {
     if (sink_ == nullptr) return;
-    const SdpSides sides = sdp_sides_.get(at);
+    const SdpSides sides = sdp_sides_.get(at, entry.value.hops);
     // Each media address with the other end of its media line on the same hop (as emit_sdp()
     // paired them), once: the stream table finds that pair directly.
     std::array<std::pair<Endpoint, Endpoint>, kSdpSides * kSdpMedia> sent{};
     std::size_t count = 0;
     MediaBinding ended;
-    ended.call_id = call_id;
-    ended.dialog = tag_id(from_tag);
+    ended.call_id = entry.key.call_id();
+    ended.dialog = tag_id(entry.key.from_tag());
     ended.dialog_ended = true;
     ended.time = when;
     for (const SdpSide& side : sides) {
@@ -671,7 +671,7 @@ void DialogTable::end_media(std::uint32_t at, std::string_view call_id, std::str
 }
 
 void DialogTable::account_removed(const Table::Entry& entry, bool evicted, std::uint32_t at, Timestamp when) {
-    end_media(at, entry.key.call_id(), entry.key.from_tag(), when);
+    end_media(at, entry, when);
     if (removed_sink_ != nullptr)
         removed_sink_->on_dialog_removed(entry.key.call_id(), entry.key.from_tag(), entry.value, caller_identity_of(at),
                                          evicted);
@@ -700,7 +700,7 @@ bool DialogTable::restore(std::string_view call_id, std::string_view from_tag, c
     std::uint32_t at = Table::kNone;
     insert_entry(DialogKey(call_id, from_tag), restored, &at, Timestamp{});
     // Its bindings end with it, and a later offer or answer pairs with these as before.
-    if (sdp_sides != SdpSides{}) sdp_sides_.set(at, sdp_sides);
+    if (sdp_sides != SdpSides{}) sdp_sides_.set(at, sdp_sides, table_[at].hops);
     if (config_.keep_caller_identity && caller != CallerIdentity{}) caller_identity_at(at) = caller;
     return true;
 }
