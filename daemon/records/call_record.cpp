@@ -67,8 +67,9 @@ void sort_media(CallRecord& record) {
 bool record_before(const CallRecord& a, const CallRecord& b) noexcept {
     const auto& x = a.dialog;
     const auto& y = b.dialog;
-    return std::tie(x.dialog.invite_time, x.call_id, x.from_tag) <
-           std::tie(y.dialog.invite_time, y.call_id, y.from_tag);
+    const Timestamp x_start = x.dialog.invite_time();
+    const Timestamp y_start = y.dialog.invite_time();
+    return std::tie(x_start, x.call_id, x.from_tag) < std::tie(y_start, y.call_id, y.from_tag);
 }
 
 namespace {
@@ -284,12 +285,12 @@ std::string record_line(const CallRecord& record) {
     l.integer("v", kRecordVersion);
     l.text("call_id", f.call_id);
     l.text("from_tag", f.from_tag);
-    l.time("start", d.invite_time);
-    l.time("ringing", d.ringing_time);
-    l.time("answer", d.answer_time);
-    l.time("cancel", d.cancel_time);
-    l.time("bye", d.bye_time);
-    l.time("end", d.end_time);
+    l.time("start", d.invite_time());
+    l.time("ringing", d.time(sip::DialogTime::ringing));
+    l.time("answer", d.time(sip::DialogTime::answer));
+    l.time("cancel", d.time(sip::DialogTime::cancel));
+    l.time("bye", d.time(sip::DialogTime::bye));
+    l.time("end", d.time(sip::DialogTime::end));
     l.text("from_user", f.caller.from_party.user());
     l.text("from_host", f.caller.from_party.host());
     l.text("to_user", f.caller.to_party.user());
@@ -322,11 +323,11 @@ std::string record_line(const CallRecord& record) {
     } else {
         l.integer("bye_status", d.bye_status);
     }
-    l.millis("srd_ms", span_us(d.invite_time, d.indicative_time));
-    l.millis("pdd_ms", span_us(d.invite_time, d.ringing_time));
-    l.millis("setup_ms", span_us(d.invite_time, d.answer_time));
-    l.millis("duration_ms", span_us(d.answer_time, d.bye_time));
-    l.millis("sdd_ms", span_us(d.bye_time, d.bye_answer_time));
+    l.millis("srd_ms", span_us(d.invite_time(), d.time(sip::DialogTime::indicative)));
+    l.millis("pdd_ms", span_us(d.invite_time(), d.time(sip::DialogTime::ringing)));
+    l.millis("setup_ms", span_us(d.invite_time(), d.time(sip::DialogTime::answer)));
+    l.millis("duration_ms", span_us(d.time(sip::DialogTime::answer), d.time(sip::DialogTime::bye)));
+    l.millis("sdd_ms", span_us(d.time(sip::DialogTime::bye), d.time(sip::DialogTime::bye_answer)));
     l.integer("hops", d.hop_count);
     l.integer("forks", d.fork_count);
     l.integer("retransmissions", d.retransmissions);

@@ -94,7 +94,7 @@ void ShardCollector::finished_dialog(std::string_view call_id, std::string_view 
     if (outcome == sip::DialogOutcome::completed) return;
     ++failed_total_;
     CallRow row;
-    row.invite = d.invite_time;
+    row.invite = d.invite_time();
     row.call_id = std::string(call_id);
     row.from_tag = std::string(from_tag);
     row.caller = d.caller;

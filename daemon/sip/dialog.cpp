@@ -164,6 +164,26 @@ std::uint32_t tag_id(std::string_view tag) noexcept {
     return v == 0 ? 1 : v;
 }
 
+void DialogTimes::set_invite(Timestamp t) noexcept {
+    if (t == invite()) return;
+    if (t.us == 0) {
+        invite_set_ = false;  // the old base stays, and the offsets with it
+        return;
+    }
+    std::array<Timestamp, kDialogTimeCount> times{};
+    for (std::size_t i = 0; i < kDialogTimeCount; ++i) times[i] = get(static_cast<DialogTime>(i));
+    base_ = t;
+    invite_set_ = true;
+    for (std::size_t i = 0; i < kDialogTimeCount; ++i) set(static_cast<DialogTime>(i), times[i]);
+}
+
+bool operator==(const DialogTimes& a, const DialogTimes& b) noexcept {
+    if (a.invite() != b.invite()) return false;
+    for (std::size_t i = 0; i < kDialogTimeCount; ++i)
+        if (a.get(static_cast<DialogTime>(i)) != b.get(static_cast<DialogTime>(i))) return false;
+    return true;
+}
+
 std::uint32_t message_fingerprint(const Message& m, Hop hop) noexcept {
     std::uint64_t h = hash_text(m.top_via.branch);
     h ^= (std::uint64_t{hop.id} << 32) | (std::uint64_t{hop.forward} << 31) | (std::uint64_t{m.is_response()} << 30) |

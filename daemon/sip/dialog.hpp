@@ -10,10 +10,12 @@
 #include "sip/message.hpp"
 #include "sip/method.hpp"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -231,22 +233,91 @@ struct CallerIdentity {
     friend bool operator==(const CallerIdentity&, const CallerIdentity&) = default;
 };
 
-struct Dialog {
-    Timestamp invite_time;   // first INVITE, earliest over hops
-    Timestamp trying_time;   // first 100 (0: not seen)
-    Timestamp ringing_time;  // first 180/183 (PDD end)
+// The times of a dialog other than its INVITE's (Dialog::time); 0 = not seen.
+enum class DialogTime : std::uint8_t {
+    trying,   // first 100
+    ringing,  // first 180/183 (PDD end)
     // RFC 6076 4.3 status indicative response (SRD end): the first provisional other than 100,
-    // else the 2xx or the failure (4xx-6xx) that settled the call; 0 until then.
-    Timestamp indicative_time;
-    Timestamp answer_time;  // first 2xx to the INVITE
-    Timestamp ack_time;     // first ACK of the INVITE transaction
-    Timestamp cancel_time;
-    Timestamp bye_time;         // first BYE
-    Timestamp bye_answer_time;  // first final response to a BYE
-    Timestamp end_time;         // when the record reached its terminal state; while a 401/407
-                                // waits for its retry, when the challenge arrived
-    Timestamp last_activity;
-    Timestamp deadline;  // next timer: Timer B/C, call cap, or the end of the linger
+    // else the 2xx or the failure (4xx-6xx) that settled the call.
+    indicative,
+    answer,      // first 2xx to the INVITE
+    ack,         // first ACK of the INVITE transaction
+    cancel,      // first CANCEL
+    bye,         // first BYE
+    bye_answer,  // first final response to a BYE
+    end,         // when the record reached its terminal state; while a 401/407 waits for its retry,
+                 // when the challenge arrived
+    last_activity,
+    deadline,  // next timer: Timer B/C, call cap, or the end of the linger
+};
+inline constexpr std::size_t kDialogTimeCount = 11;
+
+// A dialog's twelve times in 64 bytes instead of 96 (every dialog is one call, and calls are
+// what memory is sized by): the base in full, the others as signed 40-bit microsecond offsets
+// from it (+-2^39 us, about 6.36 days), 5 bytes each. The base is the INVITE's time once that is
+// set (setting it re-encodes the others), before that the first time set. A time further than
+// that from the base is clamped to the nearest offset kept. Only agents whose clocks are days
+// apart produce one (the table counts their negative intervals as DialogAnomaly::clock_skew), or
+// a timers.max_call_duration above about 152 h (the configuration allows 168): a call held that
+// long ends at the clamp instead, without its linger.
+class DialogTimes {
+public:
+    Timestamp invite() const noexcept { return invite_set_ ? base_ : Timestamp{}; }
+    void set_invite(Timestamp t) noexcept;
+    Timestamp get(DialogTime which) const noexcept {
+        const std::uint64_t stored = load(which);
+        return stored == kNotSet ? Timestamp{} : Timestamp{base_.us + offset_of(stored)};
+    }
+    void set(DialogTime which, Timestamp t) noexcept {
+        if (t.us == 0) return store(which, kNotSet);
+        if (!invite_set_ && base_.us == 0) base_ = t;  // the first time set, until the INVITE's
+        store(which, encode(t));
+    }
+
+    // By value: the same times set in another order may be kept against another base.
+    friend bool operator==(const DialogTimes& a, const DialogTimes& b) noexcept;
+
+private:
+    static constexpr std::size_t kOffsetBytes = 5;
+    // Offsets are kept biased by 2^39, so that the reserved minimum, "not set", is all zero bytes.
+    static constexpr std::int64_t kBias = std::int64_t{1} << 39;
+    static constexpr std::int64_t kMaxOffset = kBias - 1;
+    static constexpr std::uint64_t kNotSet = 0;
+
+    static constexpr std::int64_t offset_of(std::uint64_t stored) noexcept {
+        return static_cast<std::int64_t>(stored) - kBias;
+    }
+    std::uint64_t load(DialogTime which) const noexcept {
+        const std::size_t at = static_cast<std::size_t>(which) * kOffsetBytes;
+        std::uint64_t stored = 0;
+        for (std::size_t i = 0; i < kOffsetBytes; ++i) stored |= std::uint64_t{offsets_[at + i]} << (8 * i);
+        return stored;
+    }
+    void store(DialogTime which, std::uint64_t stored) noexcept {
+        const std::size_t at = static_cast<std::size_t>(which) * kOffsetBytes;
+        for (std::size_t i = 0; i < kOffsetBytes; ++i) offsets_[at + i] = static_cast<std::uint8_t>(stored >> (8 * i));
+    }
+    // `t` (not 0) against the base, clamped to the offsets kept (bounds that cannot overflow).
+    std::uint64_t encode(Timestamp t) const noexcept {
+        const std::int64_t low = base_.us >= std::numeric_limits<std::int64_t>::min() + kMaxOffset
+                                     ? base_.us - kMaxOffset
+                                     : std::numeric_limits<std::int64_t>::min();
+        const std::int64_t high = base_.us <= std::numeric_limits<std::int64_t>::max() - kMaxOffset
+                                      ? base_.us + kMaxOffset
+                                      : std::numeric_limits<std::int64_t>::max();
+        return static_cast<std::uint64_t>(std::clamp(t.us, low, high) - base_.us + kBias);
+    }
+
+    Timestamp base_;
+    std::array<std::uint8_t, kDialogTimeCount * kOffsetBytes> offsets_{};  // little-endian, biased
+    bool invite_set_ = false;
+};
+
+struct Dialog {
+    Timestamp invite_time() const noexcept { return times_.invite(); }  // first INVITE, earliest over hops
+    void set_invite_time(Timestamp t) noexcept { times_.set_invite(t); }
+    Timestamp time(DialogTime which) const noexcept { return times_.get(which); }
+    void set_time(DialogTime which, Timestamp t) noexcept { times_.set(which, t); }  // 0 clears it
 
     Endpoint caller;  // source of the first INVITE (first hop)
     Endpoint callee;  // its destination: the callee, or the proxy that relays the call
@@ -284,15 +355,19 @@ struct Dialog {
     bool finished() const noexcept { return is_finished(state); }
     DialogOutcome outcome() const noexcept { return outcome_of(state); }
     // Microsecond intervals; -1 when either end is missing.
-    std::int64_t pdd_us() const noexcept { return span(invite_time, ringing_time); }
-    std::int64_t setup_us() const noexcept { return span(invite_time, answer_time); }
-    std::int64_t duration_us() const noexcept { return span(answer_time, bye_time); }
+    std::int64_t pdd_us() const noexcept { return span(invite_time(), time(DialogTime::ringing)); }
+    std::int64_t setup_us() const noexcept { return span(invite_time(), time(DialogTime::answer)); }
+    std::int64_t duration_us() const noexcept { return span(time(DialogTime::answer), time(DialogTime::bye)); }
 
     friend bool operator==(const Dialog&, const Dialog&) = default;
 
 private:
     static std::int64_t span(Timestamp a, Timestamp b) noexcept { return (a.us == 0 || b.us == 0) ? -1 : b.us - a.us; }
+
+    DialogTimes times_;
 };
+// Memory per concurrent call is held under 1 KiB, and every call is a dialog.
+static_assert(sizeof(Dialog) <= 248);
 
 // Call-ID + From-tag of the INVITE in one heap block, the Call-ID as a CompactText with the
 // From-tag as its tail: 16 bytes a key with its home. The call's media bindings share the block

@@ -114,10 +114,10 @@ Disposition DialogTable::process(const Message& m, const PacketMeta& meta) {
     }
     if (at != Table::kNone) at = settle(at, meta.time);
     if (at == Table::kNone) return on_unknown(m, meta, hop, call_hash, fingerprint);
-    const Timestamp deadline = table_[at].deadline;
+    const Timestamp deadline = table_[at].time(DialogTime::deadline);
     const Disposition done = on_dialog_message(at, side, m, meta, hop, fingerprint);
     // Only a deadline brought forward needs arming: the armed one is a lower bound of a later one.
-    if (table_[at].deadline < deadline) queue_deadline(at);
+    if (table_[at].time(DialogTime::deadline) < deadline) queue_deadline(at);
     return done;
 }
 
@@ -206,9 +206,9 @@ Disposition DialogTable::on_unknown(const Message& m, const PacketMeta& meta, Ho
 
 Disposition DialogTable::create(const Message& m, const PacketMeta& meta, Hop hop, std::uint32_t fingerprint) {
     Dialog d;
-    d.invite_time = meta.time;
-    d.last_activity = meta.time;
-    d.deadline = plus(meta.time, config_.invite_timeout);
+    d.set_invite_time(meta.time);
+    d.set_time(DialogTime::last_activity, meta.time);
+    d.set_time(DialogTime::deadline, plus(meta.time, config_.invite_timeout));
     d.caller = meta.src;
     d.callee = meta.dst;
     d.callee_side = meta.dst;
@@ -242,7 +242,7 @@ Disposition DialogTable::on_dialog_message(std::uint32_t at, Party side, const M
                                            Hop hop, std::uint32_t fingerprint) {
     table_.touch(at);
     Dialog& d = table_[at];
-    d.last_activity = std::max(d.last_activity, meta.time);
+    d.set_time(DialogTime::last_activity, std::max(d.time(DialogTime::last_activity), meta.time));
     if (d.recent.contains(fingerprint)) {
         stats_->retransmissions[static_cast<std::size_t>(m.method)].add();
         if (d.retransmissions < std::numeric_limits<std::uint16_t>::max()) ++d.retransmissions;
@@ -266,16 +266,16 @@ void DialogTable::on_request(Dialog& d, Party side, const Message& m, Timestamp 
         if (!has_tag(m.to)) {
             // The INVITE relayed on another hop (same CSeq), or a new attempt after a challenge.
             if (m.cseq.number == d.invite_cseq) {
-                d.invite_time = std::min(d.invite_time, now);
+                d.set_invite_time(std::min(d.invite_time(), now));
             } else if (m.cseq.number > d.invite_cseq) {
                 if (d.finished()) {
                     anomaly(DialogAnomaly::invite_after_end);
                 } else if (is_unanswered(d.state)) {
                     d.invite_cseq = m.cseq.number;
-                    d.ack_time = Timestamp{};  // the ACK of the challenge is not the call's
+                    d.set_time(DialogTime::ack, Timestamp{});  // the ACK of the challenge is not the call's
                     d.pending_status = 0;
                     d.pending_q850 = kNoCause;
-                    d.end_time = Timestamp{};
+                    d.set_time(DialogTime::end, Timestamp{});
                     set_deadline(
                         d, plus(now, d.state == DialogState::early ? config_.ringing_timeout : config_.invite_timeout));
                 }
@@ -294,15 +294,16 @@ void DialogTable::on_request(Dialog& d, Party side, const Message& m, Timestamp 
         }
         break;
     case Method::ack:
-        if (side == Party::caller && m.cseq.number == d.invite_cseq && d.ack_time.us == 0) d.ack_time = now;
+        if (side == Party::caller && m.cseq.number == d.invite_cseq && d.time(DialogTime::ack).us == 0)
+            d.set_time(DialogTime::ack, now);
         break;
     case Method::bye:
         note_cause(d, m);
-        if (d.bye_time.us != 0) break;  // the same BYE on the next hop, or the other party's
-        d.bye_time = now;
+        if (d.time(DialogTime::bye).us != 0) break;  // the same BYE on the next hop, or the other party's
+        d.set_time(DialogTime::bye, now);
         d.hangup = side;
         if (d.state == DialogState::confirmed) {
-            const double duration = seconds(interval(d.answer_time, now));
+            const double duration = seconds(interval(d.time(DialogTime::answer), now));
             stats_->duration.observe(duration);
             peer_figures(d).duration.observe(duration);
             finish(d, DialogState::terminated, now);
@@ -314,13 +315,13 @@ void DialogTable::on_request(Dialog& d, Party side, const Message& m, Timestamp 
     case Method::cancel:
         if (!d.cancel_seen) {
             d.cancel_seen = true;
-            d.cancel_time = now;
+            d.set_time(DialogTime::cancel, now);
         }
         // A CANCEL that lost the race against the 2xx does not explain how the call ended.
         if (is_unanswered(d.state)) {
             note_cause(d, m);
             // The callee answers a CANCEL with 487 at once; no longer wait out a ringing timer.
-            set_deadline(d, std::min(d.deadline, plus(now, config_.invite_timeout)));
+            set_deadline(d, std::min(d.time(DialogTime::deadline), plus(now, config_.invite_timeout)));
         }
         break;
     default: break;
@@ -337,8 +338,8 @@ void DialogTable::on_response(Dialog& d, Party side, std::size_t hop_index, cons
     case Method::bye:
         if (m.status_code >= 200 && d.bye_status == 0) {
             d.bye_status = m.status_code;
-            d.bye_answer_time = now;
-            if (d.bye_time.us != 0) stats_->sdd.observe(seconds(interval(d.bye_time, now)));
+            d.set_time(DialogTime::bye_answer, now);
+            if (d.time(DialogTime::bye).us != 0) stats_->sdd.observe(seconds(interval(d.time(DialogTime::bye), now)));
         }
         break;
     default: break;
@@ -348,13 +349,13 @@ void DialogTable::on_response(Dialog& d, Party side, std::size_t hop_index, cons
 void DialogTable::on_invite_response(Dialog& d, std::size_t hop_index, const Message& m, Timestamp now) {
     const std::uint16_t code = m.status_code;
     if (code == 100) {
-        if (d.trying_time.us == 0) d.trying_time = now;
+        if (d.time(DialogTime::trying).us == 0) d.set_time(DialogTime::trying, now);
         if (d.state == DialogState::trying) set_state(d, DialogState::proceeding);
         if (d.state == DialogState::proceeding) {
             // RFC 3261 17.1.1.2: Timer B runs only until a provisional arrives; after a 100 the
             // caller waits for the final answer as long as a proxy's Timer C lets it.
-            Timestamp deadline = std::max(d.deadline, plus(now, config_.ringing_timeout));
-            if (d.cancel_seen) deadline = std::min(deadline, plus(d.cancel_time, config_.invite_timeout));
+            Timestamp deadline = std::max(d.time(DialogTime::deadline), plus(now, config_.ringing_timeout));
+            if (d.cancel_seen) deadline = std::min(deadline, plus(d.time(DialogTime::cancel), config_.invite_timeout));
             set_deadline(d, deadline);
         }
         return;
@@ -365,12 +366,12 @@ void DialogTable::on_invite_response(Dialog& d, std::size_t hop_index, const Mes
         if (before == 1 && d.fork_count == 2) stats_->forked_dialogs.add();
     }
     if (code < 200) {
-        const bool ringing = (code == 180 || code == 183) && d.ringing_time.us == 0;
+        const bool ringing = (code == 180 || code == 183) && d.time(DialogTime::ringing).us == 0;
         const bool indicative = awaits_indicative(d);
         if (ringing || indicative) {
-            const double since_invite = seconds(interval(d.invite_time, now));  // one skew count per message
+            const double since_invite = seconds(interval(d.invite_time(), now));  // one skew count per message
             if (ringing) {
-                d.ringing_time = now;
+                d.set_time(DialogTime::ringing, now);
                 stats_->pdd.observe(since_invite);
                 peer_figures(d).pdd.observe(since_invite);
             }
@@ -379,24 +380,24 @@ void DialogTable::on_invite_response(Dialog& d, std::size_t hop_index, const Mes
         if (is_unanswered(d.state)) {
             set_state(d, DialogState::early);
             Timestamp deadline = plus(now, config_.ringing_timeout);
-            if (d.cancel_seen) deadline = std::min(deadline, plus(d.cancel_time, config_.invite_timeout));
+            if (d.cancel_seen) deadline = std::min(deadline, plus(d.time(DialogTime::cancel), config_.invite_timeout));
             set_deadline(d, deadline);
         }
         return;
     }
     if (code < 300) {
         if (!is_unanswered(d.state)) return;  // another fork's 2xx, or too late
-        d.answer_time = now;
+        d.set_time(DialogTime::answer, now);
         d.final_status = code;
         d.confirmed_tag = has_tag(m.to) ? tag_id(m.to.tag) : 0;
         d.pending_status = 0;
         d.pending_q850 = kNoCause;
-        d.end_time = Timestamp{};
+        d.set_time(DialogTime::end, Timestamp{});
         set_state(d, DialogState::confirmed);
-        const double since_invite = seconds(interval(d.invite_time, now));
+        const double since_invite = seconds(interval(d.invite_time(), now));
         stats_->setup.observe(since_invite);
         peer_figures(d).setup.observe(since_invite);
-        if (d.indicative_time.us == 0) note_indicative(d, SetupResult::success, now, since_invite);
+        if (d.time(DialogTime::indicative).us == 0) note_indicative(d, SetupResult::success, now, since_invite);
         stats_->final_status[final_status_index(code)].add();
         peer_figures(d).final_status[final_status_index(code)].add();
         set_deadline(d, plus(now, config_.max_call_duration));
@@ -410,14 +411,14 @@ void DialogTable::on_invite_response(Dialog& d, std::size_t hop_index, const Mes
         d.pending_q850 = q850_of(m);
         // Nothing else happens in a challenged transaction: if no retry comes, the call ended
         // with the challenge. Other pending failures end the call when their timer runs out.
-        d.end_time = is_challenge(code) ? now : Timestamp{};
+        d.set_time(DialogTime::end, is_challenge(code) ? now : Timestamp{});
         const auto wait = is_challenge(code) ? config_.challenge_timeout : config_.invite_timeout;
-        set_deadline(d, std::max(d.deadline, plus(now, wait)));
+        set_deadline(d, std::max(d.time(DialogTime::deadline), plus(now, wait)));
         return;
     }
     d.final_status = code;
     if (code >= 400 && awaits_indicative(d))
-        note_indicative(d, SetupResult::failure, now, seconds(interval(d.invite_time, now)));
+        note_indicative(d, SetupResult::failure, now, seconds(interval(d.invite_time(), now)));
     note_cause(d, m);
     // Proxies do not always relay the Reason header; the callee's copy of this answer had it.
     if (d.q850_cause == kNoCause && d.pending_status == code) d.q850_cause = d.pending_q850;
@@ -442,7 +443,7 @@ void DialogTable::emit_sdp(std::uint32_t at, const Message& m, Hop hop, Timestam
     for (std::size_t i = 0; i < kSdpMedia; ++i)
         if (const auto media = usable_media(*sdp_, i)) mine.media[i] = *media;
 
-    SdpSides sides = sdp_sides_.get(at);
+    SdpSides sides = sdp_sides_.get(at, table_[at].hops);
     const auto other = std::find_if(sides.begin(), sides.end(),
                                     [&](const SdpSide& s) { return s.hop == hop.id && s.forward != hop.forward; });
     const std::array<Endpoint, kSdpMedia> peers =
@@ -475,7 +476,7 @@ void DialogTable::emit_sdp(std::uint32_t at, const Message& m, Hop hop, Timestam
     if (same == sides.end()) same = sides.end() - 1;
     std::move_backward(sides.begin(), same, same + 1);
     sides.front() = mine;
-    sdp_sides_.set(at, sides);
+    sdp_sides_.set(at, sides, table_[at].hops);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -488,7 +489,7 @@ void DialogTable::set_state(Dialog& d, DialogState state) noexcept {
     d.state = state;
 }
 
-void DialogTable::set_deadline(Dialog& d, Timestamp deadline) noexcept { d.deadline = deadline; }
+void DialogTable::set_deadline(Dialog& d, Timestamp deadline) noexcept { d.set_time(DialogTime::deadline, deadline); }
 
 void DialogTable::note_cause(Dialog& d, const Message& m) noexcept {
     const std::uint16_t cause = q850_of(m);
@@ -507,11 +508,11 @@ void DialogTable::count_cause(Dialog& d) noexcept {
 // later ones (more provisionals, the answer after ringing) do not move it, and nothing after
 // the set-up is settled does.
 bool DialogTable::awaits_indicative(const Dialog& d) const noexcept {
-    return d.indicative_time.us == 0 && is_unanswered(d.state);
+    return d.time(DialogTime::indicative).us == 0 && is_unanswered(d.state);
 }
 
 void DialogTable::note_indicative(Dialog& d, SetupResult result, Timestamp when, double since_invite) {
-    d.indicative_time = when;
+    d.set_time(DialogTime::indicative, when);
     stats_->srd[static_cast<std::size_t>(result)].observe(since_invite);
     peer_figures(d).srd[static_cast<std::size_t>(result)].observe(since_invite);
 }
@@ -538,13 +539,13 @@ void DialogTable::follow_callee_side(Dialog& d, const PacketMeta& meta) {
 
 void DialogTable::finish(Dialog& d, DialogState state, Timestamp when) {
     set_state(d, state);
-    d.end_time = when;
+    d.set_time(DialogTime::end, when);
     set_deadline(d, plus(when, config_.dialog_linger));
     stats_->dialogs_finished[static_cast<std::size_t>(outcome_of(state))].add();
     PeerDialogFigures& by_peers = peer_figures(d);
     by_peers.finished[static_cast<std::size_t>(outcome_of(state))].add();
     // An answered call's status was counted at the answer; others are decided now (0: "none").
-    if (d.answer_time.us == 0) {
+    if (d.time(DialogTime::answer).us == 0) {
         stats_->final_status[final_status_index(d.final_status)].add();
         by_peers.final_status[final_status_index(d.final_status)].add();
     }
@@ -552,7 +553,7 @@ void DialogTable::finish(Dialog& d, DialogState state, Timestamp when) {
 }
 
 std::uint32_t DialogTable::settle(std::uint32_t at, Timestamp now) {
-    while (at != Table::kNone && table_[at].deadline <= now) at = on_deadline(at);
+    while (at != Table::kNone && table_[at].time(DialogTime::deadline) <= now) at = on_deadline(at);
     return at;
 }
 
@@ -560,27 +561,28 @@ std::uint32_t DialogTable::on_deadline(std::uint32_t at) {
     auto& entry = table_.entry(at);
     Dialog& d = entry.value;
     if (d.finished()) {
-        account_removed(entry, false, at, d.deadline);  // the end of its linger
+        account_removed(entry, false, at, d.time(DialogTime::deadline));  // the end of its linger
         table_.erase(at);
         return Table::kNone;
     }
     // Timer-driven ends are dated at the deadline, not at whenever the timer was noticed.
-    const Timestamp when = d.deadline;
+    const Timestamp when = d.time(DialogTime::deadline);
     // A confirmed call times out whatever failure or CANCEL was pending, hence the repeated branch.
     if (d.state == DialogState::confirmed) {  // NOLINT(bugprone-branch-clone)
         finish(d, DialogState::timed_out, when);
     } else if (d.pending_status != 0) {
         // Nothing followed the pending failure. A challenge ended the call when it arrived (the
         // linger still runs from now, so late messages keep matching).
-        const Timestamp failed_at = d.end_time.us != 0 ? d.end_time : when;
+        const Timestamp challenged_at = d.time(DialogTime::end);
+        const Timestamp failed_at = challenged_at.us != 0 ? challenged_at : when;
         d.final_status = d.pending_status;
         // The unanswered challenge was what the caller got; a failure relayed on another hop
         // only was not seen reaching the caller, so its time is unknown.
-        if (d.end_time.us != 0 && awaits_indicative(d))
-            note_indicative(d, SetupResult::failure, failed_at, seconds(interval(d.invite_time, failed_at)));
+        if (challenged_at.us != 0 && awaits_indicative(d))
+            note_indicative(d, SetupResult::failure, failed_at, seconds(interval(d.invite_time(), failed_at)));
         if (d.q850_cause == kNoCause) d.q850_cause = d.pending_q850;
         finish(d, d.pending_status == 487 ? DialogState::cancelled : DialogState::failed, when);
-        d.end_time = failed_at;
+        d.set_time(DialogTime::end, failed_at);
     } else if (d.cancel_seen) {
         finish(d, DialogState::cancelled, when);
     } else {
@@ -601,7 +603,7 @@ void DialogTable::expire(Timestamp now) {
     }
 }
 
-void DialogTable::queue_deadline(std::uint32_t at) { due_.schedule(at, table_[at].deadline.us); }
+void DialogTable::queue_deadline(std::uint32_t at) { due_.schedule(at, table_[at].time(DialogTime::deadline).us); }
 
 // ---------------------------------------------------------------------------------------------
 // Insertion, eviction, restore
@@ -614,7 +616,7 @@ void DialogTable::insert_entry(DialogKey key, const Dialog& record, std::uint32_
     sdp_sides_.clear(at);
     if (at < caller_identities_.size()) caller_identities_[at] = CallerIdentity{};
     stats_->dialogs_by_state[static_cast<std::size_t>(record.state)].add(1);
-    set_deadline(table_[at], record.deadline);
+    set_deadline(table_[at], record.time(DialogTime::deadline));
     queue_deadline(at);
     *at_out = at;
 }
@@ -636,16 +638,16 @@ const CallerIdentity& DialogTable::caller_identity(std::string_view call_id, std
     return at == Table::kNone ? kNoCallerIdentity : caller_identity_of(at);
 }
 
-void DialogTable::end_media(std::uint32_t at, std::string_view call_id, std::string_view from_tag, Timestamp when) {
+void DialogTable::end_media(std::uint32_t at, const Table::Entry& entry, Timestamp when) {
     if (sink_ == nullptr) return;
-    const SdpSides sides = sdp_sides_.get(at);
+    const SdpSides sides = sdp_sides_.get(at, entry.value.hops);
     // Each media address with the other end of its media line on the same hop (as emit_sdp()
     // paired them), once: the stream table finds that pair directly.
     std::array<std::pair<Endpoint, Endpoint>, kSdpSides * kSdpMedia> sent{};
     std::size_t count = 0;
     MediaBinding ended;
-    ended.call_id = call_id;
-    ended.dialog = tag_id(from_tag);
+    ended.call_id = entry.key.call_id();
+    ended.dialog = tag_id(entry.key.from_tag());
     ended.dialog_ended = true;
     ended.time = when;
     for (const SdpSide& side : sides) {
@@ -669,7 +671,7 @@ void DialogTable::end_media(std::uint32_t at, std::string_view call_id, std::str
 }
 
 void DialogTable::account_removed(const Table::Entry& entry, bool evicted, std::uint32_t at, Timestamp when) {
-    end_media(at, entry.key.call_id(), entry.key.from_tag(), when);
+    end_media(at, entry, when);
     if (removed_sink_ != nullptr)
         removed_sink_->on_dialog_removed(entry.key.call_id(), entry.key.from_tag(), entry.value, caller_identity_of(at),
                                          evicted);
@@ -681,7 +683,7 @@ void DialogTable::account_removed(const Table::Entry& entry, bool evicted, std::
     stats_->dialogs_finished[static_cast<std::size_t>(DialogOutcome::evicted)].add();
     PeerDialogFigures& by_peers = peer_figures(entry.value);
     by_peers.finished[static_cast<std::size_t>(DialogOutcome::evicted)].add();
-    if (entry.value.answer_time.us == 0) {
+    if (entry.value.time(DialogTime::answer).us == 0) {
         stats_->final_status[final_status_index(0)].add();
         by_peers.final_status[final_status_index(0)].add();
     }
@@ -698,7 +700,7 @@ bool DialogTable::restore(std::string_view call_id, std::string_view from_tag, c
     std::uint32_t at = Table::kNone;
     insert_entry(DialogKey(call_id, from_tag), restored, &at, Timestamp{});
     // Its bindings end with it, and a later offer or answer pairs with these as before.
-    if (sdp_sides != SdpSides{}) sdp_sides_.set(at, sdp_sides);
+    if (sdp_sides != SdpSides{}) sdp_sides_.set(at, sdp_sides, table_[at].hops);
     if (config_.keep_caller_identity && caller != CallerIdentity{}) caller_identity_at(at) = caller;
     return true;
 }

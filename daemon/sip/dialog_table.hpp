@@ -94,7 +94,7 @@ public:
     template <class F>
     void for_each_in_full(F&& f) const {
         table_.for_each([&](std::uint32_t at, const auto& e) {
-            f(e.key.call_id(), e.key.from_tag(), e.value, sdp_sides_.get(at), caller_identity_of(at));
+            f(e.key.call_id(), e.key.from_tag(), e.value, sdp_sides_.get(at, e.value.hops), caller_identity_of(at));
         });
     }
     // Who placed the dialog (Call-ID, From-tag); empty when it is unknown or not kept.
@@ -154,8 +154,9 @@ private:
     // `now`/`when`: when a dialog leaves the table (dates the end of its bindings; 0 at restore).
     void insert_entry(DialogKey key, const Dialog& record, std::uint32_t* at_out, Timestamp now);
     void account_removed(const Table::Entry& entry, bool evicted, std::uint32_t at, Timestamp when);
-    // Tells the owners of the media addresses of the dialog at `at` that its bindings go.
-    void end_media(std::uint32_t at, std::string_view call_id, std::string_view from_tag, Timestamp when);
+    // Tells the owners of the media addresses of the dialog `entry` (its SDP sides still at `at`)
+    // that its bindings go.
+    void end_media(std::uint32_t at, const Table::Entry& entry, Timestamp when);
 
     DialogConfig config_;
     MediaSink* sink_;

@@ -114,6 +114,17 @@ public:
         if (us < 0 || us > kMaxTimeUs) return fail(name, std::to_string(us) + " is not a time");
         out = Timestamp{us};
     }
+    // A dialog's times go in through its setters: they are kept packed (sip::DialogTimes).
+    void time(const char* name, std::int64_t us, sip::Dialog& out, sip::DialogTime which) {
+        Timestamp t;
+        time(name, us, t);
+        out.set_time(which, t);
+    }
+    void invite_time(std::int64_t us, sip::Dialog& out) {
+        Timestamp t;
+        time("invite_time_us", us, t);
+        out.set_invite_time(t);
+    }
 
     void endpoint(const char* name, const Endpoint& in, hepd::Endpoint& out) {
         if (!ok_) return;
@@ -256,18 +267,18 @@ void to_proto(const DialogRecord& in, Dialog& out) {
     const sip::Dialog& d = in.dialog;
     out.set_call_id(in.call_id);
     out.set_from_tag(in.from_tag);
-    out.set_invite_time_us(d.invite_time.us);
-    out.set_trying_time_us(d.trying_time.us);
-    out.set_ringing_time_us(d.ringing_time.us);
-    out.set_indicative_time_us(d.indicative_time.us);
-    out.set_answer_time_us(d.answer_time.us);
-    out.set_ack_time_us(d.ack_time.us);
-    out.set_cancel_time_us(d.cancel_time.us);
-    out.set_bye_time_us(d.bye_time.us);
-    out.set_bye_answer_time_us(d.bye_answer_time.us);
-    out.set_end_time_us(d.end_time.us);
-    out.set_last_activity_us(d.last_activity.us);
-    out.set_deadline_us(d.deadline.us);
+    out.set_invite_time_us(d.invite_time().us);
+    out.set_trying_time_us(d.time(sip::DialogTime::trying).us);
+    out.set_ringing_time_us(d.time(sip::DialogTime::ringing).us);
+    out.set_indicative_time_us(d.time(sip::DialogTime::indicative).us);
+    out.set_answer_time_us(d.time(sip::DialogTime::answer).us);
+    out.set_ack_time_us(d.time(sip::DialogTime::ack).us);
+    out.set_cancel_time_us(d.time(sip::DialogTime::cancel).us);
+    out.set_bye_time_us(d.time(sip::DialogTime::bye).us);
+    out.set_bye_answer_time_us(d.time(sip::DialogTime::bye_answer).us);
+    out.set_end_time_us(d.time(sip::DialogTime::end).us);
+    out.set_last_activity_us(d.time(sip::DialogTime::last_activity).us);
+    out.set_deadline_us(d.time(sip::DialogTime::deadline).us);
     to_proto(d.caller, *out.mutable_caller());
     to_proto(d.callee, *out.mutable_callee());
     put_array(d.hops, *out.mutable_hops());
@@ -310,18 +321,18 @@ bool from_proto(const Dialog& in, DialogRecord& out, std::string& why) {
     out.caller = sip::CallerIdentity{};
     out.call_id = in.call_id();
     out.from_tag = in.from_tag();
-    r.time("invite_time_us", in.invite_time_us(), d.invite_time);
-    r.time("trying_time_us", in.trying_time_us(), d.trying_time);
-    r.time("ringing_time_us", in.ringing_time_us(), d.ringing_time);
-    r.time("indicative_time_us", in.indicative_time_us(), d.indicative_time);
-    r.time("answer_time_us", in.answer_time_us(), d.answer_time);
-    r.time("ack_time_us", in.ack_time_us(), d.ack_time);
-    r.time("cancel_time_us", in.cancel_time_us(), d.cancel_time);
-    r.time("bye_time_us", in.bye_time_us(), d.bye_time);
-    r.time("bye_answer_time_us", in.bye_answer_time_us(), d.bye_answer_time);
-    r.time("end_time_us", in.end_time_us(), d.end_time);
-    r.time("last_activity_us", in.last_activity_us(), d.last_activity);
-    r.time("deadline_us", in.deadline_us(), d.deadline);
+    r.invite_time(in.invite_time_us(), d);
+    r.time("trying_time_us", in.trying_time_us(), d, sip::DialogTime::trying);
+    r.time("ringing_time_us", in.ringing_time_us(), d, sip::DialogTime::ringing);
+    r.time("indicative_time_us", in.indicative_time_us(), d, sip::DialogTime::indicative);
+    r.time("answer_time_us", in.answer_time_us(), d, sip::DialogTime::answer);
+    r.time("ack_time_us", in.ack_time_us(), d, sip::DialogTime::ack);
+    r.time("cancel_time_us", in.cancel_time_us(), d, sip::DialogTime::cancel);
+    r.time("bye_time_us", in.bye_time_us(), d, sip::DialogTime::bye);
+    r.time("bye_answer_time_us", in.bye_answer_time_us(), d, sip::DialogTime::bye_answer);
+    r.time("end_time_us", in.end_time_us(), d, sip::DialogTime::end);
+    r.time("last_activity_us", in.last_activity_us(), d, sip::DialogTime::last_activity);
+    r.time("deadline_us", in.deadline_us(), d, sip::DialogTime::deadline);
     r.endpoint("caller", in.caller(), d.caller);
     r.endpoint("callee", in.callee(), d.callee);
     r.array("hops", in.hops(), d.hops);

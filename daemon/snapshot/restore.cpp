@@ -142,7 +142,8 @@ RestoreCounts restore(const SnapshotFile& file, const std::vector<shard::ShardWo
         return counts;
     }
 
-    for (const std::size_t i : by_time(r.dialogs, [](const DialogRecord& d) { return d.dialog.last_activity; })) {
+    for (const std::size_t i :
+         by_time(r.dialogs, [](const DialogRecord& d) { return d.dialog.time(sip::DialogTime::last_activity); })) {
         const DialogRecord& d = r.dialogs[i];
         sip::DialogTable& table = shards[shard::shard_of_call(d.call_id, n)]->dialogs();
         count(counts.dialogs, table.restore(d.call_id, d.from_tag, d.dialog, d.sdp_sides, d.caller));

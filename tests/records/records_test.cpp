@@ -36,13 +36,13 @@ std::string escaped(std::string_view text) {
 
 DialogFigures answered_call(const std::string& call_id, const std::string& from_tag, std::int64_t t0) {
     sip::Dialog d;
-    d.invite_time = Timestamp{t0};
-    d.ringing_time = Timestamp{t0 + 150'000};
-    d.indicative_time = Timestamp{t0 + 150'000};
-    d.answer_time = Timestamp{t0 + 2'000'000};
-    d.bye_time = Timestamp{t0 + 62'000'000};
-    d.bye_answer_time = Timestamp{t0 + 62'010'000};
-    d.end_time = d.bye_time;
+    d.set_invite_time(Timestamp{t0});
+    d.set_time(sip::DialogTime::ringing, Timestamp{t0 + 150'000});
+    d.set_time(sip::DialogTime::indicative, Timestamp{t0 + 150'000});
+    d.set_time(sip::DialogTime::answer, Timestamp{t0 + 2'000'000});
+    d.set_time(sip::DialogTime::bye, Timestamp{t0 + 62'000'000});
+    d.set_time(sip::DialogTime::bye_answer, Timestamp{t0 + 62'010'000});
+    d.set_time(sip::DialogTime::end, d.time(sip::DialogTime::bye));
     d.caller = ep("192.0.2.1:5060");
     d.callee = ep("[2001:db8::2]:5080");
     d.callee_side = ep("[2001:db8::3]:5090");  // the proxy at `callee` relayed the INVITE here
@@ -328,9 +328,9 @@ TEST_CASE("record line: every field of a call with a stream and a reported strea
 
 TEST_CASE("record line: an unanswered call has nulls, an evicted one its own outcome, groups when set", "[records]") {
     sip::Dialog d;
-    d.invite_time = Timestamp{1'000'000};
-    d.indicative_time = Timestamp{1'500'000};
-    d.end_time = Timestamp{1'500'000};
+    d.set_invite_time(Timestamp{1'000'000});
+    d.set_time(sip::DialogTime::indicative, Timestamp{1'500'000});
+    d.set_time(sip::DialogTime::end, Timestamp{1'500'000});
     d.final_status = 486;
     d.state = sip::DialogState::failed;
     // Groups by name from the directory the shards classify with; a far end in none is "other".
@@ -512,7 +512,7 @@ TEST_CASE("writer: a full shard queue drops the event and counts it; the rest is
     }
     // An unfinished dialog leaving the table without eviction has no record; an evicted one has.
     sip::Dialog open;
-    open.invite_time = Timestamp{5};
+    open.set_invite_time(Timestamp{5});
     w.shard(1).on_dialog_removed("unfinished", "x", open, {}, false);
     w.shard(1).on_dialog_removed("evicted", "x", open, {}, true);
     CHECK(w.shard(0).dropped() == 4);

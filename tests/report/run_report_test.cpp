@@ -52,15 +52,15 @@ struct Input {
         const Timestamp t0 = Timestamp::from_parts(1796013063, 512829);  // 2026-11-30T04:31:03.512829Z
         sip::Dialog answered;
         answered.state = sip::DialogState::terminated;
-        answered.invite_time = t0;
-        answered.ringing_time = Timestamp{t0.us + 500'000};
-        answered.answer_time = Timestamp{t0.us + 2'000'000};
-        answered.bye_time = Timestamp{t0.us + 62'000'000};
+        answered.set_invite_time(t0);
+        answered.set_time(sip::DialogTime::ringing, Timestamp{t0.us + 500'000});
+        answered.set_time(sip::DialogTime::answer, Timestamp{t0.us + 2'000'000});
+        answered.set_time(sip::DialogTime::bye, Timestamp{t0.us + 62'000'000});
         collector.on_dialog_removed("ok-1@test", "tag-ok", answered, {}, false);
         sip::Dialog refused;
         refused.state = sip::DialogState::failed;
-        refused.invite_time = Timestamp{t0.us + 1'000'000};
-        refused.ringing_time = Timestamp{t0.us + 2'250'000};
+        refused.set_invite_time(Timestamp{t0.us + 1'000'000});
+        refused.set_time(sip::DialogTime::ringing, Timestamp{t0.us + 2'250'000});
         refused.final_status = 486;
         refused.q850_cause = 17;
         refused.caller = Endpoint{IpAddress::v4(0x0a000001U), 5060};

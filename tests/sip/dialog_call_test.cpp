@@ -63,17 +63,17 @@ TEST_CASE("dialog: a normal call, timed to the microsecond", "[sip][dialog]") {
     REQUIRE(d != nullptr);
     CHECK(d->state == DialogState::terminated);
     CHECK(d->outcome() == DialogOutcome::completed);
-    CHECK(d->invite_time == ms(0));
-    CHECK(d->trying_time == ms(40));
-    CHECK(d->ringing_time == ms(1200));
-    CHECK(d->answer_time == ms(6200));
-    CHECK(d->ack_time == ms(6250));
-    CHECK(d->cancel_time == Timestamp{});
-    CHECK(d->bye_time == ms(66200));
-    CHECK(d->bye_answer_time == ms(66260));
-    CHECK(d->end_time == ms(66200));
-    CHECK(d->last_activity == ms(66260));
-    CHECK(d->deadline == ms(66200 + 32'000));  // the linger
+    CHECK(d->invite_time() == ms(0));
+    CHECK(d->time(DialogTime::trying) == ms(40));
+    CHECK(d->time(DialogTime::ringing) == ms(1200));
+    CHECK(d->time(DialogTime::answer) == ms(6200));
+    CHECK(d->time(DialogTime::ack) == ms(6250));
+    CHECK(d->time(DialogTime::cancel) == Timestamp{});
+    CHECK(d->time(DialogTime::bye) == ms(66200));
+    CHECK(d->time(DialogTime::bye_answer) == ms(66260));
+    CHECK(d->time(DialogTime::end) == ms(66200));
+    CHECK(d->time(DialogTime::last_activity) == ms(66260));
+    CHECK(d->time(DialogTime::deadline) == ms(66200 + 32'000));  // the linger
     CHECK(d->pdd_us() == 1'200'000);
     CHECK(d->setup_us() == 6'200'000);
     CHECK(d->duration_us() == 60'000'000);
@@ -136,7 +136,7 @@ TEST_CASE("dialog: a normal call, timed to the microsecond", "[sip][dialog]") {
         CHECK(h.dialog()->retransmissions == 1);
         CHECK(retransmissions(s, Method::bye) == 1);
         CHECK(s.dialogs_created.value() == 1);
-        CHECK(h.dialog()->bye_time == ms(66200));
+        CHECK(h.dialog()->time(DialogTime::bye) == ms(66200));
     }
 }
 
@@ -178,9 +178,9 @@ TEST_CASE("dialog: a call relayed by a proxy is one dialog on two hops", "[sip][
     CHECK(d->pdd_us() == 900'000);
     CHECK(d->setup_us() == 5'000'000);
     CHECK(d->duration_us() == 30'000'000);
-    CHECK(d->trying_time == ms(2));
-    CHECK(d->ack_time == ms(5002));
-    CHECK(d->bye_answer_time == ms(35002));
+    CHECK(d->time(DialogTime::trying) == ms(2));
+    CHECK(d->time(DialogTime::ack) == ms(5002));
+    CHECK(d->time(DialogTime::bye_answer) == ms(35002));
     CHECK(d->fork_count == 1);
     CHECK(retransmissions(h.stats(), Method::invite) == 2);
     CHECK(retransmissions(h.stats(), Method::bye) == 0);
@@ -202,7 +202,7 @@ TEST_CASE("dialog: identical bytes are a retransmission only on the same hop and
     CHECK(h.send(invite, A, P, ms(4)) == Disposition::retransmission);
     CHECK(h.dialog()->hop_count == 2);
     CHECK(h.dialog()->retransmissions == 2);
-    CHECK(h.dialog()->invite_time == ms(0));
+    CHECK(h.dialog()->invite_time() == ms(0));
 }
 
 TEST_CASE("dialog: busy (486) with a Q.850 cause fails the call", "[sip][dialog]") {
@@ -224,8 +224,8 @@ TEST_CASE("dialog: busy (486) with a Q.850 cause fails the call", "[sip][dialog]
     CHECK(d->outcome() == DialogOutcome::failed);
     CHECK(d->final_status == 486);
     CHECK(d->q850_cause == 17);
-    CHECK(d->end_time == ms(3000));
-    CHECK(d->ack_time == ms(3010));
+    CHECK(d->time(DialogTime::end) == ms(3000));
+    CHECK(d->time(DialogTime::ack) == ms(3010));
     CHECK(d->pdd_us() == 500'000);
     CHECK(d->setup_us() == -1);
     CHECK(d->hangup == Party::unknown);
@@ -259,8 +259,8 @@ TEST_CASE("dialog: CANCEL and 487 cancel the call", "[sip][dialog]") {
         CHECK(d->state == DialogState::cancelled);
         CHECK(d->final_status == 487);
         CHECK(d->cancel_seen);
-        CHECK(d->cancel_time == ms(4000));
-        CHECK(d->end_time == ms(4020));
+        CHECK(d->time(DialogTime::cancel) == ms(4000));
+        CHECK(d->time(DialogTime::end) == ms(4020));
         CHECK(d->q850_cause == 16);
         CHECK(h.stats().finished(DialogOutcome::cancelled) == 1);
         CHECK(h.stats().finished(DialogOutcome::failed) == 0);
@@ -274,12 +274,12 @@ TEST_CASE("dialog: CANCEL and 487 cancel the call", "[sip][dialog]") {
     }
     SECTION("CANCEL with no final answer captured: cancelled at Timer B after the CANCEL") {
         h.send(invite.req("CANCEL", "z9hG4bK-a1", 1), A, B, ms(4000));
-        CHECK(h.dialog()->deadline == ms(4000 + 32'000));
+        CHECK(h.dialog()->time(DialogTime::deadline) == ms(4000 + 32'000));
         h.table.expire(ms(35'000));
         CHECK(h.dialog()->state == DialogState::early);
         h.table.expire(ms(36'000));
         CHECK(h.dialog()->state == DialogState::cancelled);
-        CHECK(h.dialog()->end_time == ms(36'000));
+        CHECK(h.dialog()->time(DialogTime::end) == ms(36'000));
         CHECK(h.dialog()->final_status == 0);
         CHECK(h.stats().finished(DialogOutcome::cancelled) == 1);
     }
@@ -288,7 +288,7 @@ TEST_CASE("dialog: CANCEL and 487 cancel the call", "[sip][dialog]") {
         h.send(tagged.resp(200), B, A, ms(4001));
         h.send(tagged.req("ACK", "z9hG4bK-a2", 1), A, B, ms(4002));
         CHECK(h.dialog()->state == DialogState::confirmed);
-        CHECK(h.dialog()->deadline.us == ms(4001).us + 4LL * 3600 * kSecond);
+        CHECK(h.dialog()->time(DialogTime::deadline).us == ms(4001).us + 4LL * 3600 * kSecond);
         CHECK(h.stats().finished(DialogOutcome::cancelled) == 0);
     }
     SECTION("the caller ending the early dialog with BYE abandons the call") {
@@ -310,7 +310,7 @@ TEST_CASE("dialog: no answer times out after Timer B", "[sip][dialog]") {
         CHECK(h.stats().in_state(DialogState::trying) == 1);
         h.table.expire(ms(32'000));
         CHECK(h.dialog()->state == DialogState::timed_out);
-        CHECK(h.dialog()->end_time == ms(32'000));
+        CHECK(h.dialog()->time(DialogTime::end) == ms(32'000));
         CHECK(h.stats().finished(DialogOutcome::timed_out) == 1);
         CHECK(h.stats().in_state(DialogState::timed_out) == 1);
         CHECK(h.stats().in_state(DialogState::trying) == 0);
@@ -321,7 +321,7 @@ TEST_CASE("dialog: no answer times out after Timer B", "[sip][dialog]") {
     SECTION("a late answer after Timer B finds the call already timed out, without expire()") {
         CHECK(h.send(invite.with_to_tag("tt").resp(200), B, A, ms(33'000)) == Disposition::dialog_updated);
         CHECK(h.dialog()->state == DialogState::timed_out);
-        CHECK(h.dialog()->end_time == ms(32'000));
+        CHECK(h.dialog()->time(DialogTime::end) == ms(32'000));
         CHECK(h.stats().setup.count() == 0);
         CHECK(h.stats().finished(DialogOutcome::timed_out) == 1);
     }
@@ -341,15 +341,15 @@ TEST_CASE("dialog: after a 100 Trying the caller waits for Timer C, not Timer B"
     h.send(invite.resp(100), B, A, ms(2'200));
     h.table.expire(ms(40'000));
     CHECK(h.dialog()->state == DialogState::proceeding);
-    CHECK(h.dialog()->deadline == ms(2'200 + 180'000));
+    CHECK(h.dialog()->time(DialogTime::deadline) == ms(2'200 + 180'000));
 
     SECTION("the late final answer is the outcome") {
         h.send(invite.req("CANCEL", "z9hG4bK-a1", 1), A, B, ms(34'100));
-        CHECK(h.dialog()->deadline == ms(34'100 + 32'000));
+        CHECK(h.dialog()->time(DialogTime::deadline) == ms(34'100 + 32'000));
         CHECK(h.send(invite.with_to_tag("t").resp(408), B, A, ms(36'800)) == Disposition::dialog_updated);
         CHECK(h.dialog()->state == DialogState::failed);
         CHECK(h.dialog()->final_status == 408);
-        CHECK(h.dialog()->end_time == ms(36'800));
+        CHECK(h.dialog()->time(DialogTime::end) == ms(36'800));
         CHECK(h.stats().finished(DialogOutcome::failed) == 1);
         CHECK(h.stats().finished(DialogOutcome::timed_out) == 0);
     }
@@ -358,14 +358,14 @@ TEST_CASE("dialog: after a 100 Trying the caller waits for Timer C, not Timer B"
         CHECK(h.dialog()->state == DialogState::proceeding);
         h.table.expire(ms(2'200 + 180'000));
         CHECK(h.dialog()->state == DialogState::timed_out);
-        CHECK(h.dialog()->end_time == ms(2'200 + 180'000));
+        CHECK(h.dialog()->time(DialogTime::end) == ms(2'200 + 180'000));
     }
     SECTION("a CANCEL before the 100 still bounds the wait by Timer B after the CANCEL") {
         Harness c;
         c.send(invite, A, B, ms(0));
         c.send(invite.req("CANCEL", "z9hG4bK-a1", 1), A, B, ms(1'000));
         c.send(invite.resp(100), B, A, ms(1'100));
-        CHECK(c.dialog()->deadline == ms(1'000 + 32'000));
+        CHECK(c.dialog()->time(DialogTime::deadline) == ms(1'000 + 32'000));
     }
 }
 
@@ -403,7 +403,7 @@ TEST_CASE("dialog: an answered call without BYE times out at the call cap", "[si
     CHECK(h.dialog()->state == DialogState::confirmed);
     h.table.expire(ms(1000 + 3'600'000));
     CHECK(h.dialog()->state == DialogState::timed_out);
-    CHECK(h.dialog()->end_time == ms(1000 + 3'600'000));
+    CHECK(h.dialog()->time(DialogTime::end) == ms(1000 + 3'600'000));
     CHECK(h.stats().duration.count() == 0);  // no BYE, no duration
     CHECK(h.stats().finished(DialogOutcome::timed_out) == 1);
 }
@@ -476,9 +476,9 @@ TEST_CASE("dialog: the callee hangs up (BYE with the callee's tag in From)", "[s
     CHECK(d->hangup == Party::callee);
     CHECK(d->state == DialogState::terminated);
     CHECK(d->q850_cause == 16);
-    CHECK(d->bye_time == ms(92'000));
+    CHECK(d->time(DialogTime::bye) == ms(92'000));
     CHECK(d->bye_status == 200);
-    CHECK(d->bye_answer_time == ms(92'010));
+    CHECK(d->time(DialogTime::bye_answer) == ms(92'010));
     CHECK(d->duration_us() == 90 * kSecond);
     CHECK(h.stats().q850_causes[16].value() == 1);
     CHECK(h.stats().duration.bucket(5) == 1);  // 90 s in (60, 120]
@@ -511,10 +511,10 @@ TEST_CASE("dialog: re-INVITEs are counted per transaction and side", "[sip][dial
     CHECK(d->reinvites == 2);
     CHECK(h.stats().reinvites.value() == 2);
     CHECK(d->state == DialogState::confirmed);
-    CHECK(d->answer_time == ms(1000));
+    CHECK(d->time(DialogTime::answer) == ms(1000));
     CHECK(d->final_status == 200);
     CHECK(d->pending_status == 0);
-    CHECK(d->ack_time == ms(1001));
+    CHECK(d->time(DialogTime::ack) == ms(1001));
     CHECK(h.stats().setup.count() == 1);
     CHECK(h.stats().media_bindings.value() == 7);  // the re-INVITE's and its 200's, each paired back
 }
@@ -564,7 +564,7 @@ TEST_CASE("dialog: an authentication challenge and the retried INVITE are one ca
         CHECK(d->pending_status == 0);
         CHECK(d->pdd_us() == 700'000);  // from the first INVITE: what the caller waited
         CHECK(d->setup_us() == 2'040'000);
-        CHECK(d->ack_time == ms(2041));
+        CHECK(d->time(DialogTime::ack) == ms(2041));
         CHECK(h.table.size() == 1);
     }
     SECTION("retried late (a person typing the password) and refused: the retry's answer is the outcome") {
@@ -580,7 +580,7 @@ TEST_CASE("dialog: an authentication challenge and the retried INVITE are one ca
         const Dialog* d = h.dialog();
         CHECK(d->state == DialogState::failed);
         CHECK(d->final_status == 403);
-        CHECK(d->end_time == ms(20 + 61'120));
+        CHECK(d->time(DialogTime::end) == ms(20 + 61'120));
         CHECK(h.table.size() == 1);
         CHECK(h.stats().dialogs_created.value() == 1);
         CHECK(h.stats().finished(DialogOutcome::failed) == 1);
@@ -602,7 +602,7 @@ TEST_CASE("dialog: an authentication challenge and the retried INVITE are one ca
         h.table.expire(ms(20 + 180'000));
         CHECK(h.dialog()->state == DialogState::failed);
         CHECK(h.dialog()->final_status == 407);
-        CHECK(h.dialog()->end_time == ms(20));
+        CHECK(h.dialog()->time(DialogTime::end) == ms(20));
         CHECK(h.stats().finished(DialogOutcome::failed) == 1);
         // It lingers from the timer, then goes: memory is held for challenge_timeout + linger at most.
         h.table.expire(ms(20 + 180'000 + 32'000));
@@ -624,7 +624,7 @@ TEST_CASE("dialog: the challenge wait is configurable and 422 is retried at once
     const Sip invite;
     h.send(invite, A, B, ms(0));
     h.send(invite.with_to_tag("auth").resp(401), B, A, ms(20));
-    CHECK(h.dialog()->deadline == ms(20 + 45'000));
+    CHECK(h.dialog()->time(DialogTime::deadline) == ms(20 + 45'000));
     h.table.expire(ms(20 + 45'000));
     CHECK(h.dialog()->state == DialogState::failed);
     CHECK(h.dialog()->final_status == 401);
@@ -634,7 +634,8 @@ TEST_CASE("dialog: the challenge wait is configurable and 422 is retried at once
     h.send(other, A, B, ms(100'000));
     h.send(other.with_to_tag("t").resp(422), B, A, ms(100'020));
     CHECK(h.dialog("call-2")->pending_status == 422);
-    CHECK(h.dialog("call-2")->deadline == ms(100'020 + 32'000));  // a UA re-sends after a 422 by itself
+    CHECK(h.dialog("call-2")->time(DialogTime::deadline) ==
+          ms(100'020 + 32'000));  // a UA re-sends after a 422 by itself
 }
 
 TEST_CASE("dialog: a failure on a downstream hop is not the caller's answer", "[sip][dialog]") {
@@ -667,7 +668,7 @@ TEST_CASE("dialog: a failure on a downstream hop is not the caller's answer", "[
         h.send(inv_a.with_to_tag("tb").resp(503), P, A, ms(51));
         CHECK(h.dialog()->state == DialogState::failed);
         CHECK(h.dialog()->final_status == 503);
-        CHECK(h.dialog()->end_time == ms(51));
+        CHECK(h.dialog()->time(DialogTime::end) == ms(51));
         CHECK(h.dialog()->q850_cause == 34);
         CHECK(h.stats().q850_causes[34].value() == 1);
     }
@@ -679,7 +680,7 @@ TEST_CASE("dialog: a failure on a downstream hop is not the caller's answer", "[
     SECTION("nothing else captured: the downstream failure becomes the outcome at Timer B") {
         h.table.expire(ms(50 + 32'000));
         CHECK(h.dialog()->state == DialogState::failed);
-        CHECK(h.dialog()->end_time == ms(50 + 32'000));  // unlike a challenge: the proxy may have gone on
+        CHECK(h.dialog()->time(DialogTime::end) == ms(50 + 32'000));  // unlike a challenge: the proxy may have gone on
         CHECK(h.dialog()->final_status == 503);
         CHECK(h.dialog()->q850_cause == 34);
         CHECK(h.stats().q850_causes[34].value() == 1);
@@ -710,7 +711,7 @@ TEST_CASE("dialog: results do not depend on how often expire() runs", "[sip][dia
         if (expire_often) h->table.expire(ms(60'001));
         std::vector<std::tuple<std::string, DialogState, Timestamp, std::uint16_t>> out;
         h->table.for_each([&](std::string_view id, std::string_view, const Dialog& d) {
-            out.emplace_back(std::string(id), d.state, d.end_time, d.final_status);
+            out.emplace_back(std::string(id), d.state, d.time(DialogTime::end), d.final_status);
         });
         std::sort(out.begin(), out.end());
         std::array<std::uint64_t, kDialogOutcomeCount> finished{};

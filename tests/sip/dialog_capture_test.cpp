@@ -114,14 +114,14 @@ TEST_CASE("capture: 5 calls through Kamailio, both legs mirrored over HEP/UDP", 
         CHECK(d->retransmissions == 0);
         CHECK(d->caller == ep("127.0.0.1:5061"));
         CHECK(d->callee == ep("127.0.0.1:5060"));
-        CHECK(d->invite_time == e.invite);
-        CHECK(d->trying_time == e.trying);
-        CHECK(d->ringing_time == e.ringing);
-        CHECK(d->answer_time == e.answer);
-        CHECK(d->ack_time == e.ack);
-        CHECK(d->bye_time == e.bye);
-        CHECK(d->bye_answer_time == e.bye_answer);
-        CHECK(d->end_time == e.bye);
+        CHECK(d->invite_time() == e.invite);
+        CHECK(d->time(DialogTime::trying) == e.trying);
+        CHECK(d->time(DialogTime::ringing) == e.ringing);
+        CHECK(d->time(DialogTime::answer) == e.answer);
+        CHECK(d->time(DialogTime::ack) == e.ack);
+        CHECK(d->time(DialogTime::bye) == e.bye);
+        CHECK(d->time(DialogTime::bye_answer) == e.bye_answer);
+        CHECK(d->time(DialogTime::end) == e.bye);
         CHECK(d->final_status == 200);
         CHECK(d->bye_status == 200);
         CHECK(d->hangup == Party::caller);
@@ -183,7 +183,7 @@ TEST_CASE("capture: the same calls mirrored by Kamailio's core (13 messages a ca
     table.for_each([](std::string_view, std::string_view, const Dialog& d) {
         CHECK(d.hop_count == 2);
         CHECK(d.state == DialogState::terminated);
-        CHECK(d.ack_time.us != 0);
+        CHECK(d.time(DialogTime::ack).us != 0);
         CHECK(d.pdd_us() > 0);
         CHECK(d.duration_us() > 1'000'000);
     });

@@ -377,3 +377,45 @@ TEST_CASE("limits: a dialog key holds its Call-ID and From-tag exactly, clamped 
     CHECK(empty.from_tag().empty());
     CHECK(empty.heap_bytes() == 0);
 }
+
+TEST_CASE("limits: a dialog's times read back exactly in whatever order they were set", "[sip][dialog][limits]") {
+    const Timestamp invite{1'700'000'000'000'001};
+    const Timestamp ringing{invite.us + 1'200'000};
+    const Timestamp deadline{invite.us + 4LL * 3600 * 1'000'000};
+    Dialog in_order;
+    in_order.set_invite_time(invite);
+    in_order.set_time(DialogTime::ringing, ringing);
+    in_order.set_time(DialogTime::deadline, deadline);
+    // Times before the INVITE's (a snapshot's fields), and the INVITE moved earlier (another hop).
+    Dialog out_of_order;
+    out_of_order.set_time(DialogTime::deadline, deadline);
+    out_of_order.set_time(DialogTime::ringing, ringing);
+    out_of_order.set_invite_time(Timestamp{invite.us + 5});
+    out_of_order.set_invite_time(invite);
+    for (const Dialog& d : {in_order, out_of_order}) {
+        CHECK(d.invite_time() == invite);
+        CHECK(d.time(DialogTime::ringing) == ringing);
+        CHECK(d.time(DialogTime::deadline) == deadline);
+        CHECK(d.time(DialogTime::answer) == Timestamp{});
+        CHECK(d.pdd_us() == 1'200'000);
+    }
+    CHECK(in_order == out_of_order);
+    out_of_order.set_time(DialogTime::ringing, Timestamp{});
+    CHECK(out_of_order.time(DialogTime::ringing) == Timestamp{});
+    CHECK_FALSE(in_order == out_of_order);
+}
+
+TEST_CASE("limits: a time more than 2^39 us from the INVITE's is clamped, never lost", "[sip][dialog][limits]") {
+    constexpr std::int64_t kMaxOffset = (std::int64_t{1} << 39) - 1;  // about 6.36 days
+    const Timestamp invite{1'700'000'000'000'001};
+    Dialog d;
+    d.set_invite_time(invite);
+    d.set_time(DialogTime::trying, Timestamp{invite.us + kMaxOffset});
+    d.set_time(DialogTime::ack, Timestamp{invite.us - kMaxOffset});
+    d.set_time(DialogTime::bye, Timestamp{invite.us + 7LL * 24 * 3600 * 1'000'000});
+    d.set_time(DialogTime::cancel, Timestamp{invite.us - 7LL * 24 * 3600 * 1'000'000});
+    CHECK(d.time(DialogTime::trying).us == invite.us + kMaxOffset);
+    CHECK(d.time(DialogTime::ack).us == invite.us - kMaxOffset);
+    CHECK(d.time(DialogTime::bye).us == invite.us + kMaxOffset);
+    CHECK(d.time(DialogTime::cancel).us == invite.us - kMaxOffset);
+}

@@ -204,43 +204,48 @@ TEST_CASE("media: the SDP side store keeps two sides of one media line beside a 
     };
     const SdpSides one_hop{side(7, true, 4000), side(7, false, 5000), SdpSide{}, SdpSide{}};
     const SdpSides two_hops{side(9, true, 6000), side(9, false, 6002), side(7, true, 4000), side(7, false, 5000)};
+    const SdpSideStore::Hops hops{7, 9, 0, 0};  // the dialog's Dialog::hops
 
-    CHECK(store.get(3) == SdpSides{});  // never set: empty, nothing touched
-    store.set(0, one_hop);
+    CHECK(store.get(3, hops) == SdpSides{});  // never set: empty, nothing touched
+    store.set(0, one_hop, hops);
     const std::size_t one_dialog = store.memory_bytes();
-    CHECK(store.get(0) == one_hop);
+    CHECK(store.get(0, hops) == one_hop);
 
-    store.set(1, two_hops);
-    CHECK(store.get(1) == two_hops);
-    CHECK(store.get(0) == one_hop);
+    store.set(1, two_hops, hops);
+    CHECK(store.get(1, hops) == two_hops);
+    CHECK(store.get(0, hops) == one_hop);
     const std::size_t with_pool = store.memory_bytes();
     CHECK(with_pool > 2 * one_dialog);
 
     // A dialog that leaves gives its pool entry to the next one seen on two hops.
     store.clear(1);
-    CHECK(store.get(1) == SdpSides{});
-    store.set(2, two_hops);
-    CHECK(store.get(2) == two_hops);
-    store.set(0, two_hops);  // a second hop seen later: a new pool entry
-    CHECK(store.get(0) == two_hops);
-    store.set(0, one_hop);  // back to one hop (a restore, say): its pool entry is free again
-    CHECK(store.get(0) == one_hop);
-    store.set(1, two_hops);
-    CHECK(store.get(1) == two_hops);
-    CHECK(store.get(2) == two_hops);
+    CHECK(store.get(1, hops) == SdpSides{});
+    store.set(2, two_hops, hops);
+    CHECK(store.get(2, hops) == two_hops);
+    store.set(0, two_hops, hops);  // a second hop seen later: a new pool entry
+    CHECK(store.get(0, hops) == two_hops);
+    store.set(0, one_hop, hops);  // back to one hop (a restore, say): its pool entry is free again
+    CHECK(store.get(0, hops) == one_hop);
+    store.set(1, two_hops, hops);
+    CHECK(store.get(1, hops) == two_hops);
+    CHECK(store.get(2, hops) == two_hops);
     store.clear(7);  // never set: nothing to do
-    CHECK(store.get(7) == SdpSides{});
+    CHECK(store.get(7, hops) == SdpSides{});
 
     // A second media line (video) on one hop goes to the pool too, and comes back whole.
     SdpSides with_video = one_hop;
     with_video[1].media[1] = Endpoint{IpAddress::v4(0xC0000202U), 5002};
-    store.set(3, with_video);
-    CHECK(store.get(3) == with_video);
-    store.set(3, one_hop);
-    CHECK(store.get(3) == one_hop);
+    store.set(3, with_video, hops);
+    CHECK(store.get(3, hops) == with_video);
+    store.set(3, one_hop, hops);
+    CHECK(store.get(3, hops) == one_hop);
     // A side whose only media line was declined (port 0) still keeps its hop and direction.
     SdpSides declined = one_hop;
     declined[0].media[0] = Endpoint{};
-    store.set(4, declined);
-    CHECK(store.get(4) == declined);
+    store.set(4, declined, hops);
+    CHECK(store.get(4, hops) == declined);
+    // A side on a hop past the ones the dialog keeps (a fifth hop) goes to the pool, whole.
+    const SdpSides unkept_hop{side(11, true, 7000), SdpSide{}, SdpSide{}, SdpSide{}};
+    store.set(5, unkept_hop, hops);
+    CHECK(store.get(5, hops) == unkept_hop);
 }

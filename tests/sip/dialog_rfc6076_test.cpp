@@ -83,7 +83,7 @@ TEST_CASE("rfc6076: a ringing call: SRD to the 180, SDD from BYE to its 200", "[
     h.send(bye.resp(200).with_branch("z9hG4bK-a3"), B, A, ms(66300));  // retransmission
 
     const DialogStats& s = h.stats();
-    CHECK(h.dialog()->indicative_time == ms(1200));
+    CHECK(h.dialog()->time(DialogTime::indicative) == ms(1200));
     CHECK(srd(s, SetupResult::success).count() == 1);
     CHECK(srd(s, SetupResult::success).sum() == Approx(1.2));
     CHECK(srd(s, SetupResult::success).bucket(7) == 1);  // (1, 2]
@@ -139,7 +139,7 @@ TEST_CASE("rfc6076: failed set-ups", "[sip][dialog][rfc6076]") {
         CHECK(srd(s, SetupResult::failure).sum() == Approx(0.3));
         CHECK(srd(s, SetupResult::success).count() == 0);
         CHECK(final_status(s, "486") == 1);
-        CHECK(h.dialog()->indicative_time == ms(300));
+        CHECK(h.dialog()->time(DialogTime::indicative) == ms(300));
     }
     SECTION("486 after ringing: the 180 was the status indicative response") {
         h.send(invite, A, B, ms(0));

@@ -183,7 +183,7 @@ TEST_CASE("transactions: in-dialog requests go to the dialog, not the transactio
     CHECK(h.send(tagged.from_callee("tt").req("UPDATE", "z9hG4bK-u1", 3), B, A, ms(300)) ==
           Disposition::dialog_updated);
     CHECK(h.table.transactions().size() == 0);
-    CHECK(h.dialog()->last_activity == ms(300));
+    CHECK(h.dialog()->time(DialogTime::last_activity) == ms(300));
 }
 
 TEST_CASE("transactions: the cap evicts the least recently active and counts it", "[sip][dialog][transaction]") {
