@@ -1071,7 +1071,9 @@ const std::vector<Field>& schema() {
             "timers",
             {
                 duration_field("invite_timeout", HEPD_CONFIG_AT(timers.invite_timeout), {milliseconds(1), hours(24)}),
-                duration_field("max_call_duration", HEPD_CONFIG_AT(timers.max_call_duration), {seconds(1), hours(168)}),
+                // Up to 120 h: with the longest linger (24 h) a dialog's deadline stays within the 152 h its
+                // times can span (sip::DialogTimes).
+                duration_field("max_call_duration", HEPD_CONFIG_AT(timers.max_call_duration), {seconds(1), hours(120)}),
                 duration_field("stream_idle_timeout", HEPD_CONFIG_AT(timers.stream_idle_timeout),
                                {milliseconds(1), hours(24)}),
                 duration_field("dialog_linger", HEPD_CONFIG_AT(timers.dialog_linger), {Duration(0), hours(24)}),

@@ -256,10 +256,9 @@ inline constexpr std::size_t kDialogTimeCount = 11;
 // what memory is sized by): the base in full, the others as signed 40-bit microsecond offsets
 // from it (+-2^39 us, about 6.36 days), 5 bytes each. The base is the INVITE's time once that is
 // set (setting it re-encodes the others), before that the first time set. A time further than
-// that from the base is clamped to the nearest offset kept. Only agents whose clocks are days
-// apart produce one (the table counts their negative intervals as DialogAnomaly::clock_skew), or
-// a timers.max_call_duration above about 152 h (the configuration allows 168): a call held that
-// long ends at the clamp instead, without its linger.
+// that from the base is clamped to the nearest offset kept: only agents whose clocks are days
+// apart produce one (the table counts their negative intervals as DialogAnomaly::clock_skew).
+// The configuration keeps the timers within it (timers.max_call_duration up to 120 h).
 class DialogTimes {
 public:
     Timestamp invite() const noexcept { return invite_set_ ? base_ : Timestamp{}; }
