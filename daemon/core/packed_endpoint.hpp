@@ -57,12 +57,13 @@ public:
         if (p.kind == PackedEndpoint::kPooled) free_.push_back(p.word);
     }
 
+    // The endpoint of a packed form in_place() made (IPv4, or no address).
+    static Endpoint unpack_in_place(const PackedEndpoint& p) noexcept {
+        return p.kind == PackedEndpoint::kV4 ? Endpoint{IpAddress::v4(p.word), p.port} : Endpoint{IpAddress{}, p.port};
+    }
+
     Endpoint unpack(const PackedEndpoint& p) const noexcept {
-        switch (p.kind) {
-        case PackedEndpoint::kV4: return Endpoint{IpAddress::v4(p.word), p.port};
-        case PackedEndpoint::kPooled: return slots_[p.word];
-        default: return Endpoint{IpAddress{}, p.port};
-        }
+        return p.kind == PackedEndpoint::kPooled ? slots_[p.word] : unpack_in_place(p);
     }
 
     bool matches(const PackedEndpoint& p, const Endpoint& e) const noexcept {

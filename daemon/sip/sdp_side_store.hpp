@@ -2,10 +2,12 @@
 // The SDP sides of every dialog of a table, by the dialog's entry index. A dialog seen on one hop
 // (most captures: one agent, or a proxy that mirrors one leg) fills two sides, one per direction,
 // and most calls have one media line: so what is kept beside every dialog is two sides with one
-// media address each, their hops as indexes into the dialog's Dialog::hops (48 bytes). A dialog
-// with more (a second hop, a second media line, a side on a hop past the kMaxHops stored) keeps
-// all four sides whole in a pool instead. 192 bytes a dialog were kept for all four at first,
-// then 100 for two sides with both media addresses, then 60 with the hop ids themselves.
+// media address each, the addresses packed (IPv4), their hops as indexes into the dialog's
+// Dialog::hops (28 bytes). A dialog with more (a second hop, a second media line, a side on a hop
+// past the kMaxHops stored, an IPv6 address) keeps all four sides whole in a pool instead. 192
+// bytes a dialog were kept for all four at first, then 100 for two sides with both media
+// addresses, then 60 with the hop ids themselves, then 48 with whole addresses.
+#include "core/packed_endpoint.hpp"
 #include "core/reserved_memory.hpp"
 #include "sip/dialog.hpp"
 #include "sip/dialog_media.hpp"
@@ -35,7 +37,7 @@ public:
         for (std::size_t i = 0; i < s.first.size(); ++i) {
             out[i].hop = s.first[i].hop == kNoHop ? 0 : hops[s.first[i].hop - 1];
             out[i].forward = s.first[i].forward;
-            out[i].media[0] = s.first[i].media;
+            out[i].media[0] = EndpointPool::unpack_in_place(s.first[i].media);
         }
         return out;
     }
@@ -45,7 +47,8 @@ public:
         if (fits_beside(sides, hops)) {
             release_more(s);
             for (std::size_t i = 0; i < s.first.size(); ++i)
-                s.first[i] = CompactSide{sides[i].media[0], hop_number(sides[i].hop, hops), sides[i].forward};
+                s.first[i] = CompactSide{*EndpointPool::in_place(sides[i].media[0]), hop_number(sides[i].hop, hops),
+                                         sides[i].forward};
             return;
         }
         s.first = {};
@@ -78,7 +81,7 @@ private:
     static constexpr std::uint8_t kNoHop = 0;  // SdpSide::hop 0: no side
     // A side with its first media address only.
     struct CompactSide {
-        Endpoint media{};
+        PackedEndpoint media{};     // in place: an IPv4 address or none
         std::uint8_t hop = kNoHop;  // 1 + the index of the side's hop in the dialog's hops
         bool forward = false;
     };
@@ -86,6 +89,7 @@ private:
         std::array<CompactSide, 2> first{};
         std::uint32_t more = kNone;  // index in more_ of all four sides, when they do not fit here
     };
+    static_assert(sizeof(Slot) == 28);
 
     // CompactSide::hop of the hop id `hop`; kMaxHops + 1 when the dialog does not keep it.
     static std::uint8_t hop_number(std::uint32_t hop, const Hops& hops) noexcept {
@@ -93,12 +97,13 @@ private:
         return static_cast<std::uint8_t>(std::find(hops.begin(), hops.end(), hop) - hops.begin() + 1);
     }
 
-    // Two sides of one media line each, on hops the dialog keeps: the third and fourth sides and
-    // every second media address are empty.
+    // Two sides of one media line each, on hops the dialog keeps, their addresses IPv4 (or none):
+    // the third and fourth sides and every second media address are empty.
     static bool fits_beside(const SdpSides& sides, const Hops& hops) noexcept {
         for (std::size_t i = 0; i < sides.size(); ++i) {
             if (i >= 2 && sides[i] != SdpSide{}) return false;
             if (hop_number(sides[i].hop, hops) > kMaxHops) return false;
+            if (!EndpointPool::in_place(sides[i].media[0])) return false;
             for (std::size_t m = 1; m < kSdpMedia; ++m)
                 if (sides[i].media[m] != Endpoint{}) return false;
         }

@@ -248,4 +248,11 @@ TEST_CASE("media: the SDP side store keeps two sides of one media line beside a 
     const SdpSides unkept_hop{side(11, true, 7000), SdpSide{}, SdpSide{}, SdpSide{}};
     store.set(5, unkept_hop, hops);
     CHECK(store.get(5, hops) == unkept_hop);
+    // An IPv6 media address goes to the pool, whole; the dialog's IPv4 answer stays beside it.
+    SdpSides v6 = one_hop;
+    v6[0].media[0] = Endpoint{*IpAddress::parse("2001:db8::5"), 4000};
+    store.set(6, v6, hops);
+    CHECK(store.get(6, hops) == v6);
+    store.set(6, one_hop, hops);
+    CHECK(store.get(6, hops) == one_hop);
 }
