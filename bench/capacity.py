@@ -50,16 +50,16 @@ ROOT = os.path.dirname(HERE)
 
 
 def timed(cmd, runs, env=None):
-    """Median wall seconds of `runs` runs after one warm-up; also the last run's stdout."""
+    """Median wall seconds of `runs` runs after one warm-up; also every run's stdout."""
     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=env)
     times = []
-    out = b""
+    outs = []
     for _ in range(runs):
         t0 = time.perf_counter()
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False, env=env)
         times.append(time.perf_counter() - t0)
-        out = p.stdout
-    return statistics.median(times), times, out
+        outs.append(p.stdout)
+    return statistics.median(times), times, outs
 
 
 def corpus(build, path, args):
@@ -211,7 +211,8 @@ def main():
     for cores in [int(c) for c in a.cores.split(",")]:
         reps = []
         for _ in range(a.replicates):
-            med, times, out = timed([hepd, "pcap", main_corpus, "--cores", str(cores), "--json", "-"], a.runs)
+            med, times, outs = timed([hepd, "pcap", main_corpus, "--cores", str(cores), "--json", "-"], a.runs)
+            out = outs[-1]
             report = json.loads(out)
             run = report["run"]
             reps.append({"median_wall_seconds": med, "runs": times, "peak_rss_bytes": run["peak_rss_bytes"],
@@ -266,9 +267,14 @@ def main():
         for calls in [500, 5000, 20000, 50000, 100000]:
             path, _ = corpus(a.build, os.path.join(a.workdir, f"sweep-{calls}.pcap"),
                              ["--calls", str(calls), "--media-seconds", "0.2", "--interval-us", "5"])
-            med, times, out = timed([hepd, "pcap", path, "--cores", "1", "--json", "-"], 3)
-            run = json.loads(out)["run"]
-            sweep[str(calls)] = {"median_wall_seconds": med, "rss_anon_bytes": run["rss_anon_bytes"],
+            med, times, outs = timed([hepd, "pcap", path, "--cores", "1", "--json", "-"], 3)
+            runs = [json.loads(o)["run"] for o in outs]
+            run = runs[-1]
+            # Transparent huge pages make the figure vary by up to one (2 MiB) a table between
+            # runs: the median of the three.
+            anon = [r["rss_anon_bytes"] for r in runs]
+            sweep[str(calls)] = {"median_wall_seconds": med, "rss_anon_bytes": statistics.median(anon),
+                                 "rss_anon_bytes_runs": anon,
                                  "peak_rss_bytes": run["peak_rss_bytes"],
                                  # where a call's memory goes: each table's bytes at the end of the input
                                  "table_bytes_per_call": {t: b / calls for t, b in run["table_bytes"].items()}}
@@ -277,7 +283,8 @@ def main():
             n = int(k)
             v["anon_bytes_per_call"] = (v["rss_anon_bytes"] - small) / (n - 500) if n > 500 else None
         result["memory_sweep"] = {"note": "all calls concurrent (5 us apart, >0.5 s each); anonymous RSS "
-                                          "(tables and heap, not the mapped capture) at the end of the run",
+                                          "(tables and heap, not the mapped capture) at the end of the run, "
+                                          "median of three runs",
                                   "points": sweep}
 
     print(json.dumps(result, indent=2))
