@@ -64,17 +64,6 @@ std::uint64_t hash_stream_key(const StreamKey& key) noexcept {
     return mix64(h);
 }
 
-bool same_key(const StreamKey& a, const StreamKey& b) noexcept {
-    const auto& x = a.src.address.bytes();
-    const auto& y = b.src.address.bytes();
-    const auto& u = a.dst.address.bytes();
-    const auto& v = b.dst.address.bytes();
-    return a.ssrc == b.ssrc && a.src.port == b.src.port && a.dst.port == b.dst.port &&
-           ((word_at(x.data()) ^ word_at(y.data())) | (word_at(x.data() + 8) ^ word_at(y.data() + 8)) |
-            (word_at(u.data()) ^ word_at(v.data())) | (word_at(u.data() + 8) ^ word_at(v.data() + 8))) == 0 &&
-           a.src.address.family() == b.src.address.family() && a.dst.address.family() == b.dst.address.family();
-}
-
 namespace {
 
 // After a packet that moved `last` but is no voice reference itself (an event, comfort noise):

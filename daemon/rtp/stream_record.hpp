@@ -59,8 +59,6 @@ std::uint64_t hash_stream_key(const StreamKey& key) noexcept;
 struct StreamKeyHash {
     std::uint64_t operator()(const StreamKey& key) const noexcept { return hash_stream_key(key); }
 };
-// Equality without memcmp calls (the per-packet lookup compares a key or two).
-bool same_key(const StreamKey& a, const StreamKey& b) noexcept;
 
 inline constexpr std::uint32_t kNoRtt = 0xFFFF'FFFFU;
 inline constexpr std::uint8_t kNoPayloadType = 0xFF;

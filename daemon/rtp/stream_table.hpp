@@ -275,7 +275,7 @@ private:
         std::uint32_t next = kNone;
         std::uint32_t reported_head = kNone;  // reported streams linked to it (ReportedSlot)
     };
-    // With its key and links, a binding table entry is 88 bytes.
+    // With its key and links, a binding table entry is 80 bytes (below).
     static_assert(sizeof(BindingEntry) == 56);
     using StreamLru = LruTable<StoredKey, StreamSlot, KeptHome<StoredKey>>;
     static_assert(sizeof(StreamLru::Entry) == 184);
