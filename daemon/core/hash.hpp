@@ -38,4 +38,26 @@ inline std::uint64_t hash_bytes(const void* data, std::size_t size) noexcept {
 
 inline std::uint64_t hash_text(std::string_view s) noexcept { return hash_bytes(s.data(), s.size()); }
 
+// 64x64 -> 128-bit product as two words: one instruction on x86-64, two on aarch64; in 32-bit
+// pieces where the compiler has no 128-bit integer (the same result everywhere).
+struct WideProduct {
+    std::uint64_t low;
+    std::uint64_t high;
+};
+inline WideProduct multiply_wide(std::uint64_t a, std::uint64_t b) noexcept {
+#if defined(__SIZEOF_INT128__)
+    __extension__ using Uint128 = unsigned __int128;
+    const Uint128 p = static_cast<Uint128>(a) * b;
+    return {static_cast<std::uint64_t>(p), static_cast<std::uint64_t>(p >> 64)};
+#else
+    constexpr std::uint64_t half = 0xffffffffULL;
+    const std::uint64_t ll = (a & half) * (b & half);
+    const std::uint64_t lh = (a & half) * (b >> 32);
+    const std::uint64_t hl = (a >> 32) * (b & half);
+    const std::uint64_t hh = (a >> 32) * (b >> 32);
+    const std::uint64_t mid = (ll >> 32) + (lh & half) + (hl & half);
+    return {(mid << 32) | (ll & half), hh + (lh >> 32) + (hl >> 32) + (mid >> 32)};
+#endif
+}
+
 }  // namespace hepd

@@ -1,6 +1,8 @@
 #include "hep/decoder.hpp"
 
+#include <cstring>
 #include <span>
+#include <type_traits>
 
 namespace hepd::hep {
 
@@ -23,14 +25,18 @@ std::string_view to_string(DecodeError e) noexcept {
 
 namespace {
 
+static_assert(std::is_trivially_copyable_v<Message>, "decode_into resets a Message with memcpy");
+
 constexpr std::size_t v3_header = 6;
 constexpr std::size_t chunk_header = 6;
 constexpr std::size_t legacy_header = 8;  // version, length, family, protocol, 2 ports
 constexpr std::size_t v2_time_header = 12;
 constexpr std::uint8_t sip_payload_type = 1;
 
+// One load and two comparisons ("HEP3", "EEP3").
 bool is_v3_magic(const std::uint8_t* p) noexcept {
-    return (p[0] == 'H' || p[0] == 'E') && p[1] == 'E' && p[2] == 'P' && p[3] == '3';
+    const std::uint32_t magic = load_be32(p);
+    return magic == 0x48455033U || magic == 0x45455033U;
 }
 
 // True while the bytes there are a prefix of "HEP3" or "EEP3".
@@ -58,18 +64,23 @@ std::optional<DecodeError> decode_v3(ByteSpan d, Message& m) noexcept {
     const std::uint8_t* src6 = nullptr;
     const std::uint8_t* dst6 = nullptr;
 
-    const std::uint8_t* base = d.data();
-    std::size_t off = v3_header;
-    while (off < total) {
-        if (total - off < chunk_header) return DecodeError::bad_chunk_length;
-        const std::uint16_t vendor = load_be16(base + off);
-        const std::uint16_t type = load_be16(base + off + 2);
-        const std::size_t length = load_be16(base + off + 4);
-        if (length < chunk_header || length > total - off) return DecodeError::bad_chunk_length;
-        const std::uint8_t* v = base + off + chunk_header;
+    const std::uint8_t* p = d.data() + v3_header;
+    std::size_t left = total - v3_header;
+    for (;;) {
+        // One comparison a chunk for both the end and a partial header.
+        if (left < chunk_header) {
+            if (left == 0) break;
+            return DecodeError::bad_chunk_length;
+        }
+        // Vendor and type as one word: a vendor chunk is no generic type, so the switch skips it.
+        const std::uint32_t id = load_be32(p);
+        const std::size_t length = load_be16(p + 4);
+        // One comparison: a length below the header wraps around to a huge value.
+        if (length - chunk_header > left - chunk_header) return DecodeError::bad_chunk_length;
+        const std::uint8_t* v = p + chunk_header;
         const std::size_t n = length - chunk_header;
-        off += length;
-        if (vendor != 0) continue;
+        p += length;
+        left -= length;
 
         auto u8 = [&](std::uint8_t& field, Field f) {
             if (n != 1) return false;
@@ -96,7 +107,7 @@ std::optional<DecodeError> decode_v3(ByteSpan d, Message& m) noexcept {
         };
 
         bool ok = true;
-        switch (type) {
+        switch (id) {
         case chunk::ip_family: ok = u8(m.ip_family, Field::ip_family); break;
         case chunk::ip_protocol: ok = u8(m.ip_protocol, Field::ip_protocol); break;
         case chunk::ipv4_src:
@@ -222,7 +233,9 @@ std::optional<DecodeError> decode_legacy(ByteSpan d, Message& m) noexcept {
 }  // namespace
 
 std::optional<DecodeError> decode_into(ByteSpan datagram, Message& out) noexcept {
-    out = Message{};
+    // A copy of a constant: GCC turns it into 16-byte stores, `out = Message{}` into rep stos.
+    static constexpr Message empty{};
+    std::memcpy(static_cast<void*>(&out), &empty, sizeof out);
     if (datagram.empty()) return DecodeError::truncated;
     const std::uint8_t first = datagram[0];
     if (first == 1 || first == 2) return decode_legacy(datagram, out);

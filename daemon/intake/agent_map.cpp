@@ -51,8 +51,8 @@ AgentMap::AgentMap(std::vector<AgentRule> rules) {
     });
 }
 
-std::uint16_t AgentMap::lookup(std::optional<std::uint32_t> capture_id, ByteSpan node_name,
-                               const IpAddress& sender) const noexcept {
+std::uint16_t AgentMap::lookup_rules(std::optional<std::uint32_t> capture_id, ByteSpan node_name,
+                                     const IpAddress& sender) const noexcept {
     if (capture_id) {
         for (const auto& r : by_id_)
             if (r.id == *capture_id) return r.index;

@@ -40,8 +40,11 @@ public:
 
     // What the sender says about itself wins over where it sends from: a capture id rule, then a
     // node name rule, then the longest source prefix holding `sender`. 0 when nothing matches.
+    // Inline for the common case of no rules (every rule kept has a name).
     std::uint16_t lookup(std::optional<std::uint32_t> capture_id, ByteSpan node_name,
-                         const IpAddress& sender) const noexcept;
+                         const IpAddress& sender) const noexcept {
+        return names_.empty() ? 0 : lookup_rules(capture_id, node_name, sender);
+    }
 
     // Names including "other" at index 0.
     std::size_t size() const noexcept { return names_.size() + 1; }
@@ -49,6 +52,9 @@ public:
     std::size_t ignored_rules() const noexcept { return ignored_rules_; }
 
 private:
+    std::uint16_t lookup_rules(std::optional<std::uint32_t> capture_id, ByteSpan node_name,
+                               const IpAddress& sender) const noexcept;
+
     struct ById {
         std::uint32_t id = 0;
         std::uint16_t index = 0;

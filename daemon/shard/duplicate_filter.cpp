@@ -9,21 +9,58 @@ namespace hepd::shard {
 
 namespace {
 
-constexpr std::uint64_t kPrime1 = 0x9e3779b185ebca87ULL;
-constexpr std::uint64_t kPrime2 = 0xc2b2ae3d27d4eb4fULL;
-constexpr std::uint64_t kPrime3 = 0x165667b19e3779f9ULL;
-constexpr std::uint64_t kPrime4 = 0x85ebca77c2b2ae63ULL;
+// A 128-bit fingerprint, for telling inputs apart (duplicate detection) rather than for tables.
+// 16 bytes a multiply: the block's words, each xored with one half of the state, are the two
+// factors, and the two halves of the product, each plus the other factor, the next state. Nothing
+// is folded away; the added factors keep a block apart where the product alone would not (a zero
+// factor, swapped factors), and the state in both factors chains every block to all before it.
+// finish() mixes each half into the other, a bijection: distinct states, distinct fingerprints.
+// Parameters (lengths, ports) go in a block of their own, first: xored into the starting state
+// they would cancel against equal changes of the first data block.
+class Fingerprint128 {
+public:
+    void add(std::uint64_t w0, std::uint64_t w1) noexcept {
+        const std::uint64_t x = w0 ^ a_;
+        const std::uint64_t y = w1 ^ b_;
+        const WideProduct m = multiply_wide(x, y);
+        a_ = m.low + y;
+        b_ = m.high + x;
+    }
 
-// xxHash64's round: injective in `word` for a given lane, and one multiply on the lane's chain.
-constexpr std::uint64_t lane_round(std::uint64_t lane, std::uint64_t word) noexcept {
-    return std::rotl(lane + word * kPrime2, 31) * kPrime1;
-}
+    // Every byte read once or twice in a pattern fixed by `size` alone (a tail is the last 16
+    // bytes, overlapping; under 16, two overlapping words), so the caller must add the size.
+    // Inline, or the state goes through memory around the call.
+    [[gnu::always_inline]] void add_bytes(const std::uint8_t* p, std::size_t size) noexcept {
+        if (size >= 16) {
+            const std::uint8_t* const last = p + size - 16;
+            for (; p + 16 < last; p += 32) {
+                add(load_le64(p), load_le64(p + 8));
+                add(load_le64(p + 16), load_le64(p + 24));
+            }
+            if (p < last) add(load_le64(p), load_le64(p + 8));
+            add(load_le64(last), load_le64(last + 8));
+        } else if (size >= 8) {
+            add(load_le64(p), load_le64(p + size - 8));
+        } else if (size >= 4) {
+            add(load_le32(p), load_le32(p + size - 4));
+        } else if (size > 0) {
+            add(p[0] | (std::uint64_t{p[size / 2]} << 8) | (std::uint64_t{p[size - 1]} << 16), 0);
+        }
+    }
 
-std::uint64_t load_tail(const std::uint8_t* p, std::size_t n) noexcept {
-    std::uint64_t w = 0;
-    for (std::size_t i = 0; i < n; ++i) w |= std::uint64_t{p[i]} << (8 * i);
-    return w;
-}
+    struct Halves {
+        std::uint64_t first;
+        std::uint64_t second;
+    };
+    Halves finish() const noexcept {
+        const std::uint64_t second = b_ + mix64(a_);
+        return {a_ + mix64(second), second};
+    }
+
+private:
+    std::uint64_t a_ = 0x9e3779b97f4a7c15ULL;
+    std::uint64_t b_ = 0xd6e8feb86659fd93ULL;
+};
 
 std::uint64_t address_word(const IpAddress& a, std::size_t half) noexcept {
     return load_le64(a.bytes().data() + 8 * half);
@@ -31,44 +68,23 @@ std::uint64_t address_word(const IpAddress& a, std::size_t half) noexcept {
 
 }  // namespace
 
-// Four independent lanes over 32-byte stripes (the payload of an RTP packet is a handful of
-// stripes), then two different merges of the same 256-bit state: the 128-bit fingerprint.
+// Ports, families, transport and kind in one word, beside the payload's length (the fingerprint
+// reads a tail overlapping: the length tells the bytes apart); then both addresses, the payload.
 DuplicateKey duplicate_key(const Datagram& d) noexcept {
-    std::uint64_t a = lane_round(kPrime1, address_word(d.src.address, 0));
-    std::uint64_t b = lane_round(kPrime2, address_word(d.src.address, 1));
-    std::uint64_t c = lane_round(kPrime3, address_word(d.dst.address, 0));
-    std::uint64_t e = lane_round(kPrime4, address_word(d.dst.address, 1));
     const std::uint64_t meta = std::uint64_t{d.src.port} | (std::uint64_t{d.dst.port} << 16) |
                                (std::uint64_t{static_cast<std::uint8_t>(d.src.address.family())} << 32) |
                                (std::uint64_t{static_cast<std::uint8_t>(d.dst.address.family())} << 40) |
                                (std::uint64_t{static_cast<std::uint8_t>(d.transport)} << 48) |
                                (std::uint64_t{static_cast<std::uint8_t>(d.kind)} << 56);
-    a = lane_round(a, meta);
-
-    const std::uint8_t* p = d.payload.data();
-    std::size_t n = d.payload.size();
-    while (n >= 32) {
-        a = lane_round(a, load_le64(p));
-        b = lane_round(b, load_le64(p + 8));
-        c = lane_round(c, load_le64(p + 16));
-        e = lane_round(e, load_le64(p + 24));
-        p += 32;
-        n -= 32;
-    }
-    // The rest, a word a lane; the length (in the merge) tells zero padding from zero bytes.
-    std::uint64_t* lanes[4] = {&a, &b, &c, &e};
-    for (std::size_t lane = 0; n > 0; ++lane) {
-        const std::size_t take = n < 8 ? n : 8;
-        *lanes[lane] = lane_round(*lanes[lane], take == 8 ? load_le64(p) : load_tail(p, take));
-        p += take;
-        n -= take;
-    }
-
-    const auto length = static_cast<std::uint64_t>(d.payload.size());
+    Fingerprint128 f;
+    f.add(meta, d.payload.size());
+    f.add(address_word(d.src.address, 0), address_word(d.src.address, 1));
+    f.add(address_word(d.dst.address, 0), address_word(d.dst.address, 1));
+    f.add_bytes(d.payload.data(), d.payload.size());
+    const auto halves = f.finish();
     DuplicateKey k;
-    k.hash = mix64(std::rotl(a, 1) + std::rotl(b, 7) + std::rotl(c, 12) + std::rotl(e, 18) + length);
-    k.check = mix64((a * kPrime3) ^ std::rotl(b * kPrime4, 29) ^ std::rotl(c * kPrime1, 43) ^
-                    std::rotl(e * kPrime2, 11) ^ (length * kPrime3));
+    k.hash = halves.first;
+    k.check = halves.second;
     k.kind = d.kind;
     return k;
 }

@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <random>
 #include <set>
 #include <string>
 
@@ -247,6 +249,66 @@ TEST_CASE("v3: a repeated generic chunk: the last one wins", "[hep][decode][v3]"
     CHECK_FALSE(r->compressed);  // the flag follows the chunk that won
 }
 
+namespace {
+
+// The chunks of `message` in the order `order` gives, each `copies` times in a row.
+Bytes reordered(const Bytes& message, const std::vector<std::size_t>& boundaries, const std::vector<std::size_t>& order,
+                int copies = 1) {
+    Bytes out(message.begin(), message.begin() + 6);
+    for (const std::size_t c : order)
+        for (int k = 0; k < copies; ++k)
+            out.insert(out.end(), message.begin() + static_cast<std::ptrdiff_t>(boundaries[c]),
+                       message.begin() + static_cast<std::ptrdiff_t>(boundaries[c + 1]));
+    hep::test::set_total_length(out, out.size());
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("v3: chunk order and repeated chunks do not change the result", "[hep][decode][v3]") {
+    const auto& bounds = kamailio_like_boundaries;
+    const auto expected = decode(kamailio_like);
+    REQUIRE(expected.ok());
+    std::vector<std::size_t> order(bounds.size() - 1);
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::mt19937 random(7);  // fixed: the same orders every run
+    for (int round = 0; round < 200; ++round) {
+        std::shuffle(order.begin(), order.end(), random);
+        CAPTURE(round);
+        const int copies = 1 + round % 3;
+        const Bytes msg = reordered(kamailio_like, bounds, order, copies);
+        const auto r = decode(msg);
+        REQUIRE(r.ok());
+        CHECK(*r == *expected);
+    }
+    // Reversed: the family chunk after the address chunks.
+    std::reverse(order.begin(), order.end());
+    const Bytes reversed = reordered(kamailio_like, bounds, order);
+    CHECK(decode(reversed).value() == *expected);
+}
+
+TEST_CASE("v3: vendor and type are matched as a pair", "[hep][decode][v3][vendor]") {
+    // Types whose low byte is a generic type, and vendors whose low byte is zero or one.
+    const Bytes msg = V3Builder()
+                          .u8(0x0b, 1)
+                          .text(0x0f, "INVITE")
+                          .raw_chunk(0x0000, 0x0101, {10})
+                          .raw_chunk(0x0000, 0x010c, {0, 0, 0, 9})
+                          .raw_chunk(0x0000, 0x100f, hep::test::bytes_of("EVIL"))
+                          .raw_chunk(0x0100, 0x0001, {10})
+                          .raw_chunk(0x0001, 0x000c, {0, 0, 0, 9})
+                          .raw_chunk(0x0001, 0x0000, {1, 2})
+                          .raw_chunk(0x0000, 0x0000, {1, 2, 3})
+                          .raw_chunk(0x0000, 0x0066, {})
+                          .build();
+    const auto r = decode(msg);
+    REQUIRE(r.ok());
+    CHECK(text_of(r->payload) == "INVITE");
+    CHECK(r->present == (Message::bit(Field::payload_type) | Message::bit(Field::payload)));
+    CHECK(r->ip_family == 0);
+    CHECK(r->capture_id == 0);
+}
+
 TEST_CASE("v3: the family chunk picks between IPv4 and IPv6 address chunks", "[hep][decode][v3]") {
     const Bytes v4s = {10, 0, 0, 1};
     const Bytes v4d = {10, 0, 0, 2};
@@ -404,6 +466,50 @@ TEST_CASE("decode_into resets the message it reuses", "[hep][decode]") {
     CHECK(m.capture_id == 0u);
     CHECK(m.payload.empty());
     CHECK(decode_into(Bytes{'X'}, m) == DecodeError::not_hep);
+}
+
+TEST_CASE("decode_into over a message with every field equals a fresh decode", "[hep][decode]") {
+    const Bytes full = V3Builder()
+                           .u8(0x01, 10)
+                           .u8(0x02, 6)
+                           .chunk(0x05, Bytes(16, 0x20))
+                           .chunk(0x06, Bytes(16, 0x21))
+                           .u16(0x07, 5062)
+                           .u16(0x08, 5063)
+                           .u32(0x09, 1)
+                           .u32(0x0a, 2)
+                           .u8(0x0b, 5)
+                           .u32(0x0c, 3)
+                           .u16(0x0d, 4)
+                           .text(0x0e, "key")
+                           .text(0x10, "zz")
+                           .text(0x11, "cid")
+                           .u16(0x12, 5)
+                           .text(0x13, "node")
+                           .chunk(0x14, Bytes(6, 1))
+                           .chunk(0x15, Bytes(6, 2))
+                           .u16(0x16, 6)
+                           .u8(0x17, 7)
+                           .u8(0x18, 8)
+                           .u16(0x20, 9)
+                           .u16(0x21, 10)
+                           .u32(0x23, 11)
+                           .text(0x24, "tt")
+                           .u16(0x28, 12)
+                           .text(0x65, "{}")
+                           .build();
+    const std::vector<Bytes> others = {kamailio_like, V3Builder().u16(0x0d, 5).build(), V3Builder().u8(0x0b, 5).build(),
+                                       Bytes{0x01, 0x10, 0x02, 0x11, 1, 2, 3, 4, 10, 0, 0, 1, 10, 0, 0, 2, 'x'}};
+    for (const Bytes& other : others) {
+        Message m;
+        REQUIRE_FALSE(decode_into(full, m).has_value());
+        CHECK(m.present == (std::uint32_t{1} << 27) - 1);
+        REQUIRE_FALSE(decode_into(other, m).has_value());
+        const auto fresh = decode(other);
+        REQUIRE(fresh.ok());
+        CHECK(m == *fresh);
+        CHECK(m.present == fresh->present);
+    }
 }
 
 TEST_CASE("decode errors have distinct snake_case names", "[hep][decode]") {

@@ -3,7 +3,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <set>
 #include <string>
+#include <utility>
 
 using namespace hepd;
 using namespace hepd::shard;
@@ -158,6 +160,71 @@ TEST_CASE("the fingerprint: payload, addresses, transport and kind; not time, ag
         d.payload = as_bytes(longer);
         CHECK_FALSE(duplicate_key(d) == kb);
     }
+}
+
+TEST_CASE("the fingerprint around its block edges: every byte, bit, length, address, port and kind",
+          "[shard][duplicates]") {
+    // Lengths 0..100 (blocks of 16, the overlapping tail, the short reads under 16), zeros and
+    // text; every one-bit change of the payload and of each other input. All keys distinct.
+    std::set<std::pair<std::uint64_t, std::uint64_t>> keys;
+    std::set<std::uint64_t> hashes;
+    std::set<std::uint64_t> checks;
+    std::size_t made = 0;
+    std::size_t same_bucket = 0;  // hash and check pick the same of 1024 buckets
+    auto add = [&](const Datagram& d) {
+        const DuplicateKey k = duplicate_key(d);
+        ++made;
+        keys.emplace(k.hash, k.check);
+        hashes.insert(k.hash);
+        checks.insert(k.check);
+        if ((k.hash & 1023) == (k.check & 1023)) ++same_bucket;
+    };
+    for (const char fill : {'\0', 'x'}) {
+        for (std::size_t size = fill == '\0' ? 0 : 1; size <= 100; ++size) {
+            const std::string base(size, fill);
+            Datagram d = datagram(base, 0, 1);
+            add(d);
+            for (std::size_t at = 0; at < size; ++at) {
+                for (int bit = 0; bit < 8; ++bit) {
+                    std::string changed = base;
+                    changed[at] = static_cast<char>(changed[at] ^ (1 << bit));
+                    d.payload = as_bytes(changed);
+                    add(d);
+                }
+            }
+            d.payload = as_bytes(base);
+            for (int bit = 0; bit < 16; ++bit) {
+                Datagram o = d;
+                o.src.port = static_cast<std::uint16_t>(o.src.port ^ (1 << bit));
+                add(o);
+                o = d;
+                o.dst.port = static_cast<std::uint16_t>(o.dst.port ^ (1 << bit));
+                add(o);
+            }
+            for (std::uint32_t bit = 0; bit < 32; ++bit) {
+                Datagram o = d;
+                o.src.address = IpAddress::v4(0x0a000001U ^ (1U << bit));
+                add(o);
+                o = d;
+                o.dst.address = IpAddress::v4(0x0a000002U ^ (1U << bit));
+                add(o);
+            }
+            for (std::size_t kind = 0; kind < kPayloadClassCount; ++kind) {
+                if (static_cast<PayloadClass>(kind) == d.kind) continue;
+                Datagram o = d;
+                o.kind = static_cast<PayloadClass>(kind);
+                add(o);
+            }
+            Datagram o = d;
+            o.transport = Transport::tcp;
+            add(o);
+        }
+    }
+    CHECK(keys.size() == made);
+    CHECK(hashes.size() == made);
+    CHECK(checks.size() == made);
+    // Independent halves: about one key in 1024 has both in the same bucket.
+    CHECK(same_bucket < 3 * made / 1024);
 }
 
 TEST_CASE("keys whose hash collides but which differ elsewhere are never dropped", "[shard][duplicates]") {
