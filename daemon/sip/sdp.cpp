@@ -2,6 +2,7 @@
 
 #include "sip/text.hpp"
 
+#include <bit>
 #include <cstring>
 
 namespace hepd::sip {
@@ -35,22 +36,79 @@ namespace {
 
 constexpr std::size_t npos = std::string_view::npos;
 
-// Splits off the next field separated by spaces or tabs (SDP says one space; some stacks
-// double it). Returns an empty view when nothing is left.
-std::string_view next_field(std::string_view& rest) noexcept {
-    std::size_t i = 0;
-    while (i < rest.size() && is_space(rest[i])) ++i;
-    const std::size_t begin = i;
-    while (i < rest.size() && !is_space(rest[i])) ++i;
-    const std::string_view field = rest.substr(begin, i - begin);
-    rest = rest.substr(i);
-    return field;
+// Word-at-a-time scanning. SDP values are short, so a library search call per field or line
+// costs more than the bytes it skips, and a byte loop pays a compare and branch per byte. The
+// tests below flag their first matching byte exactly (later flags may be borrow artefacts), and
+// the first byte in memory is the lowest only in little-endian order: other targets use the
+// byte loops alone.
+constexpr bool kWordScan = std::endian::native == std::endian::little;
+constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
+constexpr std::uint64_t kHighBits = kOnes * 0x80;
+
+std::size_t first_flagged_byte(std::uint64_t flags) noexcept {
+    return static_cast<std::size_t>(std::countr_zero(flags)) / 8;
 }
 
-std::string_view trim_space(std::string_view s) noexcept {
-    while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-    while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-    return s;
+// Index of the first `c` in `s`, or npos: string_view::find without a library call, which
+// costs more than the few bytes of an SDP value it searches.
+[[gnu::always_inline]] inline std::size_t find_char(std::string_view s, char c) noexcept {
+    const char* const begin = s.data();
+    const std::size_t n = s.size();
+    if constexpr (kWordScan) {
+        if (n >= 8) {
+            const std::uint64_t pattern = kOnes * static_cast<unsigned char>(c);
+            for (std::size_t i = 0;; i += 8) {
+                // The last word overlaps bytes already searched: holding no `c`, they raise no flag.
+                if (i + 8 > n) i = n - 8;
+                const std::uint64_t diff = load8(begin + i) ^ pattern;
+                const std::uint64_t hits = (diff - kOnes) & ~diff & kHighBits;
+                if (hits != 0) return i + first_flagged_byte(hits);
+                if (i + 8 == n) return npos;
+            }
+        }
+    }
+    for (std::size_t i = 0; i < n; ++i)
+        if (begin[i] == c) return i;
+    return npos;
+}
+
+// The end of the field starting at `p`: the first space or tab, or `end`. Field bytes are
+// printable, so words are searched for a byte at or below ' ', and that rare stop is then
+// looked at one byte at a time.
+[[gnu::always_inline]] inline const char* field_end(const char* p, const char* end) noexcept {
+    if constexpr (kWordScan) {
+        while (end - p >= 8) {
+            const std::uint64_t word = load8(p);
+            const std::uint64_t space_or_below = (word - kOnes * '!') & ~word & kHighBits;
+            if (space_or_below != 0) {
+                p += first_flagged_byte(space_or_below);
+                break;
+            }
+            p += 8;
+        }
+    }
+    while (p != end && (static_cast<unsigned char>(*p) > ' ' || !is_space(*p))) ++p;
+    return p;
+}
+
+// Splits off the next field separated by spaces or tabs (SDP says one space; some stacks
+// double it). Returns an empty view when nothing is left.
+[[gnu::always_inline]] inline std::string_view next_field(std::string_view& rest) noexcept {
+    const char* begin = rest.data();
+    const char* const end = begin + rest.size();
+    // Usually one separator, then a printable byte that one compare rules out.
+    while (begin != end && static_cast<unsigned char>(*begin) <= ' ' && is_space(*begin)) ++begin;
+    const char* const stop = field_end(begin, end);
+    rest = std::string_view(stop, static_cast<std::size_t>(end - stop));
+    return {begin, static_cast<std::size_t>(stop - begin)};
+}
+
+[[gnu::always_inline]] inline std::string_view trim_space(std::string_view s) noexcept {
+    const char* begin = s.data();
+    const char* end = begin + s.size();
+    while (begin != end && is_space(*begin)) ++begin;
+    while (end != begin && is_space(end[-1])) --end;
+    return {begin, static_cast<std::size_t>(end - begin)};
 }
 
 AddressType address_type_of(std::string_view text) noexcept {
@@ -79,12 +137,12 @@ std::optional<Connection> parse_connection(std::string_view value) noexcept {
     std::string_view address = next_field(rest);
     if (c.address_type_text.empty() || address.empty() || !trim_space(rest).empty()) return std::nullopt;
     c.address_type = address_type_of(c.address_type_text);
-    const std::size_t slash = address.find('/');
+    const std::size_t slash = find_char(address, '/');
     c.address = address.substr(0, slash);
     if (c.address.empty()) return std::nullopt;
     if (slash != npos) {
         std::string_view suffix = address.substr(slash + 1);
-        const std::size_t slash2 = suffix.find('/');
+        const std::size_t slash2 = find_char(suffix, '/');
         const std::string_view first = suffix.substr(0, slash2);
         // IPv6 multicast has no TTL, so its single suffix is the address count (RFC 8866 5.7).
         if (c.address_type == AddressType::ip6) {
@@ -125,24 +183,43 @@ bool parse_origin(std::string_view value, Origin& o) noexcept {
     return true;
 }
 
-// m=<media> <port>[/<number of ports>] <proto> <fmt> ...
-bool parse_media(std::string_view value, Media& m) noexcept {
+// m=<media> <port>[/<number of ports>] <proto> <fmt> ...: the fields a valid line must have.
+struct MediaLine {
+    std::string_view type;
+    std::uint16_t port = 0;
+    std::uint16_t port_count = 1;
+    std::string_view proto_text;
+    std::string_view formats;
+};
+
+bool parse_media_line(std::string_view value, MediaLine& line) noexcept {
     std::string_view rest = value;
-    m.type = next_field(rest);
+    line.type = next_field(rest);
     const std::string_view port_field = next_field(rest);
-    m.proto_text = next_field(rest);
-    if (m.type.empty() || m.proto_text.empty()) return false;
-    const std::size_t slash = port_field.find('/');
+    line.proto_text = next_field(rest);
+    if (line.type.empty() || line.proto_text.empty()) return false;
+    const std::size_t slash = find_char(port_field, '/');
     const auto port = parse_uint<std::uint16_t>(port_field.substr(0, slash));
     if (!port) return false;
-    m.port = *port;
+    line.port = *port;
     if (slash != npos) {
         const auto count = parse_uint<std::uint16_t>(port_field.substr(slash + 1));
         if (!count || *count == 0) return false;
-        m.port_count = *count;
+        line.port_count = *count;
     }
-    m.proto = proto_of(m.proto_text);
-    m.formats = trim_space(rest);
+    line.formats = trim_space(rest);
+    return true;
+}
+
+// Fills the slot in place: building a Media aside and copying it in cost more than the parse.
+void fill_media(const MediaLine& line, Media& m) noexcept {
+    m = Media{};
+    m.type = line.type;
+    m.port = line.port;
+    m.port_count = line.port_count;
+    m.proto_text = line.proto_text;
+    m.proto = proto_of(line.proto_text);
+    m.formats = line.formats;
     std::string_view formats = m.formats;
     for (std::string_view format = next_field(formats); !format.empty(); format = next_field(formats)) {
         const auto pt = parse_uint<std::uint8_t>(format);
@@ -153,13 +230,12 @@ bool parse_media(std::string_view value, Media& m) noexcept {
             ++m.formats_overflow;
         }
     }
-    return true;
 }
 
 // Integer milliseconds from "20" or "20.5" (RFC 8866 allows a decimal ptime).
 std::optional<std::uint32_t> parse_ptime(std::string_view value) noexcept {
     const std::string_view v = trim_space(value);
-    const std::size_t dot = v.find('.');
+    const std::size_t dot = find_char(v, '.');
     const auto whole = parse_uint<std::uint32_t>(v.substr(0, dot));
     if (!whole) return std::nullopt;
     if (dot != npos) {
@@ -179,12 +255,12 @@ bool parse_rtpmap(std::string_view value, std::uint8_t media_index, RtpMap& map)
     const auto pt = parse_uint<std::uint8_t>(next_field(rest));
     if (!pt || *pt > 127) return false;
     const std::string_view spec = trim_space(rest);
-    const std::size_t slash = spec.find('/');
+    const std::size_t slash = find_char(spec, '/');
     if (slash == npos || slash == 0) return false;
     map.payload_type = *pt;
     map.encoding = spec.substr(0, slash);
     const std::string_view after = spec.substr(slash + 1);
-    const std::size_t slash2 = after.find('/');
+    const std::size_t slash2 = find_char(after, '/');
     const auto clock = parse_uint<std::uint32_t>(after.substr(0, slash2));
     if (!clock || *clock == 0) return false;
     map.clock_rate = *clock;
@@ -254,7 +330,7 @@ void set_direction(SessionDescription& sd, Media* media, Direction direction) no
 
 void apply_attribute(std::string_view value, SessionDescription& sd, Section section) noexcept {
     if (section == Section::dropped_media) return;
-    const std::size_t colon = value.find(':');
+    const std::size_t colon = find_char(value, ':');
     const Attribute attribute = attribute_of(value.substr(0, colon));
     if (attribute == Attribute::other) return;
     const std::string_view arg = colon == npos ? std::string_view{} : value.substr(colon + 1);
@@ -385,10 +461,10 @@ std::optional<SdpError> parse_sdp_into(std::string_view text, SessionDescription
                 sd.media[sd.media_count - 1].text = text.substr(section_begin, line_begin - section_begin);
             }
             section_begin = line_begin;
-            Media media;
-            if (!parse_media(value, media)) return SdpError::bad_media;
+            MediaLine media_line;
+            if (!parse_media_line(value, media_line)) return SdpError::bad_media;
             if (sd.media_count < kMaxMedia) {
-                sd.media[sd.media_count++] = media;
+                fill_media(media_line, sd.media[sd.media_count++]);
                 section = Section::media;
             } else {
                 if (sd.media_overflow < UINT16_MAX) ++sd.media_overflow;

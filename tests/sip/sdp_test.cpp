@@ -503,6 +503,122 @@ TEST_CASE("SDP: line ends and white space", "[sip][sdp]") {
     CHECK(sloppy.media[0].direction == Direction::sendonly);
 }
 
+// Fields and separators are found a machine word at a time, so values are tried at and around
+// the 8-byte boundaries, next to separators of every kind, and with bytes that only a
+// byte-by-byte reader would treat alike.
+TEST_CASE("SDP: field splitting corners", "[sip][sdp]") {
+    SECTION("several spaces, tabs and trailing blanks between and after fields") {
+        const auto sd = sdp_ok(
+            "v=0\r\no= \tbob\t\t 42  7 \tIN IP4\t10.0.0.1 \t\r\nc=\tIN\t IP4  \t192.168.100.200\t\r\n"
+            "m=audio \t 49170\t\tRTP/AVP\t 0 \t 8\t101 \t\r\na=rtpmap:101 \t telephone-event/8000 \t\r\n"
+            "a=fmtp:101\t 0-16 \t\r\na=rtcp:\t49171 \tIN\tIP4 \t10.0.0.2\t\r\na=ptime: \t20\t\r\n");
+        CHECK(sd.origin.present);
+        CHECK(sd.origin.username == "bob");
+        CHECK(sd.origin.session_id_value == 42);
+        CHECK(sd.origin.session_version_value == 7);
+        CHECK(sd.origin.address == "10.0.0.1");
+        CHECK(sd.connection.network_type == "IN");
+        CHECK(sd.connection.address == "192.168.100.200");
+        const Media& m = sd.media[0];
+        CHECK(m.type == "audio");
+        CHECK(m.port == 49170);
+        CHECK(m.proto == MediaProto::rtp_avp);
+        CHECK(m.formats == "0 \t 8\t101");
+        REQUIRE(m.payload_type_count == 3);
+        CHECK(m.payload_types[2] == 101);
+        CHECK(find_rtpmap(sd, 0, 101)->encoding == "telephone-event");
+        CHECK(find_fmtp(sd, 0, 101) == "0-16");
+        CHECK(m.rtcp_port == 49171);
+        CHECK(m.rtcp_connection.address == "10.0.0.2");
+        CHECK(m.ptime == 20);
+        CHECK(sd.malformed_lines == 0);
+    }
+    SECTION("bare LF line ends with trailing blanks, and no final line end") {
+        const auto sd = sdp_ok("v=0\nc=IN IP4 10.9.8.7 \t\nm=audio 4000 RTP/AVP 0\t\na=sendonly \na=mid:a1\t");
+        CHECK(sd.connection.address == "10.9.8.7");
+        CHECK(sd.media[0].payload_type_count == 1);
+        CHECK(sd.media[0].direction == Direction::sendonly);
+        CHECK(sd.media[0].mid == "a1");
+    }
+    SECTION("field lengths around the 8-byte word, last on the line and followed by more") {
+        for (std::size_t length = 1; length <= 26; ++length) {
+            const std::string host(length, 'h');
+            INFO("host length " << length);
+            const auto last = sdp_ok("v=0\r\nc=IN IP4 " + host + "\r\n");
+            CHECK(last.connection.address == host);
+            const auto mid = sdp_ok("v=0\r\no=- 1 1 IN IP4 " + host + "\r\nc=IN IP4 " + host + "/9/2\r\n");
+            CHECK(mid.origin.address == host);
+            CHECK(mid.connection.address == host);
+            CHECK(mid.connection.ttl == 9);
+            CHECK(mid.connection.address_count == 2);
+            const auto user = sdp_ok("v=0\r\no=" + host + " 1 1 IN IP4 a\r\nm=" + host + " 1 RTP/AVP 0\r\n");
+            CHECK(user.origin.username == host);
+            CHECK(user.media[0].type == host);
+            // The attribute name is `host`, unknown: only a name of its own length could match.
+            const auto attribute = sdp_ok("v=0\r\nm=audio 1 RTP/AVP 0\r\na=" + host + ":x\r\na=" + host + "\r\n");
+            CHECK(attribute.malformed_lines == 0);
+            CHECK(find_attribute(attribute.media[0].text, host) == "x");
+        }
+    }
+    SECTION("separators at and around the 8-byte word") {
+        const auto sd = sdp_ok(
+            "v=0\r\nm=audio 1 RTP/AVP 96 97 98 99\r\na=rtpmap:96 PCMU/8000\r\na=rtpmap:97 G7221/16000/1\r\n"
+            "a=rtpmap:98 telephone-event/48000/2\r\na=rtpmap:99 abcdefgh/90000\r\na=maxptime:40\r\n"
+            "a=ptime:123456.789\r\n");
+        CHECK(find_rtpmap(sd, 0, 96)->encoding == "PCMU");
+        CHECK(find_rtpmap(sd, 0, 97)->clock_rate == 16000);
+        CHECK(find_rtpmap(sd, 0, 98)->encoding == "telephone-event");
+        CHECK(find_rtpmap(sd, 0, 98)->clock_rate == 48000);
+        CHECK(find_rtpmap(sd, 0, 98)->channels == 2);
+        CHECK(find_rtpmap(sd, 0, 99)->encoding == "abcdefgh");
+        CHECK(sd.media[0].maxptime == 40);
+        CHECK(sd.media[0].ptime == 123456);
+        CHECK(sd.malformed_lines == 0);
+    }
+    SECTION("control and non-ASCII bytes are field bytes, not separators") {
+        const auto sd =
+            sdp_ok(std::string("v=0\r\no=j\xc3\xb6rg 1 1 IN IP4 a\r\nc=IN IP4 ho\x01st\x0b\x7f\xff.example\r\n") +
+                   "m=audio 1 RTP/AVP 0\r\na=mid:\x1f\r\n");
+        CHECK(sd.origin.username == "j\xc3\xb6rg");
+        CHECK(sd.connection.address == "ho\x01st\x0b\x7f\xff.example");
+        CHECK(sd.media[0].mid == "\x1f");
+        // A CR inside a line is neither a line end nor a separator.
+        CHECK(sdp_ok("v=0\r\nc=IN IP4 10.0.0.1\r10.0.0.2\r\n").connection.address == "10.0.0.1\r10.0.0.2");
+        CHECK(sdp_ok("v=0\r\nc=IN IP4 10.0.0.1\r\r\n").connection.address == "10.0.0.1");
+    }
+    SECTION("missing fields") {
+        CHECK(sdp_error("v=0\r\nm=audio 5004\r\n") == SdpError::bad_media);
+        CHECK(sdp_error("v=0\r\nm=audio \t \r\n") == SdpError::bad_media);
+        CHECK(sdp_error("v=0\r\nm=\t\r\n") == SdpError::bad_media);
+        CHECK(sdp_error("v=0\r\nc=IN \t IP4 \t\r\n") == SdpError::bad_connection);
+        const auto sd = sdp_ok("v=0\r\no=- 1 1 IN\tIP4 \t\r\nm=audio 1 RTP/AVP\r\na=rtpmap:\t\r\na=fmtp: \t\r\n");
+        CHECK_FALSE(sd.origin.present);
+        CHECK(sd.media[0].payload_type_count == 0);
+        CHECK(sd.media[0].formats.empty());
+        CHECK(sd.malformed_lines == 3);
+    }
+    SECTION("very long lines") {
+        const std::string parameters(5000, 'p');
+        const std::string host(3000, 'x');
+        std::string formats;
+        for (int i = 0; i < 600; ++i) formats += " " + std::to_string(i % 128);
+        const auto sd = sdp_ok("v=0\r\nc=IN IP4 " + host + "/1\r\nm=audio 1 RTP/AVP" + formats + "\r\na=fmtp:0 " +
+                               parameters + "  \r\n");
+        CHECK(sd.connection.address == host);
+        CHECK(sd.connection.ttl == 1);
+        CHECK(sd.media[0].payload_type_count == kMaxFormats);
+        CHECK(sd.media[0].formats_overflow == 600 - kMaxFormats);
+        CHECK(find_fmtp(sd, 0, 0) == parameters);
+    }
+    SECTION("a media section beyond the limit is dropped without parsing its formats") {
+        std::string text = "v=0\r\n";
+        for (std::size_t i = 0; i <= kMaxMedia; ++i)
+            text += "m=audio " + std::to_string(1000 + i) + " RTP/AVP 0 x 8\r\n";
+        text += "m=audio 1\r\n";
+        CHECK(sdp_error(text) == SdpError::bad_media);
+    }
+}
+
 TEST_CASE("SDP: errors", "[sip][sdp][errors]") {
     CHECK(sdp_error("") == SdpError::empty);
     CHECK(sdp_error("\r\n \r\n\t") == SdpError::empty);
