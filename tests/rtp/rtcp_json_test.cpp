@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -267,4 +268,180 @@ TEST_CASE("error names are snake_case and distinct", "[rtp][rtcp_json]") {
     CHECK(to_string(RtcpJsonError::not_rtcp) == "not_rtcp");
     CHECK(to_string(static_cast<RtcpJsonError>(kRtcpJsonErrorCount - 1)) != "unknown");
     CHECK(to_string(static_cast<RtcpJsonError>(kRtcpJsonErrorCount)) == "unknown");
+}
+
+// The scanner names known keys in place when they are written `"name":`, reads plain integers a
+// word at a time, and skips white space only where there is some; the tests below pin what the
+// general paths do wherever those shortcuts could part from them.
+
+TEST_CASE("white space between any two tokens changes nothing", "[rtp][rtcp_json]") {
+    // '~' marks every place where JSON allows white space.
+    const std::string marked =
+        R"(~{~"ssrc"~:~-713680174~,~"type"~:~200~,~"x"~:~[~1.5e3~,~{~"y"~:~null~}~,~"s\"t"~]~,)"
+        R"(~"sender_information"~:~{~"ntp_timestamp_sec"~:~"1790000000"~,~"packets"~:~1000~}~,)"
+        R"(~"report_blocks"~:~[~{~"source_ssrc"~:~287454020~,~"packets_lost"~:~16777214~,~"lsr"~:~0~})"
+        R"(~,~{~"dlsr"~:~1~}~]~}~)";
+    const auto with = [&](std::size_t only, const std::string& space) {
+        std::string text;
+        std::size_t mark = 0;
+        for (const char c : marked) {
+            if (c != '~') {
+                text += c;
+            } else if (only == std::string::npos || mark++ == only) {
+                text += space;
+            }
+        }
+        return text;
+    };
+    const auto compact = parse_copy(with(std::string::npos, ""));
+    REQUIRE(compact.ok());
+    CHECK(compact->ssrc == 3581287122U);
+    CHECK(compact->type == 200);
+    CHECK(compact->sender_info == RtcpJsonSenderInfo{1790000000U, 0, 0, 1000, 0});
+    REQUIRE(compact->block_count == 1);
+    CHECK(compact->blocks_dropped == 1);
+    CHECK(compact->blocks[0] == RtcpJsonBlock{287454020U, 0, -2, 0, 0, 0, 0});
+    const auto marks = static_cast<std::size_t>(std::count(marked.begin(), marked.end(), '~'));
+    for (const std::string space : {"", " \n"}) {
+        const std::string full = with(std::string::npos, space);
+        for (std::size_t n = space.size() + 1; n <= full.rfind('}'); ++n) {
+            INFO("prefix " << full.substr(0, n));
+            CHECK(error_of(full.substr(0, n)) == RtcpJsonError::truncated);
+        }
+    }
+    for (const std::string space : {" ", "\t", "\r\n", " \n\t\r  "}) {
+        const auto everywhere = parse_copy(with(std::string::npos, space));
+        REQUIRE(everywhere.ok());
+        CHECK(static_cast<const RtcpJsonReportFields&>(*everywhere) ==
+              static_cast<const RtcpJsonReportFields&>(*compact));
+        CHECK(everywhere->blocks[0] == compact->blocks[0]);
+        for (std::size_t only = 0; only < marks; ++only) {
+            INFO("white space at mark " << only);
+            const auto one = parse_copy(with(only, space));
+            REQUIRE(one.ok());
+            CHECK(static_cast<const RtcpJsonReportFields&>(*one) == static_cast<const RtcpJsonReportFields&>(*compact));
+            CHECK(one->blocks[0] == compact->blocks[0]);
+        }
+    }
+}
+
+TEST_CASE("keys that look like known ones", "[rtp][rtcp_json]") {
+    const auto ssrc_of = [](std::string_view text) {
+        const auto r = parse_copy(text);
+        REQUIRE(r.ok());
+        return r.value().ssrc;
+    };
+    CHECK(ssrc_of(R"({"ssrc" :5})") == 5);
+    CHECK(ssrc_of(R"({"ssrcx":5,"ssr":6,"ss":7,"SSRC":8,"ssrc":9})") == 9);
+    CHECK(ssrc_of(R"({"\u0073src":5,"ss\"rc":6,"ssrc\\":7,"ssrc":9})") == 9);
+    CHECK(ssrc_of(R"({"source_ssrc":5,"lsr":6,"packets":7,"ssrc":9})") == 9);  // other objects' keys
+    // Keys of the top level, or of sender information, are unknown in a block, and the reverse.
+    const auto r = parse_copy(R"({"ssrc":1,"sender_information":{"ssrc":2,"lsr":3,"octets":4},)"
+                              R"("report_blocks":[{"source_ssrc":5,"ssrc":6,"octets":7,"lsr":8}]})");
+    REQUIRE(r.ok());
+    CHECK(r->ssrc == 1);
+    CHECK(r->sender_info == RtcpJsonSenderInfo{0, 0, 0, 0, 4});
+    REQUIRE(r->block_count == 1);
+    CHECK(r->blocks[0] == RtcpJsonBlock{5, 0, 0, 0, 0, 8, 0});
+    // A known key's value must be an integer, an unknown key's may be anything.
+    CHECK(ssrc_of(R"({"ssrcx":{"ssrc":[1.5]},"ssrc":9})") == 9);
+    CHECK(error_of(R"({"ssrc":[9]})") == RtcpJsonError::bad_number);
+    CHECK(error_of(R"({"ssrc" 9})") == RtcpJsonError::syntax);
+    CHECK(error_of(R"({"ssrc")") == RtcpJsonError::truncated);
+    CHECK(error_of(R"({"ssrc":)") == RtcpJsonError::truncated);
+    CHECK(error_of(R"({"ssrc": )") == RtcpJsonError::truncated);
+    CHECK(error_of(R"({"report_blocks":[{"lsr")") == RtcpJsonError::truncated);
+    CHECK(error_of(R"({"report_blocks":[{"lsr":)") == RtcpJsonError::truncated);
+    CHECK(error_of(R"({"report_blocks":[{"lsr":1)") == RtcpJsonError::truncated);
+    CHECK(error_of(R"({"ssrc":1,)") == RtcpJsonError::truncated);
+    CHECK(error_of(R"({"ssrc":1,})") == RtcpJsonError::syntax);
+    CHECK(error_of(R"({"ssrc":1,,"type":2})") == RtcpJsonError::syntax);
+    CHECK(error_of(R"({"ssrc":1 , 'type':2})") == RtcpJsonError::syntax);
+}
+
+// Every length of integer, followed by each kind of octet, at offsets that put its end both more
+// and less than a word from the end of the text.
+TEST_CASE("integers of every length, and what follows them", "[rtp][rtcp_json]") {
+    for (std::size_t digits = 1; digits <= 21; ++digits) {
+        const std::string four = "4" + std::string(digits - 1, '0');  // 4, 40, ... fits 32 bits up to 10
+        const bool fits = digits <= 10;
+        for (std::size_t lead = 0; lead < 9; ++lead) {
+            for (std::size_t pad = 0; pad < 10; ++pad) {
+                const std::string head = R"({"n":")" + std::string(lead, 'a') + R"(","report_blocks":[{"source_ssrc":)";
+                const auto text = [&](const std::string& after) { return head + four + after + std::string(pad, ' '); };
+                INFO("digits " << digits << ", lead " << lead << ", pad " << pad);
+                const auto r = parse_copy(text("}]}"));
+                if (fits) {
+                    REQUIRE(r.ok());
+                    REQUIRE(r->block_count == 1);
+                    CHECK(r->blocks[0].source_ssrc == std::stoul(four));
+                } else {
+                    REQUIRE_FALSE(r.ok());
+                    CHECK(r.error() == RtcpJsonError::bad_number);
+                }
+                const auto number_error = fits ? RtcpJsonError::syntax : RtcpJsonError::bad_number;
+                CHECK(error_of(text("")) == (fits ? RtcpJsonError::truncated : RtcpJsonError::bad_number));
+                CHECK(error_of(text(".5}]}")) == RtcpJsonError::bad_number);
+                CHECK(error_of(text("e1}]}")) == RtcpJsonError::bad_number);
+                CHECK(error_of(text("E+1}]}")) == RtcpJsonError::bad_number);
+                CHECK(error_of(text(".}]}")) == RtcpJsonError::syntax);
+                CHECK(error_of(text("e}]}")) == RtcpJsonError::syntax);
+                CHECK(error_of(text(".")) == (pad == 0 ? RtcpJsonError::truncated : RtcpJsonError::syntax));
+                CHECK(error_of(text("x}]}")) == number_error);
+                CHECK(error_of(text(":}]}")) == number_error);  // ':' and '/' flank the digits
+                CHECK(error_of(text("/}]}")) == number_error);
+                CHECK(error_of(text(std::string("\0}]}", 4))) == number_error);
+                CHECK(error_of(text("\xff}]}")) == number_error);
+                // Negative, as Asterisk packs SSRCs; -4000000000 is below INT32_MIN.
+                const auto negative = parse_copy(head + "-" + four + "}]}" + std::string(pad, ' '));
+                if (digits <= 9) {
+                    REQUIRE(negative.ok());
+                    CHECK(negative->blocks[0].source_ssrc == static_cast<std::uint32_t>(-std::stol(four)));
+                } else {
+                    REQUIRE_FALSE(negative.ok());
+                    CHECK(negative.error() == RtcpJsonError::bad_number);
+                }
+                // A string of digits, leading zeros allowed, up to 19 digits.
+                const auto quoted = parse_copy(head + "\"0" + four + "\"}]}" + std::string(pad, ' '));
+                if (fits) {
+                    REQUIRE(quoted.ok());
+                    CHECK(quoted->blocks[0].source_ssrc == std::stoul(four));
+                } else {
+                    REQUIRE_FALSE(quoted.ok());
+                    CHECK(quoted.error() == RtcpJsonError::bad_number);
+                }
+                CHECK(error_of(head + "\"" + four) == RtcpJsonError::truncated);
+                CHECK(error_of(head + "\"" + four + "x\"}]}") == RtcpJsonError::bad_number);
+                CHECK(error_of(head + "\"" + four + "\\\"}]}") == RtcpJsonError::truncated);
+                // Unknown keys' numbers are checked as JSON, whatever their size.
+                CHECK(parse_copy(R"({"ssrc":1,"x":)" + four + "}" + std::string(pad, ' ')).ok());
+                CHECK(parse_copy(R"({"ssrc":1,"x":-)" + four + ".5e-7}" + std::string(pad, ' ')).ok());
+                CHECK(error_of(R"({"ssrc":1,"x":)" + four + ".}" + std::string(pad, ' ')) == RtcpJsonError::syntax);
+                CHECK(error_of(R"({"ssrc":1,"x":0)" + four + "}" + std::string(pad, ' ')) == RtcpJsonError::syntax);
+            }
+        }
+    }
+}
+
+TEST_CASE("signs and zeros", "[rtp][rtcp_json]") {
+    const auto ssrc_of = [](std::string_view text) {
+        const auto r = parse_copy(text);
+        REQUIRE(r.ok());
+        return r.value().ssrc;
+    };
+    CHECK(ssrc_of(R"({"ssrc":-0})") == 0);
+    CHECK(ssrc_of(R"({"ssrc":-2147483648})") == 0x8000'0000U);
+    CHECK(ssrc_of(R"({"ssrc": -5 })") == 0xFFFF'FFFBU);
+    CHECK(ssrc_of(R"({"ssrc":"-5"})") == 0xFFFF'FFFBU);
+    CHECK(ssrc_of(R"({"ssrc":"0"})") == 0);
+    CHECK(ssrc_of(R"({"ssrc":"0000000000000000001"})") == 1);  // 19 digits
+    CHECK(error_of(R"({"ssrc":"00000000000000000001"})") == RtcpJsonError::bad_number);
+    CHECK(error_of(R"({"ssrc":"1.5"})") == RtcpJsonError::bad_number);
+    CHECK(error_of(R"({"ssrc":"\u0031"})") == RtcpJsonError::bad_number);
+    CHECK(error_of(R"({"ssrc":-01})") == RtcpJsonError::syntax);
+    CHECK(error_of(R"({"ssrc":- 1})") == RtcpJsonError::syntax);
+    CHECK(error_of(R"({"ssrc":-)") == RtcpJsonError::truncated);
+    CHECK(error_of(R"({"ssrc":-12)") == RtcpJsonError::truncated);
+    CHECK(error_of(R"({"ssrc":--1})") == RtcpJsonError::syntax);
+    CHECK(error_of(R"({"ssrc":+1})") == RtcpJsonError::syntax);
 }
