@@ -30,20 +30,12 @@ void add_transit_difference(JitterEstimate& e, double arrival_delta_us, double t
     e.max_jitter_us = std::max(e.max_jitter_us, e.jitter_us);
 }
 
-#if defined(__SIZEOF_INT128__)
-__extension__ using Uint128 = unsigned __int128;
-#endif
-
 // 64 x 64 -> 128-bit multiply with the halves folded together. One multiply per pair of words,
 // the pairs independent of each other, so a key hashes in a few cycles (x86-64 and aarch64 both
 // have the widening multiply).
 std::uint64_t fold_multiply(std::uint64_t a, std::uint64_t b) noexcept {
-#if defined(__SIZEOF_INT128__)
-    const Uint128 p = static_cast<Uint128>(a) * b;
-    return static_cast<std::uint64_t>(p) ^ static_cast<std::uint64_t>(p >> 64);
-#else
-    return mix64(a ^ mix64(b));
-#endif
+    const WideProduct p = multiply_wide(a, b);
+    return p.low ^ p.high;
 }
 
 }  // namespace
