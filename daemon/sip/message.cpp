@@ -70,17 +70,6 @@ HeaderId compact_header_id(char c) noexcept {
     }
 }
 
-// (length, first letter, last letter) tells every known full name apart, so one switch and one
-// comparison classify a header; unknown names usually fail the switch without any comparison.
-constexpr std::uint32_t name_key(std::size_t size, char first, char last) noexcept {
-    return (static_cast<std::uint32_t>(size) << 16) |
-           (static_cast<std::uint32_t>(static_cast<unsigned char>(to_lower(first))) << 8) |
-           static_cast<std::uint32_t>(static_cast<unsigned char>(to_lower(last)));
-}
-constexpr std::uint32_t name_key(std::string_view lower) noexcept {
-    return name_key(lower.size(), lower.front(), lower.back());
-}
-
 HeaderId confirm(std::string_view name, std::string_view canonical, std::string_view lower, HeaderId id) noexcept {
     return equals_exact(name, canonical) || iequals_lower(name, lower) ? id : HeaderId::other;
 }
@@ -88,42 +77,63 @@ HeaderId confirm(std::string_view name, std::string_view canonical, std::string_
 }  // namespace
 
 HeaderId header_id(std::string_view name) noexcept {
-    if (name.size() < 2) return name.size() == 1 ? compact_header_id(name[0]) : HeaderId::other;
-    switch (name_key(name.size(), name.front(), name.back())) {
-#define HEPD_SIP_HEADER(canonical, lower, id) \
-    case name_key(lower): return confirm(name, canonical, lower, HeaderId::id);
-        HEPD_SIP_HEADER("To", "to", to)
-        HEPD_SIP_HEADER("Via", "via", via)
-        HEPD_SIP_HEADER("From", "from", from)
-        HEPD_SIP_HEADER("CSeq", "cseq", cseq)
-        HEPD_SIP_HEADER("Event", "event", event)
-        HEPD_SIP_HEADER("Route", "route", route)
-        HEPD_SIP_HEADER("Allow", "allow", allow)
-        HEPD_SIP_HEADER("Server", "server", server)
-        HEPD_SIP_HEADER("Reason", "reason", reason)
-        HEPD_SIP_HEADER("Call-ID", "call-id", call_id)
-        HEPD_SIP_HEADER("Contact", "contact", contact)
-        HEPD_SIP_HEADER("Subject", "subject", subject)
-        HEPD_SIP_HEADER("Require", "require", require)
-        HEPD_SIP_HEADER("Expires", "expires", expires)
-        HEPD_SIP_HEADER("Refer-To", "refer-to", refer_to)
-        HEPD_SIP_HEADER("Identity", "identity", identity)
-        HEPD_SIP_HEADER("Supported", "supported", supported)
-        HEPD_SIP_HEADER("User-Agent", "user-agent", user_agent)
-        HEPD_SIP_HEADER("Referred-By", "referred-by", referred_by)
-        HEPD_SIP_HEADER("Content-Type", "content-type", content_type)
-        HEPD_SIP_HEADER("Max-Forwards", "max-forwards", max_forwards)
-        HEPD_SIP_HEADER("Allow-Events", "allow-events", allow_events)
-        HEPD_SIP_HEADER("Record-Route", "record-route", record_route)
-        HEPD_SIP_HEADER("Content-Length", "content-length", content_length)
-        HEPD_SIP_HEADER("Reject-Contact", "reject-contact", reject_contact)
-        HEPD_SIP_HEADER("Accept-Contact", "accept-contact", accept_contact)
-        HEPD_SIP_HEADER("Session-Expires", "session-expires", session_expires)
-        HEPD_SIP_HEADER("Content-Encoding", "content-encoding", content_encoding)
-        HEPD_SIP_HEADER("Request-Disposition", "request-disposition", request_disposition)
-#undef HEPD_SIP_HEADER
-    default: return HeaderId::other;
+    const std::size_t n = name.size();
+    if (n < 2) return n == 1 ? compact_header_id(name[0]) : HeaderId::other;
+    // A jump table on the length, then the first letter (the last too where two names share
+    // both), pick the one candidate that a whole-name comparison confirms.
+    const char first = to_lower(name[0]);
+#define HEPD_SIP_HEADER(letter, canonical, lower, id) \
+    if (first == (letter)) return confirm(name, canonical, lower, HeaderId::id);
+    switch (n) {
+    case 2: HEPD_SIP_HEADER('t', "To", "to", to) break;
+    case 3: HEPD_SIP_HEADER('v', "Via", "via", via) break;
+    case 4:
+        HEPD_SIP_HEADER('f', "From", "from", from)
+        HEPD_SIP_HEADER('c', "CSeq", "cseq", cseq)
+        break;
+    case 5:
+        HEPD_SIP_HEADER('e', "Event", "event", event)
+        HEPD_SIP_HEADER('r', "Route", "route", route)
+        HEPD_SIP_HEADER('a', "Allow", "allow", allow)
+        break;
+    case 6:
+        HEPD_SIP_HEADER('s', "Server", "server", server)
+        HEPD_SIP_HEADER('r', "Reason", "reason", reason)
+        break;
+    case 7:
+        if (first == 'c') {
+            return to_lower(name[6]) == 'd' ? confirm(name, "Call-ID", "call-id", HeaderId::call_id)
+                                            : confirm(name, "Contact", "contact", HeaderId::contact);
+        }
+        HEPD_SIP_HEADER('s', "Subject", "subject", subject)
+        HEPD_SIP_HEADER('r', "Require", "require", require)
+        HEPD_SIP_HEADER('e', "Expires", "expires", expires)
+        break;
+    case 8:
+        HEPD_SIP_HEADER('r', "Refer-To", "refer-to", refer_to)
+        HEPD_SIP_HEADER('i', "Identity", "identity", identity)
+        break;
+    case 9: HEPD_SIP_HEADER('s', "Supported", "supported", supported) break;
+    case 10: HEPD_SIP_HEADER('u', "User-Agent", "user-agent", user_agent) break;
+    case 11: HEPD_SIP_HEADER('r', "Referred-By", "referred-by", referred_by) break;
+    case 12:
+        HEPD_SIP_HEADER('c', "Content-Type", "content-type", content_type)
+        HEPD_SIP_HEADER('m', "Max-Forwards", "max-forwards", max_forwards)
+        HEPD_SIP_HEADER('a', "Allow-Events", "allow-events", allow_events)
+        HEPD_SIP_HEADER('r', "Record-Route", "record-route", record_route)
+        break;
+    case 14:
+        HEPD_SIP_HEADER('c', "Content-Length", "content-length", content_length)
+        HEPD_SIP_HEADER('r', "Reject-Contact", "reject-contact", reject_contact)
+        HEPD_SIP_HEADER('a', "Accept-Contact", "accept-contact", accept_contact)
+        break;
+    case 15: HEPD_SIP_HEADER('s', "Session-Expires", "session-expires", session_expires) break;
+    case 16: HEPD_SIP_HEADER('c', "Content-Encoding", "content-encoding", content_encoding) break;
+    case 19: HEPD_SIP_HEADER('r', "Request-Disposition", "request-disposition", request_disposition) break;
+    default: break;
     }
+#undef HEPD_SIP_HEADER
+    return HeaderId::other;
 }
 
 std::string_view to_string(HeaderId id) noexcept {
@@ -246,6 +256,8 @@ Via parse_via_parm(std::string_view via_parm, bool through_branch) noexcept {
         i = close + 1;
     } else {
         begin = i;
+        // The word scan stops at every candidate; a control byte that ends nothing goes on bytewise.
+        i = find_first_of2<true>(s, i, ':', ';');
         while (i < s.size() && !ends_via_host(s[i])) ++i;
         via.host = s.substr(begin, i - begin);
     }
@@ -254,10 +266,17 @@ Via parse_via_parm(std::string_view via_parm, bool through_branch) noexcept {
     if (i < s.size() && s[i] == ':') {
         i = skip_lws(s, i + 1);
         begin = i;
-        while (i < s.size() && is_digit(s[i])) ++i;
-        const auto port = parse_uint<std::uint16_t>(s.substr(begin, i - begin));
-        if (!port) return via;
-        via.port = *port;
+        std::uint32_t port = 0;
+        while (i < s.size() && is_digit(s[i])) port = port * 10 + static_cast<std::uint32_t>(s[i++] - '0');
+        // One to five digits were summed exactly; longer runs (leading zeros) take the full check.
+        if (i - begin > 5 || i == begin) {
+            const auto checked = parse_uint<std::uint16_t>(s.substr(begin, i - begin));
+            if (!checked) return via;
+            port = *checked;
+        } else if (port > UINT16_MAX) {
+            return via;
+        }
+        via.port = static_cast<std::uint16_t>(port);
         i = skip_lws(s, i);
     }
     if (i < s.size()) {
@@ -267,7 +286,15 @@ Via parse_via_parm(std::string_view via_parm, bool through_branch) noexcept {
         bool have_branch = false;
         bool have_received = false;
         bool bad_rport = false;
-        for_each_param(via.params, [&](std::string_view name, std::string_view value, bool) {
+        std::string_view rest = via.params;
+        // What senders write first, taken without the walk; for_each_param goes on after it.
+        if (const std::size_t end = plain_first_param_end(rest, ";branch="); end != std::string_view::npos) {
+            via.branch = rest.substr(8, end - 8);
+            have_branch = true;
+            if (through_branch) return via;
+            rest = rest.substr(end);
+        }
+        for_each_param(rest, [&](std::string_view name, std::string_view value, bool) {
             if (!have_branch && matches_name(name, "branch", "branch")) {
                 via.branch = value;
                 have_branch = true;
@@ -307,7 +334,10 @@ NameAddr parse_name_addr(std::string_view value) noexcept {
     }
     std::size_t lt = std::string_view::npos;
     if (s[0] == '"') {
-        const std::size_t close = find_closing_quote(s, 0);
+        // Word scan to the first quote or backslash; only an escape needs the careful walk.
+        std::size_t close = find_first_of2<false>(s, 1, '"', '\\');
+        if (close == s.size()) return na;
+        if (s[close] == '\\') close = find_closing_quote(s, close - 1);
         if (close == std::string_view::npos) return na;
         na.display_name = s.substr(1, close - 1);
         lt = skip_lws(s, close + 1);
@@ -336,6 +366,13 @@ NameAddr parse_name_addr(std::string_view value) noexcept {
     if (na.uri.empty()) return na;
     if (!params.empty() && params[0] != ';') return na;
     na.params = params;
+    // The usual ";tag=value" first, taken without the walk.
+    if (const std::size_t end = plain_first_param_end(params, ";tag="); end != std::string_view::npos) {
+        na.tag = params.substr(5, end - 5);
+        na.has_tag = true;
+        na.valid = true;
+        return na;
+    }
     for_each_param(params, [&](std::string_view name, std::string_view param_value, bool) {
         if (!matches_name(name, "tag", "tag")) return false;
         na.tag = param_value;

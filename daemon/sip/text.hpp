@@ -5,6 +5,7 @@
 #include "core/ascii.hpp"
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -98,6 +99,35 @@ inline bool iequals_lower(std::string_view text, std::string_view lower) noexcep
         if (lower8(load8(text.data() + i)) != load8(lower.data() + i)) return false;
     // The tail re-reads a few bytes already compared rather than looping byte by byte.
     return i == n || lower8(load8(text.data() + n - 8)) == load8(lower.data() + n - 8);
+}
+
+// Index of the first byte at or after `i` that is `a` or `b`, or (with `controls`) below '!'
+// (white space and control bytes); s.size() when there is none. Eight bytes per step where the
+// byte order allows, since the values scanned here (branches, tags, hosts) run to a dozen bytes.
+template <bool controls>
+inline std::size_t find_first_of2(std::string_view s, std::size_t i, char a, char b) noexcept {
+    const std::size_t n = s.size();
+    if constexpr (std::endian::native == std::endian::little) {
+        constexpr std::uint64_t ones = 0x0101010101010101ULL;
+        constexpr std::uint64_t high = 0x8080808080808080ULL;
+        const std::uint64_t as = ones * static_cast<unsigned char>(a);
+        const std::uint64_t bs = ones * static_cast<unsigned char>(b);
+        for (; i + 8 <= n; i += 8) {
+            const std::uint64_t x = load8(s.data() + i);
+            const std::uint64_t xa = x ^ as;
+            const std::uint64_t xb = x ^ bs;
+            // Each term's lowest set bit marks its first match exactly: borrows only run upwards.
+            std::uint64_t hit = ((xa - ones) & ~xa) | ((xb - ones) & ~xb);
+            if constexpr (controls) hit |= (x - ones * '!') & ~x;
+            hit &= high;
+            if (hit != 0) return i + static_cast<std::size_t>(std::countr_zero(hit) >> 3);
+        }
+    }
+    for (; i < n; ++i) {
+        const char c = s[i];
+        if (c == a || c == b || (controls && static_cast<unsigned char>(c) < '!')) return i;
+    }
+    return n;
 }
 
 // Exact comparison against a literal: with the length known at compile time the compiler turns
@@ -282,6 +312,16 @@ void for_each_param(std::string_view params, F&& f) noexcept {
             if (f(rtrim_lws(item.substr(0, eq)), quoted ? value.substr(1, value.size() - 2) : value, true)) return;
         }
     }
+}
+
+// The end (index of its ';', or the size) of the value of a first parameter written exactly as
+// `prefix` (";name=") when that value has no quote or white space, so that for_each_param would
+// report it untouched; npos for any other shape, which the caller leaves to for_each_param.
+inline std::size_t plain_first_param_end(std::string_view params, std::string_view prefix) noexcept {
+    if (params.size() < prefix.size() || std::memcmp(params.data(), prefix.data(), prefix.size()) != 0)
+        return std::string_view::npos;
+    const std::size_t end = find_first_of2<true>(params, prefix.size(), ';', '"');
+    return end == params.size() || params[end] == ';' ? end : std::string_view::npos;
 }
 
 inline constexpr std::string_view unquote(std::string_view s) noexcept {

@@ -812,6 +812,108 @@ TEST_CASE("Via parsing: IPv6, received/rport, spacing, transports", "[sip][messa
     }
 }
 
+TEST_CASE("Via and name-addr corners of the word scans and the first-parameter shortcut", "[sip][message][via]") {
+    SECTION("branch and host of every length around a word, with and without what follows") {
+        const std::string chars = "z9hG4bK-0123456789abcdefgh";
+        for (std::size_t n = 0; n <= 20; ++n) {
+            const std::string value = chars.substr(0, n);
+            const std::string host = "h" + chars.substr(7, n % 13) + ".x";
+            for (const std::string& tail : {std::string(), std::string(";rport"), std::string(";received=1.2.3.4")}) {
+                const std::string text = "SIP/2.0/UDP " + host + ":5060;branch=" + value + tail;
+                INFO(text);
+                const Via v = parse_via(text);
+                CHECK(v.valid);
+                CHECK(v.host == host);
+                CHECK(v.port == 5060);
+                CHECK(v.branch == value);
+                CHECK(find_param(v.params, "branch") == std::optional<std::string_view>(v.branch));
+                CHECK(v.has_rport == (tail == ";rport"));
+                CHECK(v.received == (tail.empty() || tail == ";rport" ? "" : "1.2.3.4"));
+            }
+        }
+    }
+    SECTION("branch values the shortcut must leave to the parameter walk") {
+        const auto branch = [](std::string_view text) { return std::string(parse_via(text).branch); };
+        CHECK(branch("SIP/2.0/UDP h;branch=z9hG4bK1 ;rport") == "z9hG4bK1");
+        CHECK(branch("SIP/2.0/UDP h;branch=\"z9;x\";rport") == "z9;x");
+        CHECK(branch("SIP/2.0/UDP h;Branch=Z9;branch=b") == "Z9");
+        CHECK(branch("SIP/2.0/UDP h;branch =a") == "a");
+        CHECK(branch("SIP/2.0/UDP h;branch=a\"b;c\";rport") == "a\"b;c\"");
+        CHECK(branch("SIP/2.0/UDP h;branch=;rport") == "");
+        CHECK(branch("SIP/2.0/UDP h;branch=a\x01;rport") == "a\x01");
+        CHECK(branch("SIP/2.0/UDP h;branchx=a;branch=b") == "b");
+        const Via later = parse_via("SIP/2.0/UDP h;branch=a;branch=b;rport=7;received=r;rport=8");
+        CHECK(later.branch == "a");
+        CHECK(later.rport == 7);
+        CHECK(later.received == "r");
+        CHECK_FALSE(parse_via("SIP/2.0/UDP h;branch=a;rport=x").valid);
+    }
+    SECTION("hosts and ports") {
+        CHECK(parse_via("SIP/2.0/UDP host\x01name:5060;branch=b").host == "host\x01name");
+        CHECK(parse_via("SIP/2.0/UDP h0123456789abcdef\x7f\x80:1").host == "h0123456789abcdef\x7f\x80");
+        CHECK(parse_via("SIP/2.0/UDP abcdefghijklmnop ;branch=b").host == "abcdefghijklmnop");
+        CHECK(parse_via("SIP/2.0/UDP abcdefghijklmnop\t:\t7").port == 7);
+        CHECK(parse_via("SIP/2.0/UDP h:0005060;branch=b").port == 5060);
+        CHECK(parse_via("SIP/2.0/UDP h:000000;branch=b").valid);
+        CHECK(parse_via("SIP/2.0/UDP h:65535").port == 65535);
+        CHECK(parse_via("SIP/2.0/UDP h:0").valid);
+        CHECK_FALSE(parse_via("SIP/2.0/UDP h:65536").valid);
+        CHECK_FALSE(parse_via("SIP/2.0/UDP h:99999").valid);
+        CHECK_FALSE(parse_via("SIP/2.0/UDP h:123456").valid);
+        CHECK_FALSE(parse_via("SIP/2.0/UDP h:00065536").valid);
+        CHECK_FALSE(parse_via("SIP/2.0/UDP h:123456789012345678901").valid);
+        CHECK(parse_via("SIP/2.0/UDP [2001:db8::1];branch=b").host == "2001:db8::1");
+        CHECK(parse_via("SIP/2.0/UDP [2001:db8::1];branch=b").branch == "b");
+    }
+    SECTION("tags of every length around a word, and the shapes left to the walk") {
+        const std::string chars = "0123456789abcdefghijklmn";
+        for (std::size_t n = 0; n <= 20; ++n) {
+            const std::string tag = chars.substr(0, n);
+            for (const std::string& head :
+                 {std::string("<sip:b@h>"), std::string("\"Caller 12345678\" <sip:a@h>"), std::string("sip:c@h")}) {
+                for (const std::string& tail : {std::string(), std::string(";x=y")}) {
+                    const std::string text = head + ";tag=" + tag + tail;
+                    INFO(text);
+                    const NameAddr na = parse_name_addr(text);
+                    CHECK(na.valid);
+                    CHECK(na.has_tag);
+                    CHECK(na.tag == tag);
+                    CHECK(na.params == ";tag=" + tag + tail);
+                }
+            }
+        }
+        const auto tag = [](std::string_view text) { return std::string(parse_name_addr(text).tag); };
+        CHECK(tag("<sip:a@h>;TAG=Ab") == "Ab");
+        CHECK(tag("<sip:a@h>;tag=a ;x") == "a");
+        CHECK(tag("<sip:a@h>;tag=\"a;b\"") == "a;b");
+        CHECK(tag("<sip:a@h>;x=1;tag=t") == "t");
+        CHECK(tag("<sip:a@h>;tags=1;tag=t") == "t");
+        CHECK(tag("<sip:a@h>;tag") == "");
+        CHECK(parse_name_addr("<sip:a@h>;tag").has_tag);
+        CHECK_FALSE(parse_name_addr("<sip:a@h>;tagx=1").has_tag);
+        CHECK_FALSE(parse_name_addr("<sip:a@h> x;tag=1").valid);
+    }
+    SECTION("quoted display names around a word, escapes, unterminated") {
+        for (std::size_t n = 0; n <= 18; ++n) {
+            const std::string name = std::string("Caller 0123456789ab").substr(0, n);
+            // The views point into the text, so it has to outlive the checks.
+            const std::string plain = "\"" + name + "\" <sip:a@h>;tag=1";
+            const NameAddr na = parse_name_addr(plain);
+            CHECK(na.valid);
+            CHECK(na.display_name == name);
+            const std::string with_escapes = "\"" + name + "\\\"q\\\\\" <sip:a@h>";
+            const NameAddr escaped = parse_name_addr(with_escapes);
+            CHECK(escaped.valid);
+            CHECK(escaped.display_name == name + "\\\"q\\\\");
+            CHECK_FALSE(parse_name_addr("\"" + name + " <sip:a@h>").valid);
+            CHECK_FALSE(parse_name_addr("\"" + name + "\\\" <sip:a@h>").valid);
+        }
+        CHECK(parse_name_addr(R"("a\\" <sip:a@h>)").display_name == R"(a\\)");
+        CHECK_FALSE(parse_name_addr(R"("abc\)").valid);
+        CHECK_FALSE(parse_name_addr("\"").valid);
+    }
+}
+
 TEST_CASE("find_param", "[sip][message]") {
     const std::string_view params = R"(;branch=z9hG4bK1 ; lr ;Received = 1.2.3.4;text="a;b=c";empty=)";
     CHECK(find_param(params, "branch") == std::optional<std::string_view>("z9hG4bK1"));
@@ -1093,6 +1195,12 @@ TEST_CASE("dialog depth: what the dialog table reads is what a full parse gives"
                        tail);
     messages.push_back(crlf("INVITE sip:x SIP/2.0\nVia: SIP/2.0/UDP [2001:db8::1]:5062 ;received=1.2.3.4; "
                             "BRANCH=\"z9hG4bK7\",SIP/2.0/UDP g\n f: <sip:a@h>;tag=1\nt: <sip:b@h>\n") +
+                       tail);
+    messages.push_back(crlf("INVITE sip:x SIP/2.0\nVia: SIP/2.0/UDP 10.0.0.1:5060;branch=z9hG4bK-1234-5-0;rport\n"
+                            "From: \"Alice\" <sip:alice@10.0.0.1:5060>;tag=abc123\nTo: <sip:bob@example.com>\n") +
+                       tail);
+    messages.push_back(crlf("INVITE sip:x SIP/2.0\nVia: SIP/2.0/UDP h:0005060;branch=\"b;1\";rport\n"
+                            "From: \"A\\\"\" <sip:a@h>;tag=\"t;1\"\nTo: sip:b@h;tag=\n") +
                        tail);
     std::string many = "OPTIONS sip:x SIP/2.0\r\nVia: SIP/2.0/UDP h;branch=z9hG4bK8\r\n";
     for (int i = 0; i < 80; ++i) many += "X-Filler-" + std::to_string(i) + ": " + std::to_string(i) + "\r\n";

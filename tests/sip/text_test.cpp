@@ -152,3 +152,59 @@ TEST_CASE("for_each_param finds the elements ItemSplitter finds", "[sip][text]")
     });
     CHECK(calls == 2);
 }
+
+TEST_CASE("find_first_of2 agrees with a byte loop in every lane and the tail", "[sip][text]") {
+    const auto naive = [](std::string_view s, std::size_t i, char a, char b, bool controls) {
+        for (; i < s.size(); ++i)
+            if (s[i] == a || s[i] == b || (controls && static_cast<unsigned char>(s[i]) < '!')) return i;
+        return s.size();
+    };
+    // Fillers with letters, bytes >= 0x80, '!' (just above the control range) and DEL.
+    const std::string fillers[] = {"abcdefghijklmnopqrstuvwxyz012", std::string("\x80\xff!\x7f#~\xa0\xc9", 8) + "zz"};
+    const char stops[] = {';', '"', ' ', '\t', '\r', '\n', '\0', '\x1f', '\\', ':'};
+    for (const std::string& filler : fillers) {
+        std::string base;
+        while (base.size() < 19) base += filler;
+        base.resize(19);
+        CHECK(find_first_of2<true>(base, 0, ';', '"') == naive(base, 0, ';', '"', true));
+        for (std::size_t n = 0; n <= base.size(); ++n) {
+            for (std::size_t at = 0; at < n; ++at) {
+                for (char stop : stops) {
+                    std::string s = base.substr(0, n);
+                    s[at] = stop;
+                    // A second stop after the first one must not hide it (borrows run upwards).
+                    if (at + 1 < n) s[at + 1] = '\0';
+                    for (std::size_t from = 0; from <= n; ++from) {
+                        INFO("n " << n << " at " << at << " stop " << int(stop) << " from " << from);
+                        CHECK(find_first_of2<true>(s, from, ';', '"') == naive(s, from, ';', '"', true));
+                        CHECK(find_first_of2<false>(s, from, '"', '\\') == naive(s, from, '"', '\\', false));
+                        CHECK(find_first_of2<true>(s, from, ':', ';') == naive(s, from, ':', ';', true));
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("plain_first_param_end takes only what for_each_param reports untouched", "[sip][text]") {
+    const auto first_value = [](std::string_view params) {
+        std::string_view found;
+        for_each_param(params, [&](std::string_view, std::string_view value, bool) {
+            found = value;
+            return true;
+        });
+        return found;
+    };
+    for (std::string_view params : {";tag=abc", ";tag=abc;x", ";tag=", ";tag=;x", ";tag=0123456789abcdef;y=1",
+                                    ";tag=01234567", ";tag=0123456789a"}) {
+        INFO(params);
+        const std::size_t end = plain_first_param_end(params, ";tag=");
+        REQUIRE(end != std::string_view::npos);
+        const std::string_view value = params.substr(5, end - 5);
+        CHECK(value == first_value(params));
+        CHECK(value.data() == first_value(params).data());
+    }
+    for (std::string_view params : {";tag", ";TAG=a", "; tag=a", ";tag =a", ";tag= a", ";tag=a ", ";tag=a\t;x",
+                                    ";tag=\"a;b\"", ";tag=a\"b", ";tags=a", "", ";tag=abcdefgh\r\n x"})
+        CHECK(plain_first_param_end(params, ";tag=") == std::string_view::npos);
+}
