@@ -225,28 +225,37 @@ Via parse_via_parm(std::string_view via_parm, bool through_branch) noexcept {
     via.raw = s;
     // sent-protocol: name LWS? "/" LWS? version LWS? "/" LWS? transport (RFC 3261 SLASH = SWS "/" SWS)
     std::size_t i = 0;
-    if (s.size() > 8 && equals_exact(s.substr(0, 8), "SIP/2.0/")) {
-        // What every sender writes, taken whole.
+    if (s.size() > 12 && equals_exact(s.substr(0, 12), "SIP/2.0/UDP ")) {
+        // What nearly every sender writes, taken whole.
         via.protocol_name = s.substr(0, 3);
         via.protocol_version = s.substr(4, 3);
-        i = skip_lws(s, 8);
+        via.transport_text = s.substr(8, 3);
+        via.transport = Transport::udp;
+        i = skip_lws(s, 12);
+        if (i >= s.size()) return via;
     } else {
-        for (std::string_view* part : {&via.protocol_name, &via.protocol_version}) {
-            const std::size_t start = i;
-            i = skip_token(s, i);
-            *part = s.substr(start, i - start);
-            i = skip_lws(s, i);
-            if (part->empty() || i >= s.size() || s[i] != '/') return via;
-            i = skip_lws(s, i + 1);
+        if (s.size() > 8 && equals_exact(s.substr(0, 8), "SIP/2.0/")) {
+            via.protocol_name = s.substr(0, 3);
+            via.protocol_version = s.substr(4, 3);
+            i = skip_lws(s, 8);
+        } else {
+            for (std::string_view* part : {&via.protocol_name, &via.protocol_version}) {
+                const std::size_t start = i;
+                i = skip_token(s, i);
+                *part = s.substr(start, i - start);
+                i = skip_lws(s, i);
+                if (part->empty() || i >= s.size() || s[i] != '/') return via;
+                i = skip_lws(s, i + 1);
+            }
         }
+        const std::size_t begin = i;
+        i = skip_token(s, i);
+        via.transport_text = s.substr(begin, i - begin);
+        via.transport = transport_of(via.transport_text);
+        const std::size_t after_protocol = i;
+        i = skip_lws(s, i);
+        if (via.transport_text.empty() || i == after_protocol || i >= s.size()) return via;
     }
-    std::size_t begin = i;
-    i = skip_token(s, i);
-    via.transport_text = s.substr(begin, i - begin);
-    via.transport = transport_of(via.transport_text);
-    const std::size_t after_protocol = i;
-    i = skip_lws(s, i);
-    if (via.transport_text.empty() || i == after_protocol || i >= s.size()) return via;
 
     // sent-by: host [ COLON port ]
     if (s[i] == '[') {
@@ -255,7 +264,7 @@ Via parse_via_parm(std::string_view via_parm, bool through_branch) noexcept {
         via.host = s.substr(i + 1, close - i - 1);
         i = close + 1;
     } else {
-        begin = i;
+        const std::size_t begin = i;
         // The word scan stops at every candidate; a control byte that ends nothing goes on bytewise.
         i = find_first_of2<true>(s, i, ':', ';');
         while (i < s.size() && !ends_via_host(s[i])) ++i;
@@ -265,7 +274,7 @@ Via parse_via_parm(std::string_view via_parm, bool through_branch) noexcept {
     i = skip_lws(s, i);
     if (i < s.size() && s[i] == ':') {
         i = skip_lws(s, i + 1);
-        begin = i;
+        const std::size_t begin = i;
         std::uint32_t port = 0;
         while (i < s.size() && is_digit(s[i])) port = port * 10 + static_cast<std::uint32_t>(s[i++] - '0');
         // One to five digits were summed exactly; longer runs (leading zeros) take the full check.

@@ -848,6 +848,26 @@ TEST_CASE("Via and name-addr corners of the word scans and the first-parameter s
         CHECK(later.received == "r");
         CHECK_FALSE(parse_via("SIP/2.0/UDP h;branch=a;rport=x").valid);
     }
+    SECTION("sent-protocol spellings next to the usual one") {
+        for (std::string_view text : {"SIP/2.0/UDP h:1", "SIP/2.0/UDP   h:1", "SIP/2.0/UDP \r\n h:1",
+                                      "SIP/2.0/UDP\th:1", "SIP/2.0/udp h:1", "SIP / 2.0 / UDP h:1"}) {
+            INFO(text);
+            const Via v = parse_via(text);
+            CHECK(v.valid);
+            CHECK(v.protocol_name == "SIP");
+            CHECK(v.protocol_version == "2.0");
+            CHECK(v.transport == Transport::udp);
+            CHECK(v.transport_text.size() == 3);
+            CHECK(v.host == "h");
+            CHECK(v.port == 1);
+        }
+        CHECK_FALSE(parse_via("SIP/2.0/UDP ").valid);
+        CHECK_FALSE(parse_via("SIP/2.0/UDP  ").valid);
+        CHECK(parse_via("SIP/2.0/UDPX h").transport == Transport::unknown);
+        CHECK(parse_via("SIP/2.0/UDPX h").transport_text == "UDPX");
+        CHECK(parse_via("SIP/2.0/UDP ;branch=b").host.empty());
+        CHECK_FALSE(parse_via("SIP/2.0/UDP ;branch=b").valid);
+    }
     SECTION("hosts and ports") {
         CHECK(parse_via("SIP/2.0/UDP host\x01name:5060;branch=b").host == "host\x01name");
         CHECK(parse_via("SIP/2.0/UDP h0123456789abcdef\x7f\x80:1").host == "h0123456789abcdef\x7f\x80");
