@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Capacity benchmark for `hepd pcap` (issue 4): scaling over cores, a memory sweep, and peers
-(sipgrep, sngrep) timed on the same corpus in the same run. Prints a JSON document; with
+(sipgrep, sngrep) timed on the same corpus in the same run (sipgrep in turn with `hepd pcap
+--cores 1`, its ratio the median of the pairs'). Prints a JSON document; with
 --update-baseline it also writes the figures into bench/baseline.json.
 
   bench/capacity.py --build build [--cores 1,2,4,8] [--runs 5] [--replicates 3] [--sweep]
@@ -60,6 +61,20 @@ def timed(cmd, runs, env=None):
         times.append(time.perf_counter() - t0)
         outs.append(p.stdout)
     return statistics.median(times), times, outs
+
+
+def paired(cmd_a, cmd_b, runs):
+    """Wall seconds of `cmd_a` and `cmd_b` run in turn `runs` times (after one warm-up each): a
+    drift of the shared machine's speed during the benchmark then moves both alike."""
+    for cmd in (cmd_a, cmd_b):
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    times = ([], [])
+    for _ in range(runs):
+        for cmd, out in zip((cmd_a, cmd_b), times):
+            t0 = time.perf_counter()
+            subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            out.append(time.perf_counter() - t0)
+    return times
 
 
 def corpus(build, path, args):
@@ -251,9 +266,14 @@ def main():
         peers = {}
         one = scaling.get("1", {}).get("published_wall_seconds")
         if shutil.which("sipgrep"):
-            med, times, _ = timed(["sipgrep", "-I", main_corpus, "-C"], a.runs)
-            peers["sipgrep"] = {"median_wall_seconds": med, "runs": times,
-                                "hepd_1_core_speed_ratio": med / one if one else None,
+            # In turn with hepd on one core: the ratio is the median of the pairs' ratios (timed
+            # one after the other, a change of the machine's speed between them moved it by half).
+            hepd_times, times = paired([hepd, "pcap", main_corpus, "--cores", "1"], ["sipgrep", "-I", main_corpus, "-C"],
+                                       a.runs)
+            med = statistics.median(times)
+            peers["sipgrep"] = {"median_wall_seconds": med, "runs": times, "hepd_runs_in_turn": hepd_times,
+                                "hepd_1_core_speed_ratio": statistics.median(s / h for s, h in zip(times, hepd_times)),
+                                "ratio_to_published_1_core": med / one if one else None,
                                 "does": "greps SIP messages and groups them by Call-ID; no dialog state, no RTP"}
         if shutil.which("sngrep"):
             med, times, _ = timed(["sngrep", "-N", "-q", "-I", main_corpus], max(1, a.runs // 2))
