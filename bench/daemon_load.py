@@ -2,7 +2,7 @@
 """Always-on benchmark: hepd as a daemon on loopback, fed by bench/hepd_load, against Kamailio's
 sipcapture module fed the same way in the same run.
 
-  bench/daemon_load.py [--build build] [--repetitions 3] [--duration 3] [--peers hepd,sipcapture]
+  bench/daemon_load.py [--build build] [--repetitions 3] [--duration 3] [--peers hepd,sipcapture,floor]
                        [--no-pin] [--nice -10] [--update-baseline]
 
 For each peer (a fresh process for every measurement; hepd --cores 1 with its one UDP receive
@@ -29,6 +29,9 @@ carry: the receive thread (hepd-udp-0) and the shards (hepd-shard-N) a packet, a
 thread's share in the kernel (user/system ticks of /proc/PID/task/*/stat). The peer runs on
 CPU 0 and the generator on CPU 1 (taskset; --no-pin), each in a session of its own whose
 scheduling group is at nice --nice, ahead of the compilers sharing the machine. Kamailio's configuration is bench/kamailio-sipcapture.cfg.
+The third peer, "floor", is bench/udp_sink: it receives as hepd's receive thread does (recvmmsg of
+64, 8 MiB SO_RCVBUF) and discards, so its CPU a packet is what the kernel's receive costs any
+collector on this machine; "above_floor" is hepd's figure less the floor's, at each rate.
 """
 import argparse
 import glob
@@ -317,6 +320,43 @@ class Sipcapture:
         shutil.rmtree(self.work, ignore_errors=True)
 
 
+class UdpSink:
+    """The floor: bench/udp_sink receives as hepd's receive thread does (recvmmsg of 64, 8 MiB
+    SO_RCVBUF) and discards. Its CPU a packet is the kernel's receive and copy on this machine,
+    which every collector pays; a peer's figure above it is the peer's own work."""
+    name = "floor"
+
+    def __init__(self, build, pin=False):
+        self.port = free_port()
+        self.proc = spawn([os.path.join(build, "bench/udp_sink"), "--listen", f"127.0.0.1:{self.port}"], PEER_CPU,
+                          pin, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.pids = [self.proc.pid]
+        for _ in range(200):
+            if udp_socket_stats(self.port)["drops"] is not None:
+                break
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"udp_sink exited with status {self.proc.returncode}")
+            time.sleep(0.02)
+        else:
+            self.stop()
+            raise RuntimeError("udp_sink did not bind")
+
+    def counters(self):
+        # The taskset wrapper execs udp_sink: the pid is the sink's.
+        self.proc.send_signal(signal.SIGUSR1)
+        got = json.loads(self.proc.stdout.readline())
+        return {"accepted": float(got["packets"]), "own_kernel_drops": None, "queue_drops": None,
+                "clock_steps": None}
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
 def kamailio_version():
     try:
         return subprocess.run(["kamailio", "-v"], stdout=subprocess.PIPE, text=True).stdout.splitlines()[0]
@@ -349,7 +389,11 @@ def drained(peer, timeout=5.0):
 
 
 def start_peer(a, kind):
-    return Hepd(a.build, pin=a.pin) if kind == "hepd" else Sipcapture(pin=a.pin)
+    if kind == "hepd":
+        return Hepd(a.build, pin=a.pin)
+    if kind == "floor":
+        return UdpSink(a.build, pin=a.pin)
+    return Sipcapture(pin=a.pin)
 
 
 def measure_idle(a, kind):
@@ -674,6 +718,9 @@ def print_table(result, out=sys.stderr):
               f"{rl['accepted']:.0f} accepted (at most {rl['expected_accepted_upper_bound']}), "
               f"{rl['dropped_rate_limit']:.0f} rate_limit drops; scrape {1000 * rl['scrape_seconds_idle_median']:.2f} ms "
               f"idle, {1000 * rl['scrape_seconds_under_load_median']:.2f} ms under load (medians of 10)", file=out)
+    for rate, v in result.get("above_floor", {}).items():
+        print(f"{rate}/s: hepd {v['hepd_us_per_packet']:.2f} µs a packet, the floor (receive and discard) "
+              f"{v['floor_us_per_packet']:.2f}: hepd's own work {v['hepd_above_floor_us_per_packet']:.2f}", file=out)
     for k, v in result.get("acceptance", {}).items():
         print(f"{'met' if v else 'NOT met'}: {k}", file=out)
     print(result["method"]["note"], file=out)
@@ -689,7 +736,7 @@ def main():
     ap.add_argument("--rates", default="20000,100000")
     ap.add_argument("--bisect-steps", type=int, default=4)
     ap.add_argument("--min-rate", type=float, default=1000, help="lowest rate the bisection probes")
-    ap.add_argument("--peers", default="hepd,sipcapture")
+    ap.add_argument("--peers", default="hepd,sipcapture,floor")
     ap.add_argument("--calls", type=int, default=200,
                     help="hepd_load --calls: calls in the corpus it replays (fewer start faster; same mix)")
     ap.add_argument("--no-pin", dest="pin", action="store_false", help="do not pin peer and generator with taskset")
@@ -727,7 +774,9 @@ def main():
         "hepd": "--cores 1 (one shard), one UDP receive thread (default), no rate limit",
         "sipcapture": f"{kamailio_version()}, bench/kamailio-sipcapture.cfg: children=1, hep_capture_on, "
                       "SIP parsed in the script (the fields sip_capture() stores) and dropped; RTCP "
-                      "appended to a db_flatstore file (sipcapture 5.6 stores RTCP without running a route)"}
+                      "appended to a db_flatstore file (sipcapture 5.6 stores RTCP without running a route)",
+        "floor": "bench/udp_sink: one thread, blocking recvmmsg of 64 (MSG_WAITFORONE), 8 MiB SO_RCVBUF, "
+                 "datagrams discarded"}
 
     reps = {k: [] for k in kinds}
     t0 = time.monotonic()
@@ -757,6 +806,13 @@ def main():
         result["lossless_ratio_hepd_to_sipcapture"] = ratio
         acc[f"hepd lossless rate >= 10x sipcapture's (ratio {ratio:.1f}"
             + (", hepd generator-bound" if h["lossless_generator_bound"] else "") + ")"] = ratio >= 10
+    f = result["peers"].get("floor")
+    if h and f:
+        result["above_floor"] = {
+            r: {"hepd_us_per_packet": h[r]["cpu_us_per_packet"], "floor_us_per_packet": f[r]["cpu_us_per_packet"],
+                "hepd_above_floor_us_per_packet": h[r]["cpu_us_per_packet"] - f[r]["cpu_us_per_packet"]}
+            for r in map(str, a.rates)
+            if h[r]["cpu_us_per_packet"] is not None and f[r]["cpu_us_per_packet"] is not None}
     result["acceptance"] = acc
 
     if a.rate_limit and "hepd" in kinds:
