@@ -207,6 +207,16 @@ def spawn(argv, cpu, pin, **kw):
     return proc
 
 
+def terminate(proc):
+    """SIGTERM, and SIGKILL after 20 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 class Hepd:
     name = "hepd"
 
@@ -252,12 +262,7 @@ class Hepd:
                 "clock_steps": metric(text, "hepd_hep_clock_steps_total")}
 
     def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        terminate(self.proc)
         shutil.rmtree(self.state, ignore_errors=True)
 
 
@@ -342,19 +347,14 @@ class UdpSink:
             raise RuntimeError("udp_sink did not bind")
 
     def counters(self):
-        # The taskset wrapper execs udp_sink: the pid is the sink's.
+        # taskset and nice exec udp_sink: the pid is the sink's.
         self.proc.send_signal(signal.SIGUSR1)
         got = json.loads(self.proc.stdout.readline())
         return {"accepted": float(got["packets"]), "own_kernel_drops": None, "queue_drops": None,
                 "clock_steps": None}
 
     def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        terminate(self.proc)
 
 
 def kamailio_version():
