@@ -122,6 +122,10 @@ int main(int argc, char** argv) {
             for (auto& h : headers) h.msg_hdr.msg_namelen = sizeof(sockaddr_storage);
             const int flags = watch && round == 0 ? MSG_WAITFORONE : MSG_DONTWAIT;
             const int n = recvmmsg(fd, headers.data(), kBatch, flags, nullptr);
+            if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                std::perror("udp_sink: recvmmsg");
+                return 1;
+            }
             if (n <= 0) {  // EAGAIN: drained; EINTR: a signal, looked at below
                 backlog = false;
                 break;

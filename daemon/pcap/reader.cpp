@@ -392,7 +392,7 @@ bool FileReader::next_pcap(Frame& out) noexcept {
     // hardware prefetcher stops at every page of the mapping: every line ahead is asked for once,
     // so neither the walk nor the decoders behind it wait on memory. Asked for as non-temporal
     // (read once): the capture streaming through does not push the shard's tables out of the
-    // caches (two shards 5-8 % faster, one unchanged).
+    // caches (two shards about 5 % faster, one unchanged).
     const std::size_t ahead = std::min(size_, offset_ + kPrefetchDistance);
     for (; prefetched_ < ahead; prefetched_ += kCacheLine) __builtin_prefetch(base_ + prefetched_, 0, 0);
     const std::uint32_t secs = u32(h);
