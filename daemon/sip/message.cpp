@@ -70,73 +70,8 @@ HeaderId compact_header_id(char c) noexcept {
     }
 }
 
-HeaderId confirm(std::string_view name, std::string_view canonical, std::string_view lower, HeaderId id) noexcept {
-    return equals_exact(name, canonical) || iequals_lower(name, lower) ? id : HeaderId::other;
-}
-
-}  // namespace
-
-HeaderId header_id(std::string_view name) noexcept {
-    const std::size_t n = name.size();
-    if (n < 2) return n == 1 ? compact_header_id(name[0]) : HeaderId::other;
-    // A jump table on the length, then the first letter (the last too where two names share
-    // both), pick the one candidate that a whole-name comparison confirms.
-    const char first = to_lower(name[0]);
-#define HEPD_SIP_HEADER(letter, canonical, lower, id) \
-    if (first == (letter)) return confirm(name, canonical, lower, HeaderId::id);
-    switch (n) {
-    case 2: HEPD_SIP_HEADER('t', "To", "to", to) break;
-    case 3: HEPD_SIP_HEADER('v', "Via", "via", via) break;
-    case 4:
-        HEPD_SIP_HEADER('f', "From", "from", from)
-        HEPD_SIP_HEADER('c', "CSeq", "cseq", cseq)
-        break;
-    case 5:
-        HEPD_SIP_HEADER('e', "Event", "event", event)
-        HEPD_SIP_HEADER('r', "Route", "route", route)
-        HEPD_SIP_HEADER('a', "Allow", "allow", allow)
-        break;
-    case 6:
-        HEPD_SIP_HEADER('s', "Server", "server", server)
-        HEPD_SIP_HEADER('r', "Reason", "reason", reason)
-        break;
-    case 7:
-        if (first == 'c') {
-            return to_lower(name[6]) == 'd' ? confirm(name, "Call-ID", "call-id", HeaderId::call_id)
-                                            : confirm(name, "Contact", "contact", HeaderId::contact);
-        }
-        HEPD_SIP_HEADER('s', "Subject", "subject", subject)
-        HEPD_SIP_HEADER('r', "Require", "require", require)
-        HEPD_SIP_HEADER('e', "Expires", "expires", expires)
-        break;
-    case 8:
-        HEPD_SIP_HEADER('r', "Refer-To", "refer-to", refer_to)
-        HEPD_SIP_HEADER('i', "Identity", "identity", identity)
-        break;
-    case 9: HEPD_SIP_HEADER('s', "Supported", "supported", supported) break;
-    case 10: HEPD_SIP_HEADER('u', "User-Agent", "user-agent", user_agent) break;
-    case 11: HEPD_SIP_HEADER('r', "Referred-By", "referred-by", referred_by) break;
-    case 12:
-        HEPD_SIP_HEADER('c', "Content-Type", "content-type", content_type)
-        HEPD_SIP_HEADER('m', "Max-Forwards", "max-forwards", max_forwards)
-        HEPD_SIP_HEADER('a', "Allow-Events", "allow-events", allow_events)
-        HEPD_SIP_HEADER('r', "Record-Route", "record-route", record_route)
-        break;
-    case 14:
-        HEPD_SIP_HEADER('c', "Content-Length", "content-length", content_length)
-        HEPD_SIP_HEADER('r', "Reject-Contact", "reject-contact", reject_contact)
-        HEPD_SIP_HEADER('a', "Accept-Contact", "accept-contact", accept_contact)
-        break;
-    case 15: HEPD_SIP_HEADER('s', "Session-Expires", "session-expires", session_expires) break;
-    case 16: HEPD_SIP_HEADER('c', "Content-Encoding", "content-encoding", content_encoding) break;
-    case 19: HEPD_SIP_HEADER('r', "Request-Disposition", "request-disposition", request_disposition) break;
-    default: break;
-    }
-#undef HEPD_SIP_HEADER
-    return HeaderId::other;
-}
-
-std::string_view to_string(HeaderId id) noexcept {
+// The one list of the names: to_string() gives them, header_id() recognises them.
+constexpr std::string_view canonical_name(HeaderId id) noexcept {
     switch (id) {
     case HeaderId::other: return "";
     case HeaderId::via: return "Via";
@@ -171,6 +106,85 @@ std::string_view to_string(HeaderId id) noexcept {
     }
     return "";
 }
+
+// A name in lower case, made from its canonical spelling at compile time.
+template <HeaderId id>
+constexpr auto kLowerName = [] {
+    std::array<char, canonical_name(id).size()> out{};
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = to_lower(canonical_name(id)[i]);
+    return out;
+}();
+
+// The header `name` is, if it is `id` in any case.
+template <HeaderId id>
+HeaderId confirm(std::string_view name) noexcept {
+    constexpr std::string_view canonical = canonical_name(id);
+    constexpr std::string_view lower(kLowerName<id>.data(), kLowerName<id>.size());
+    return matches_name(name, canonical, lower) ? id : HeaderId::other;
+}
+
+}  // namespace
+
+HeaderId header_id(std::string_view name) noexcept {
+    const std::size_t n = name.size();
+    if (n < 2) return n == 1 ? compact_header_id(name[0]) : HeaderId::other;
+    // A jump table on the length, then the first letter (the last too where two names share
+    // both), pick the one candidate that a whole-name comparison confirms.
+    const char first = to_lower(name[0]);
+#define HEPD_SIP_HEADER(id) \
+    if (first == kLowerName<HeaderId::id>[0]) return confirm<HeaderId::id>(name);
+    switch (n) {
+    case 2: HEPD_SIP_HEADER(to) break;
+    case 3: HEPD_SIP_HEADER(via) break;
+    case 4:
+        HEPD_SIP_HEADER(from)
+        HEPD_SIP_HEADER(cseq)
+        break;
+    case 5:
+        HEPD_SIP_HEADER(event)
+        HEPD_SIP_HEADER(route)
+        HEPD_SIP_HEADER(allow)
+        break;
+    case 6:
+        HEPD_SIP_HEADER(server)
+        HEPD_SIP_HEADER(reason)
+        break;
+    case 7:
+        if (first == 'c') {
+            return to_lower(name[6]) == 'd' ? confirm<HeaderId::call_id>(name) : confirm<HeaderId::contact>(name);
+        }
+        HEPD_SIP_HEADER(subject)
+        HEPD_SIP_HEADER(require)
+        HEPD_SIP_HEADER(expires)
+        break;
+    case 8:
+        HEPD_SIP_HEADER(refer_to)
+        HEPD_SIP_HEADER(identity)
+        break;
+    case 9: HEPD_SIP_HEADER(supported) break;
+    case 10: HEPD_SIP_HEADER(user_agent) break;
+    case 11: HEPD_SIP_HEADER(referred_by) break;
+    case 12:
+        HEPD_SIP_HEADER(content_type)
+        HEPD_SIP_HEADER(max_forwards)
+        HEPD_SIP_HEADER(allow_events)
+        HEPD_SIP_HEADER(record_route)
+        break;
+    case 14:
+        HEPD_SIP_HEADER(content_length)
+        HEPD_SIP_HEADER(reject_contact)
+        HEPD_SIP_HEADER(accept_contact)
+        break;
+    case 15: HEPD_SIP_HEADER(session_expires) break;
+    case 16: HEPD_SIP_HEADER(content_encoding) break;
+    case 19: HEPD_SIP_HEADER(request_disposition) break;
+    default: break;
+    }
+#undef HEPD_SIP_HEADER
+    return HeaderId::other;
+}
+
+std::string_view to_string(HeaderId id) noexcept { return canonical_name(id); }
 
 std::optional<std::string_view> find_param(std::string_view params, std::string_view name) noexcept {
     std::optional<std::string_view> found;
