@@ -7,7 +7,9 @@
 // release() gives it back, so the pool is bounded by the entries that hold one.
 #include "core/address.hpp"
 #include "core/bytes.hpp"
+#include "core/out_of_line.hpp"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -80,6 +82,39 @@ public:
 private:
     std::vector<Endpoint> slots_;
     std::vector<std::uint32_t> free_;
+};
+
+// N endpoints of a record that is read without its table (a dialog: reports, call records and
+// snapshots take one alone), so with no pool: IPv4 ones, nearly all, packed in place, and any
+// other in one block out of line that only a record with such an endpoint allocates. Three are 32
+// bytes, not 60.
+template <std::size_t N>
+class CompactEndpoints {
+public:
+    Endpoint get(std::size_t i) const noexcept {
+        const PackedEndpoint& p = packed_[i];
+        return p.kind == PackedEndpoint::kPooled ? spilled_.get()[i] : EndpointPool::unpack_in_place(p);
+    }
+    void set(std::size_t i, const Endpoint& e) {
+        if (const auto p = EndpointPool::in_place(e)) {
+            packed_[i] = *p;
+            return;
+        }
+        spilled_.mut()[i] = e;
+        packed_[i] = PackedEndpoint{0, e.port, PackedEndpoint::kPooled};
+    }
+    // Heap bytes of the out-of-line block (kept once allocated).
+    std::size_t heap_bytes() const noexcept { return spilled_.allocated() ? sizeof(std::array<Endpoint, N>) : 0; }
+
+    friend bool operator==(const CompactEndpoints& a, const CompactEndpoints& b) noexcept {
+        for (std::size_t i = 0; i < N; ++i)
+            if (a.get(i) != b.get(i)) return false;
+        return true;
+    }
+
+private:
+    std::array<PackedEndpoint, N> packed_{};
+    OutOfLine<std::array<Endpoint, N>> spilled_;  // the endpoints whose kind is kPooled
 };
 
 }  // namespace hepd

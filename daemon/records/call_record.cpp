@@ -295,9 +295,9 @@ std::string record_line(const CallRecord& record) {
     l.text("from_host", f.caller.from_party.host());
     l.text("to_user", f.caller.to_party.user());
     l.text("to_host", f.caller.to_party.host());
-    l.address("caller_ip", "caller_port", d.caller);
-    l.address("callee_ip", "callee_port", d.callee);
-    l.address("callee_side_ip", "callee_side_port", d.callee_side);
+    l.address("caller_ip", "caller_port", d.caller());
+    l.address("callee_ip", "callee_port", d.callee());
+    l.address("callee_side_ip", "callee_side_port", d.callee_side());
     if (!f.caller_group.empty()) l.text("caller_group", f.caller_group);
     if (!f.callee_group.empty()) l.text("callee_group", f.callee_group);
     l.text("user_agent", f.caller.user_agent_view());

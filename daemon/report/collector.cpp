@@ -97,8 +97,8 @@ void ShardCollector::finished_dialog(std::string_view call_id, std::string_view 
     row.invite = d.invite_time();
     row.call_id = std::string(call_id);
     row.from_tag = std::string(from_tag);
-    row.caller = d.caller;
-    row.callee = d.callee;
+    row.caller = d.caller();
+    row.callee = d.callee();
     row.outcome = std::string(sip::to_string(outcome));
     row.final_status = d.final_status;
     row.q850_cause = d.q850_cause == sip::kNoCause ? -1 : d.q850_cause;

@@ -4,6 +4,7 @@
 // snapshot can serialise them and a restore can insert them back, possibly into another shard.
 #include "core/address.hpp"
 #include "core/compact_text.hpp"
+#include "core/packed_endpoint.hpp"
 #include "core/packet_meta.hpp"
 #include "core/time.hpp"
 #include "peer/peer_groups.hpp"
@@ -318,11 +319,17 @@ struct Dialog {
     Timestamp time(DialogTime which) const noexcept { return times_.get(which); }
     void set_time(DialogTime which, Timestamp t) noexcept { times_.set(which, t); }  // 0 clears it
 
-    Endpoint caller;  // source of the first INVITE (first hop)
-    Endpoint callee;  // its destination: the callee, or the proxy that relays the call
+    Endpoint caller() const noexcept { return endpoints_.get(kCaller); }  // source of the first INVITE (first hop)
+    // Its destination: the callee, or the proxy that relays the call.
+    Endpoint callee() const noexcept { return endpoints_.get(kCallee); }
     // Where the INVITE went on the last hop seen (the hop whose sender is the previous hop's
-    // destination): the callee side of the call. Equal to `callee` while one hop is known.
-    Endpoint callee_side;
+    // destination): the callee side of the call. Equal to callee() while one hop is known.
+    Endpoint callee_side() const noexcept { return endpoints_.get(kCalleeSide); }
+    void set_caller(const Endpoint& e) { endpoints_.set(kCaller, e); }
+    void set_callee(const Endpoint& e) { endpoints_.set(kCallee, e); }
+    void set_callee_side(const Endpoint& e) { endpoints_.set(kCalleeSide, e); }
+    // Heap bytes the endpoints hold (one of them not IPv4).
+    std::size_t endpoint_heap_bytes() const noexcept { return endpoints_.heap_bytes(); }
 
     std::array<std::uint32_t, kMaxHops> hops{};           // Hop::id; hops[0] is the caller's hop
     std::array<std::uint32_t, kMaxForkTags> fork_tags{};  // hashes of To-tags of 1xx/2xx
@@ -362,11 +369,13 @@ struct Dialog {
 
 private:
     static std::int64_t span(Timestamp a, Timestamp b) noexcept { return (a.us == 0 || b.us == 0) ? -1 : b.us - a.us; }
+    enum EndpointIndex : std::size_t { kCaller, kCallee, kCalleeSide };
 
+    CompactEndpoints<3> endpoints_;
     DialogTimes times_;
 };
 // Memory per concurrent call is held under 1 KiB, and every call is a dialog.
-static_assert(sizeof(Dialog) <= 248);
+static_assert(sizeof(Dialog) <= 224);
 
 // Call-ID + From-tag of the INVITE in one heap block, the Call-ID as a CompactText with the
 // From-tag as its tail: 16 bytes a key with its home. The call's media bindings share the block

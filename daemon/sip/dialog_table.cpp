@@ -148,8 +148,8 @@ std::size_t DialogTable::active_count() const noexcept {
 }
 
 std::size_t DialogTable::memory_bytes() const noexcept {
-    return table_.memory_bytes() + key_heap_bytes_ + transactions_.memory_bytes() + due_.memory_bytes() +
-           sdp_sides_.memory_bytes() +
+    return table_.memory_bytes() + key_heap_bytes_ + endpoint_heap_bytes_ + transactions_.memory_bytes() +
+           due_.memory_bytes() + sdp_sides_.memory_bytes() +
            caller_identities_.size() * sizeof(CallerIdentity);  // every one has been touched
 }
 
@@ -209,9 +209,9 @@ Disposition DialogTable::create(const Message& m, const PacketMeta& meta, Hop ho
     d.set_invite_time(meta.time);
     d.set_time(DialogTime::last_activity, meta.time);
     d.set_time(DialogTime::deadline, plus(meta.time, config_.invite_timeout));
-    d.caller = meta.src;
-    d.callee = meta.dst;
-    d.callee_side = meta.dst;
+    d.set_caller(meta.src);
+    d.set_callee(meta.dst);
+    d.set_callee_side(meta.dst);
     remember_id(d.hops, d.hop_count, hop.id);
     d.recent.push(fingerprint);
     d.invite_cseq = m.cseq.number;
@@ -518,8 +518,8 @@ void DialogTable::note_indicative(Dialog& d, SetupResult result, Timestamp when,
 }
 
 void DialogTable::classify_peers(Dialog& d) {
-    d.caller_peer = peers_.classify(d.caller.address, d.agent);
-    d.callee_peer = peers_.classify(d.callee_side.address, d.callee_agent);
+    d.caller_peer = peers_.classify(d.caller().address, d.agent);
+    d.callee_peer = peers_.classify(d.callee_side().address, d.callee_agent);
 }
 
 // The INVITE relayed on: a copy sent by the current callee side (same endpoint, or the same host
@@ -527,14 +527,18 @@ void DialogTable::classify_peers(Dialog& d) {
 // another order, or from elsewhere, leave it where it is, and so does a copy going back to the
 // caller's host (a spiral), unless every party is on one host (a lab, a loopback test).
 void DialogTable::follow_callee_side(Dialog& d, const PacketMeta& meta) {
-    const bool relayed = meta.src == d.callee_side ||
-                         (meta.src.address == d.callee_side.address && meta.dst.address != meta.src.address);
+    const Endpoint callee_side = d.callee_side();
+    const Endpoint caller = d.caller();
+    const bool relayed =
+        meta.src == callee_side || (meta.src.address == callee_side.address && meta.dst.address != meta.src.address);
     const bool back_to_caller =
-        meta.dst == d.caller || (meta.dst.address == d.caller.address && meta.dst.address != meta.src.address);
-    if (!relayed || meta.dst == d.callee_side || back_to_caller) return;
-    d.callee_side = meta.dst;
+        meta.dst == caller || (meta.dst.address == caller.address && meta.dst.address != meta.src.address);
+    if (!relayed || meta.dst == callee_side || back_to_caller) return;
+    const std::size_t heap_before = d.endpoint_heap_bytes();
+    d.set_callee_side(meta.dst);
+    endpoint_heap_bytes_ += d.endpoint_heap_bytes() - heap_before;
     d.callee_agent = static_cast<std::uint8_t>(meta.agent < kMaxAgents ? meta.agent : 0);
-    d.callee_peer = peers_.classify(d.callee_side.address, d.callee_agent);
+    d.callee_peer = peers_.classify(meta.dst.address, d.callee_agent);
 }
 
 void DialogTable::finish(Dialog& d, DialogState state, Timestamp when) {
@@ -610,6 +614,7 @@ void DialogTable::queue_deadline(std::uint32_t at) { due_.schedule(at, table_[at
 
 void DialogTable::insert_entry(DialogKey key, const Dialog& record, std::uint32_t* at_out, Timestamp now) {
     key_heap_bytes_ += key.heap_bytes();
+    endpoint_heap_bytes_ += record.endpoint_heap_bytes();
     auto [at, evicted] = table_.insert(std::move(key), record);
     // The victim's slot is the one reused: its SDP sides are still at `at`.
     if (evicted) account_removed(*evicted, true, at, now);
@@ -676,6 +681,7 @@ void DialogTable::account_removed(const Table::Entry& entry, bool evicted, std::
         removed_sink_->on_dialog_removed(entry.key.call_id(), entry.key.from_tag(), entry.value, caller_identity_of(at),
                                          evicted);
     key_heap_bytes_ -= entry.key.heap_bytes();
+    endpoint_heap_bytes_ -= entry.value.endpoint_heap_bytes();
     stats_->dialogs_by_state[static_cast<std::size_t>(entry.value.state)].add(-1);
     if (!evicted) return;
     stats_->dialog_evictions.add();

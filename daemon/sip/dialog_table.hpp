@@ -115,7 +115,7 @@ public:
     const DialogStats& stats() const noexcept { return *stats_; }
     const DialogConfig& config() const noexcept { return config_; }
 
-    // Dialog and transaction tables' structures plus the heap their keys hold.
+    // Dialog and transaction tables' structures plus the heap their keys (and endpoints not IPv4) hold.
     std::size_t memory_bytes() const noexcept;
 
 private:
@@ -167,7 +167,8 @@ private:
     Table table_;
     TransactionTable transactions_;
     std::size_t key_heap_bytes_ = 0;
-    DeadlineQueue due_;  // every live dialog has an armed deadline no later than its own
+    std::size_t endpoint_heap_bytes_ = 0;  // dialogs' endpoints that are not IPv4 (Dialog::endpoint_heap_bytes)
+    DeadlineQueue due_;                    // every live dialog has an armed deadline no later than its own
     // Scratch buffers reused across messages (a Message and a SessionDescription are kilobytes).
     std::unique_ptr<Message> message_;
     std::unique_ptr<SessionDescription> sdp_;

@@ -279,8 +279,8 @@ void to_proto(const DialogRecord& in, Dialog& out) {
     out.set_end_time_us(d.time(sip::DialogTime::end).us);
     out.set_last_activity_us(d.time(sip::DialogTime::last_activity).us);
     out.set_deadline_us(d.time(sip::DialogTime::deadline).us);
-    to_proto(d.caller, *out.mutable_caller());
-    to_proto(d.callee, *out.mutable_callee());
+    to_proto(d.caller(), *out.mutable_caller());
+    to_proto(d.callee(), *out.mutable_callee());
     put_array(d.hops, *out.mutable_hops());
     put_array(d.fork_tags, *out.mutable_fork_tags());
     out.set_confirmed_tag(d.confirmed_tag);
@@ -298,7 +298,7 @@ void to_proto(const DialogRecord& in, Dialog& out) {
     out.set_hop_count(d.hop_count);
     out.set_fork_count(d.fork_count);
     out.set_agent(d.agent);
-    to_proto(d.callee_side, *out.mutable_callee_side());
+    to_proto(d.callee_side(), *out.mutable_callee_side());
     out.set_callee_agent(d.callee_agent);
     out.set_state(static_cast<DialogState>(d.state));
     out.set_hangup(static_cast<Party>(d.hangup));
@@ -333,8 +333,12 @@ bool from_proto(const Dialog& in, DialogRecord& out, std::string& why) {
     r.time("end_time_us", in.end_time_us(), d, sip::DialogTime::end);
     r.time("last_activity_us", in.last_activity_us(), d, sip::DialogTime::last_activity);
     r.time("deadline_us", in.deadline_us(), d, sip::DialogTime::deadline);
-    r.endpoint("caller", in.caller(), d.caller);
-    r.endpoint("callee", in.callee(), d.callee);
+    hepd::Endpoint caller;
+    hepd::Endpoint callee;
+    r.endpoint("caller", in.caller(), caller);
+    r.endpoint("callee", in.callee(), callee);
+    d.set_caller(caller);
+    d.set_callee(callee);
     r.array("hops", in.hops(), d.hops);
     r.array("fork_tags", in.fork_tags(), d.fork_tags);
     d.confirmed_tag = in.confirmed_tag();
@@ -352,10 +356,12 @@ bool from_proto(const Dialog& in, DialogRecord& out, std::string& why) {
     r.uint("fork_count", in.fork_count(), d.fork_count);
     r.uint("agent", in.agent(), d.agent);
     if (in.has_callee_side()) {
-        r.endpoint("callee_side", in.callee_side(), d.callee_side);
+        hepd::Endpoint callee_side;
+        r.endpoint("callee_side", in.callee_side(), callee_side);
+        d.set_callee_side(callee_side);
         r.uint("callee_agent", in.callee_agent(), d.callee_agent);
     } else {
-        d.callee_side = d.callee;
+        d.set_callee_side(callee);
         d.callee_agent = d.agent;
     }
     r.enumeration("state", in.state(), DialogState_ARRAYSIZE, d.state);

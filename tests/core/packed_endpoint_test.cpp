@@ -1,9 +1,11 @@
 // PackedEndpoint and EndpointPool: IPv4 and no-address endpoints in place, others in pool slots
-// that are given back and taken again; every form unpacks to the endpoint packed.
+// that are given back and taken again; every form unpacks to the endpoint packed. CompactEndpoints:
+// the same in place, others out of line, compared by value.
 #include "core/packed_endpoint.hpp"
 
 #include <catch2/catch.hpp>
 
+using hepd::CompactEndpoints;
 using hepd::Endpoint;
 using hepd::EndpointPool;
 using hepd::IpAddress;
@@ -55,4 +57,46 @@ TEST_CASE("packed endpoints: a released slot is taken again, so the pool holds w
     }
     CHECK(pool.size() == 0);
     CHECK(pool.memory_bytes() < 256);
+}
+
+TEST_CASE("compact endpoints: IPv4 in place, any other out of line, compared by value", "[core][address]") {
+    const Endpoint v4{IpAddress::v4(0xC0A80001), 5060};
+    const Endpoint v6{*IpAddress::parse("2001:db8::1"), 5080};
+    const Endpoint mapped{*IpAddress::parse("::ffff:192.168.0.1"), 5060};  // not the IPv4 one
+    const Endpoint none{IpAddress{}, 0};
+    static_assert(sizeof(CompactEndpoints<3>) == 32);
+
+    CompactEndpoints<3> e;
+    CHECK(e.get(0) == none);
+    CHECK(e.get(2) == none);
+    e.set(0, v4);
+    e.set(1, v4);
+    CHECK(e.heap_bytes() == 0);
+    CHECK(e.get(0) == v4);
+    CHECK(e.get(1) == v4);
+
+    e.set(1, v6);
+    e.set(2, mapped);
+    CHECK(e.heap_bytes() > 0);
+    CHECK(e.get(0) == v4);
+    CHECK(e.get(1) == v6);
+    CHECK(e.get(2) == mapped);
+    CHECK(e.get(2) != v4);
+
+    // Copies are deep; equality is by value, whatever the other keeps out of line.
+    CompactEndpoints<3> copy = e;
+    CHECK(copy == e);
+    e.set(1, v4);
+    CHECK(copy.get(1) == v6);
+    CHECK(copy != e);
+    copy.set(1, v4);
+    copy.set(2, mapped);
+    CHECK(copy == e);
+    CompactEndpoints<3> plain;
+    plain.set(0, v4);
+    plain.set(1, v4);
+    plain.set(2, mapped);
+    CHECK(plain == e);
+    plain.set(2, none);
+    CHECK(plain != e);
 }

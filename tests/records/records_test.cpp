@@ -43,9 +43,9 @@ DialogFigures answered_call(const std::string& call_id, const std::string& from_
     d.set_time(sip::DialogTime::bye, Timestamp{t0 + 62'000'000});
     d.set_time(sip::DialogTime::bye_answer, Timestamp{t0 + 62'010'000});
     d.set_time(sip::DialogTime::end, d.time(sip::DialogTime::bye));
-    d.caller = ep("192.0.2.1:5060");
-    d.callee = ep("[2001:db8::2]:5080");
-    d.callee_side = ep("[2001:db8::3]:5090");  // the proxy at `callee` relayed the INVITE here
+    d.set_caller(ep("192.0.2.1:5060"));
+    d.set_callee(ep("[2001:db8::2]:5080"));
+    d.set_callee_side(ep("[2001:db8::3]:5090"));  // the proxy at `callee` relayed the INVITE here
     d.final_status = 200;
     d.bye_status = 200;
     d.q850_cause = 16;

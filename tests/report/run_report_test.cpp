@@ -63,8 +63,8 @@ struct Input {
         refused.set_time(sip::DialogTime::ringing, Timestamp{t0.us + 2'250'000});
         refused.final_status = 486;
         refused.q850_cause = 17;
-        refused.caller = Endpoint{IpAddress::v4(0x0a000001U), 5060};
-        refused.callee = Endpoint{IpAddress::v4(0x0a000002U), 5062};
+        refused.set_caller(Endpoint{IpAddress::v4(0x0a000001U), 5060});
+        refused.set_callee(Endpoint{IpAddress::v4(0x0a000002U), 5062});
         collector.on_dialog_removed("busy-1@test", "tag-busy", refused, {}, false);
 
         streams.streams_started.add(4);

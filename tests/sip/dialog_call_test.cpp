@@ -82,8 +82,8 @@ TEST_CASE("dialog: a normal call, timed to the microsecond", "[sip][dialog]") {
     CHECK(d->pending_status == 0);
     CHECK(d->q850_cause == kNoCause);
     CHECK(d->hangup == Party::caller);
-    CHECK(d->caller == ep(A));
-    CHECK(d->callee == ep(B));
+    CHECK(d->caller() == ep(A));
+    CHECK(d->callee() == ep(B));
     CHECK(d->hop_count == 1);
     CHECK(d->fork_count == 1);
     CHECK(d->confirmed_tag == tag_id("callee-tag"));
@@ -171,8 +171,8 @@ TEST_CASE("dialog: a call relayed by a proxy is one dialog on two hops", "[sip][
     REQUIRE(d != nullptr);
     CHECK(d->state == DialogState::terminated);
     CHECK(d->hop_count == 2);
-    CHECK(d->caller == ep(A));
-    CHECK(d->callee == ep(P));  // the first hop
+    CHECK(d->caller() == ep(A));
+    CHECK(d->callee() == ep(P));  // the first hop
     CHECK(d->retransmissions == 2);
     CHECK(d->reinvites == 1);
     CHECK(d->pdd_us() == 900'000);

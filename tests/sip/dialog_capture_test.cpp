@@ -112,8 +112,8 @@ TEST_CASE("capture: 5 calls through Kamailio, both legs mirrored over HEP/UDP", 
         CHECK(d->fork_count == 1);
         CHECK(d->confirmed_tag == tag_id(e.to_tag));
         CHECK(d->retransmissions == 0);
-        CHECK(d->caller == ep("127.0.0.1:5061"));
-        CHECK(d->callee == ep("127.0.0.1:5060"));
+        CHECK(d->caller() == ep("127.0.0.1:5061"));
+        CHECK(d->callee() == ep("127.0.0.1:5060"));
         CHECK(d->invite_time() == e.invite);
         CHECK(d->time(DialogTime::trying) == e.trying);
         CHECK(d->time(DialogTime::ringing) == e.ringing);

@@ -76,6 +76,36 @@ TEST_CASE("limits: a flood of 100k unique Call-IDs keeps memory flat and counts 
     CHECK(h.stats().finished(DialogOutcome::evicted) == 99'000);
 }
 
+TEST_CASE("limits: IPv6 parties' endpoints are held out of line, counted, and given back", "[sip][dialog][limits]") {
+    DialogConfig config;
+    config.max_dialogs = 100;
+    Harness v4(config);
+    Harness v6(config);
+    constexpr std::string_view kCaller6 = "[2001:db8::1]:5060";
+    constexpr std::string_view kCallee6 = "[2001:db8::2]:5062";
+    Sip invite;
+    std::size_t v6_at_200 = 0;
+    for (int i = 0; i < 1000; ++i) {
+        invite.call_id = "v6-" + std::to_string(10'000 + i);
+        REQUIRE(v4.send(invite, A, B, ms(i)) == Disposition::dialog_created);
+        REQUIRE(v6.send(invite, kCaller6, kCallee6, ms(i)) == Disposition::dialog_created);
+        if (i == 199) v6_at_200 = v6.table.memory_bytes();
+    }
+    const Dialog* d = v6.table.find("v6-10999", "caller-tag");
+    REQUIRE(d != nullptr);
+    CHECK(d->caller() == ep(kCaller6));
+    CHECK(d->callee() == ep(kCallee6));
+    CHECK(d->callee_side() == ep(kCallee6));
+    // The same dialogs over IPv4 hold none of it; evictions give it back.
+    CHECK(v6.table.memory_bytes() - v4.table.memory_bytes() == 100 * d->endpoint_heap_bytes());
+    CHECK(d->endpoint_heap_bytes() > 0);
+    CHECK(v6.table.memory_bytes() == v6_at_200);
+
+    for (Harness* h : {&v4, &v6}) h->table.expire(ms(999 + 64'000));
+    CHECK(v6.table.size() == 0);
+    CHECK(v6.table.memory_bytes() == v4.table.memory_bytes());
+}
+
 TEST_CASE("limits: eviction prefers the least recently active, and finished records count once",
           "[sip][dialog][limits]") {
     DialogConfig config;

@@ -97,9 +97,9 @@ TEST_CASE("peer groups: caller side is the first hop's sender, callee side the l
         relayed_call(h);
         const Dialog* d = h.dialog();
         REQUIRE(d != nullptr);
-        CHECK(d->caller == ep(A));
-        CHECK(d->callee == ep(P));  // unchanged meaning: the first hop's target
-        CHECK(d->callee_side == ep(B));
+        CHECK(d->caller() == ep(A));
+        CHECK(d->callee() == ep(P));  // unchanged meaning: the first hop's target
+        CHECK(d->callee_side() == ep(B));
         CHECK(d->caller_peer == 1);
         CHECK(d->callee_peer == 3);
         const PeerDialogFigures* f = h.stats().by_peers.find(1, 3);
@@ -116,8 +116,8 @@ TEST_CASE("peer groups: caller side is the first hop's sender, callee side the l
         const Sip inv_a = Sip{};
         h.send(inv_a.with_branch("z9hG4bK-p1"), P, B, ms(0));  // the proxy's copy is seen first
         h.send(inv_a, A, P, ms(1));
-        CHECK(h.dialog()->caller == ep(P));
-        CHECK(h.dialog()->callee_side == ep(B));
+        CHECK(h.dialog()->caller() == ep(P));
+        CHECK(h.dialog()->callee_side() == ep(B));
         CHECK(h.dialog()->caller_peer == 2);
         CHECK(h.dialog()->callee_peer == 3);
     }
@@ -125,22 +125,22 @@ TEST_CASE("peer groups: caller side is the first hop's sender, callee side the l
         const Sip inv_a = Sip{};
         h.send(inv_a, A, P, ms(0));
         h.send(inv_a.with_branch("z9hG4bK-spiral"), P, A, ms(1));
-        CHECK(h.dialog()->callee_side == ep(P));
+        CHECK(h.dialog()->callee_side() == ep(P));
         CHECK(h.dialog()->callee_peer == 2);
     }
     SECTION("every party on one host (loopback): the ports tell the hops apart") {
         const Sip inv_a = Sip{};
         h.send(inv_a, "127.0.0.1:5061", "127.0.0.1:5060", ms(0));
         h.send(inv_a.with_branch("z9hG4bK-p1"), "127.0.0.1:5060", "127.0.0.1:5070", ms(1));
-        CHECK(h.dialog()->callee_side == ep("127.0.0.1:5070"));
+        CHECK(h.dialog()->callee_side() == ep("127.0.0.1:5070"));
         h.send(inv_a.with_branch("z9hG4bK-spiral"), "127.0.0.1:5070", "127.0.0.1:5061", ms(2));
-        CHECK(h.dialog()->callee_side == ep("127.0.0.1:5070"));  // back to the caller itself
+        CHECK(h.dialog()->callee_side() == ep("127.0.0.1:5070"));  // back to the caller itself
     }
     SECTION("over TCP the proxy sends from another port of the same host") {
         const Sip inv_a = Sip{};
         h.send(inv_a, A, P, ms(0));
         h.send(inv_a.with_branch("z9hG4bK-p1"), "10.0.0.2:40123", B, ms(2));
-        CHECK(h.dialog()->callee_side == ep(B));
+        CHECK(h.dialog()->callee_side() == ep(B));
     }
 }
 

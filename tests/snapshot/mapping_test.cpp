@@ -111,7 +111,7 @@ TEST_CASE("a dialog from a file without the callee side takes the first hop's", 
     DialogRecord out;
     std::string why;
     REQUIRE(from_proto(m, out, why));
-    CHECK(out.dialog.callee_side == sample_dialog().dialog.callee);
+    CHECK(out.dialog.callee_side() == sample_dialog().dialog.callee());
     CHECK(out.dialog.callee_agent == 31);
 }
 

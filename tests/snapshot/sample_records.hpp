@@ -29,8 +29,8 @@ inline DialogRecord sample_dialog(const std::string& call_id = "a84b4c76e66710@p
     d.set_time(sip::DialogTime::end, Timestamp{1'700'000'002'540'009});
     d.set_time(sip::DialogTime::last_activity, Timestamp{1'700'000'002'548'010});
     d.set_time(sip::DialogTime::deadline, Timestamp{1'700'000'034'540'011});
-    d.caller = ep("192.0.2.10:5060");
-    d.callee = ep("[2001:db8::1]:5080");
+    d.set_caller(ep("192.0.2.10:5060"));
+    d.set_callee(ep("[2001:db8::1]:5080"));
     d.hops = {0x11111111U, 0x22222222U, 0x33333333U, 0x44444444U};
     d.fork_tags = {0xa1U, 0xa2U, 0xa3U, 0xa4U};
     d.confirmed_tag = 0xa2U;
@@ -48,7 +48,7 @@ inline DialogRecord sample_dialog(const std::string& call_id = "a84b4c76e66710@p
     d.hop_count = 5;
     d.fork_count = 6;
     d.agent = 31;
-    d.callee_side = ep("198.51.100.7:5060");
+    d.set_callee_side(ep("198.51.100.7:5060"));
     d.callee_agent = 12;
     d.state = sip::DialogState::terminated;
     d.hangup = sip::Party::callee;
