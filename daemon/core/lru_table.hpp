@@ -290,7 +290,7 @@ private:
     std::size_t capacity_;
     std::size_t max_slots_ = 16;
     std::uint64_t rebuilds_ = 0;
-    std::vector<Entry, ReservingAllocator<Entry>> entries_;
+    std::vector<Entry, TableRoom<Entry>> entries_;
     PopulateAhead populated_;
     std::vector<Slot> index_;
     std::vector<std::uint32_t> free_;

@@ -2,36 +2,51 @@
 // Storage for the capped tables (LruTable entries, per-dialog side arrays): a table reserves
 // room for its whole cap once, so it never relocates its entries as it grows, yet costs only
 // the pages its entries have touched. A large allocation is a private anonymous mapping of its
-// own, reserved (NORESERVE: address space, not commit) and, past its first huge page, advised
-// for transparent huge pages: a young table growing under load then takes one page fault per
-// huge page instead of one per base page (a fault costs microseconds, the more so in a VM), and
-// a small table pays no huge page. Smaller allocations are plain operator new.
+// own, reserved (NORESERVE: address space, not commit); smaller ones are plain operator new.
+//
+// Transparent huge pages (fewer TLB misses in a large table, one fault per 2 MiB) are asked for
+// in one of two ways (HugePages). A snapshot image, built whole and dropped, advises them at
+// once. A growing table advises each 2 MiB region once its entries have filled it, and
+// khugepaged collapses it later, off the packet path; until then it takes base pages, filled a
+// step ahead (PopulateAhead). Advised at once, the region a table was growing into was resident
+// whole whenever the kernel found a huge page for it: up to 2 MiB a table more, run by run, and
+// a packet could wait for the fault to compact memory.
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <new>
 #include <string>
 
 namespace hepd {
 
+enum class HugePages : std::uint8_t {
+    at_once,      // past the mapping's first huge page's worth, at mapping time
+    when_filled,  // by PopulateAhead, region by region as the entries fill them
+};
+
 // The mapping behind a large allocation; nullptr when the system refuses it.
-void* map_reserved(std::size_t bytes) noexcept;
+void* map_reserved(std::size_t bytes, HugePages huge = HugePages::at_once) noexcept;
 void unmap_reserved(void* at, std::size_t bytes) noexcept;
 
 // Allocations from this size on are mappings (below it, the heap is as good and finer grained).
 inline constexpr std::size_t kReservedMappingBytes = std::size_t{1} << 20;
 
-template <class T>
+template <class T, HugePages kHuge = HugePages::at_once>
 class ReservingAllocator {
 public:
     using value_type = T;
+    template <class U>
+    struct rebind {  // NOLINT(readability-identifier-naming): the name allocator_traits looks for
+        using other = ReservingAllocator<U, kHuge>;
+    };
 
     ReservingAllocator() noexcept = default;
     template <class U>
-    ReservingAllocator(const ReservingAllocator<U>&) noexcept {}  // NOLINT: rebinding is implicit
+    ReservingAllocator(const ReservingAllocator<U, kHuge>&) noexcept {}  // NOLINT: rebinding is implicit
 
     T* allocate(std::size_t n) {
         if (n * sizeof(T) < kReservedMappingBytes) return std::allocator<T>{}.allocate(n);
-        void* p = map_reserved(n * sizeof(T));
+        void* p = map_reserved(n * sizeof(T), kHuge);
         if (p == nullptr) throw std::bad_alloc();
         return static_cast<T*>(p);
     }
@@ -46,6 +61,10 @@ public:
 
     friend bool operator==(const ReservingAllocator&, const ReservingAllocator&) noexcept { return true; }
 };
+
+// A growing table's room: huge pages advised as its entries fill it, with PopulateAhead.
+template <class T>
+using TableRoom = ReservingAllocator<T, HugePages::when_filled>;
 
 // Reserves room for `n` elements at once, so that the container never relocates them as it grows;
 // where strict overcommit refuses the room, it grows by doubling as usual.
@@ -63,11 +82,11 @@ void reserve_room(Vector& v, std::size_t n) noexcept {
 // before. The bytes are not written.
 void populate(void* at, std::size_t bytes) noexcept;
 
-// Fills the page tables of a growing ReservingAllocator mapping a step ahead of its use (the
-// step grows with it, from 64 to 256 KiB), so that a young table growing one entry at a time
-// makes one system call a step instead of taking a fault per page. Only in the mapping's base
-// pages: past them a fault brings a whole huge page, and filling ahead would only hold memory
-// early. A heap allocation (under kReservedMappingBytes) is left alone.
+// Fills the page tables of a growing TableRoom mapping a step ahead of its use (the step grows
+// with it, from 64 to 256 KiB), so that a young table growing one entry at a time makes one
+// system call a step instead of taking a fault per page, and advises each 2 MiB region that its
+// entries have filled for huge pages (HugePages::when_filled). A heap allocation (under
+// kReservedMappingBytes) is left alone.
 class PopulateAhead {
 public:
     // `used` of the `reserved` bytes from `base` are now in use.
@@ -78,13 +97,12 @@ public:
 private:
     void extend(void* base, std::size_t used, std::size_t reserved) noexcept;
     std::size_t populated_ = 0;
+    std::size_t advised_ = 0;  // bytes from base up to the end of the last region advised
 };
 
-// Bytes of an allocation of `reserved` bytes made by ReservingAllocator that are in memory once
-// its first `used` bytes have been written: all of a heap allocation; of a mapping, the base pages
-// written or filled ahead (PopulateAhead) within its first huge page's worth, past that at most
-// one huge page beyond `used`. What
-// the capped tables report as their entries' memory.
+// Bytes of a TableRoom allocation of `reserved` bytes that are in memory once its first `used`
+// bytes have been written: all of a heap allocation; of a mapping, the pages written and those
+// filled a step ahead (PopulateAhead). What the capped tables report as their entries' memory.
 std::size_t touched_bytes(std::size_t used, std::size_t reserved) noexcept;
 
 // Heap bytes a string owns beyond its small-string buffer (the capacity asked of malloc): the

@@ -150,7 +150,8 @@ std::size_t DialogTable::active_count() const noexcept {
 std::size_t DialogTable::memory_bytes() const noexcept {
     return table_.memory_bytes() + key_heap_bytes_ + endpoint_heap_bytes_ + transactions_.memory_bytes() +
            due_.memory_bytes() + sdp_sides_.memory_bytes() +
-           caller_identities_.size() * sizeof(CallerIdentity);  // every one has been touched
+           touched_bytes(caller_identities_.size() * sizeof(CallerIdentity),
+                         caller_identities_.capacity() * sizeof(CallerIdentity));
 }
 
 void DialogTable::anomaly(DialogAnomaly a) noexcept { stats_->anomalies[static_cast<std::size_t>(a)].add(); }
@@ -628,9 +629,13 @@ void DialogTable::insert_entry(DialogKey key, const Dialog& record, std::uint32_
 
 CallerIdentity& DialogTable::caller_identity_at(std::uint32_t at) {
     // Grown like the SDP sides, one entry at a time within the reserved room.
-    if (caller_identities_.size() <= at)
+    if (caller_identities_.size() <= at) {
         caller_identities_.resize(
             at < caller_identities_.capacity() ? at + 1 : std::max<std::size_t>(at + 1, caller_identities_.size() * 2));
+        caller_identities_populated_.cover(caller_identities_.data(),
+                                           caller_identities_.size() * sizeof(CallerIdentity),
+                                           caller_identities_.capacity() * sizeof(CallerIdentity));
+    }
     return caller_identities_[at];
 }
 

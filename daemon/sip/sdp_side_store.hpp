@@ -72,8 +72,8 @@ public:
     }
 
     std::size_t memory_bytes() const noexcept {
-        return slots_.size() * sizeof(Slot) + more_.capacity() * sizeof(SdpSides) +
-               free_.capacity() * sizeof(std::uint32_t);
+        return touched_bytes(slots_.size() * sizeof(Slot), slots_.capacity() * sizeof(Slot)) +
+               more_.capacity() * sizeof(SdpSides) + free_.capacity() * sizeof(std::uint32_t);
     }
 
 private:
@@ -127,7 +127,7 @@ private:
         s.more = kNone;
     }
 
-    std::vector<Slot, ReservingAllocator<Slot>> slots_;
+    std::vector<Slot, TableRoom<Slot>> slots_;
     PopulateAhead populated_;
     std::vector<SdpSides> more_;
     std::vector<std::uint32_t> free_;

@@ -8,9 +8,12 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -136,14 +139,15 @@ TEST_CASE("LRU table entries stay in place as a large table grows to its cap", "
     CHECK(t.memory_bytes() <= kCap * sizeof(Big::Entry) + (std::size_t{1} << 20));  // the index: 32,768 slots
 }
 
-TEST_CASE("what a mapping's entries have touched: base pages, then at most a huge page beyond", "[core][lru]") {
+TEST_CASE("what a mapping's entries have touched: what they use and a step filled ahead", "[core][lru]") {
     constexpr std::size_t kMiB = std::size_t{1} << 20;
-    CHECK(touched_bytes(100, 64 * 1024) == 64 * 1024);  // on the heap: all of it
+    constexpr std::size_t kKiB = 1024;
+    CHECK(touched_bytes(100, 64 * kKiB) == 64 * kKiB);  // on the heap: all of it
     CHECK(touched_bytes(0, 64 * kMiB) == 0);
     CHECK(touched_bytes(1, 64 * kMiB) >= 1);
-    CHECK(touched_bytes(1, 64 * kMiB) <= 68 * 1024);  // one base page and the 64 KiB filled ahead
-    CHECK(touched_bytes(10 * kMiB, 64 * kMiB) == 12 * kMiB);
-    CHECK(touched_bytes(63 * kMiB, 64 * kMiB) == 64 * kMiB);  // never more than the room
+    CHECK(touched_bytes(1, 64 * kMiB) <= 68 * kKiB);  // one base page and the 64 KiB filled ahead
+    CHECK(touched_bytes(10 * kMiB, 64 * kMiB) == 10 * kMiB + 256 * kKiB);
+    CHECK(touched_bytes(64 * kMiB - kKiB, 64 * kMiB) == 64 * kMiB);  // never more than the room
 }
 
 namespace {
@@ -158,12 +162,32 @@ std::size_t resident_pages(const void* at, std::size_t bytes) {
 }
 }  // namespace
 
-TEST_CASE("a growing mapping's page tables are filled a step ahead, within its base pages only", "[core][lru]") {
+namespace {
+// Whether the mapping holding `at` is advised for huge pages (VmFlags "hg" in /proc/self/smaps);
+// nullopt where smaps does not say (no THP, or an emulator's own view).
+std::optional<bool> huge_advised(const void* at) {
+    std::ifstream f("/proc/self/smaps");
+    const auto a = reinterpret_cast<std::uintptr_t>(at);
+    bool inside = false;
+    for (std::string line; std::getline(f, line);) {
+        unsigned long from = 0;
+        unsigned long to = 0;
+        if (std::sscanf(line.c_str(), "%lx-%lx ", &from, &to) == 2 && line.find(':') > line.find(' ')) {
+            inside = from <= a && a < to;
+        } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+            return line.find(" hg") != std::string::npos;
+        }
+    }
+    return std::nullopt;
+}
+}  // namespace
+
+TEST_CASE("a growing table mapping is filled a step ahead and advised for huge pages region by region", "[core][lru]") {
     constexpr std::size_t kMiB = std::size_t{1} << 20;
     constexpr std::size_t kKiB = 1024;
     const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
     constexpr std::size_t kRoom = 64 * kMiB;
-    auto* base = static_cast<char*>(map_reserved(kRoom));
+    auto* base = static_cast<char*>(map_reserved(kRoom, HugePages::when_filled));
     REQUIRE(base != nullptr);
     // What the system does: MADV_POPULATE_WRITE came with Linux 5.14 (an older kernel refuses it)
     // and qemu's user mode accepts it and does nothing; either way the pages fault in as before.
@@ -177,6 +201,17 @@ TEST_CASE("a growing mapping's page tables are filled a step ahead, within its b
         std::getline(f, mode);
         return mode.find("[always]") != std::string::npos;
     }();
+    // Whether this system shows the advice: a mapping of its own, advised whole.
+    const bool advice_visible = [&] {
+        void* m = map_reserved(8 * kMiB, HugePages::at_once);
+        const bool seen = m != nullptr && huge_advised(static_cast<char*>(m) + 6 * kMiB) == true;
+        if (m != nullptr) unmap_reserved(m, 8 * kMiB);
+        return seen;
+    }();
+    const auto region = [&](std::size_t at) {  // the 2 MiB-aligned region that holds base + at
+        return reinterpret_cast<char*>(reinterpret_cast<std::uintptr_t>(base + at) / (2 * kMiB) * (2 * kMiB));
+    };
+
     PopulateAhead ahead;
     base[0] = 1;
     ahead.cover(base, 1, kRoom);
@@ -189,12 +224,22 @@ TEST_CASE("a growing mapping's page tables are filled a step ahead, within its b
         CHECK(resident_pages(base, 200 * kKiB) == 200 * kKiB / page);
         if (!huge_everywhere) CHECK(resident_pages(base + 256 * kKiB, 64 * kKiB) == 0);
     }
-    // Past the base pages (the first 2 to 4 MiB) nothing is filled ahead: a fault there brings a
-    // huge page, and filling would only hold memory early.
-    std::memset(base, 1, 5 * kMiB);
-    ahead.cover(base, 5 * kMiB, kRoom);
-    ahead.cover(base, 6 * kMiB, kRoom);
-    CHECK(resident_pages(base + 8 * kMiB, 4 * kMiB) == 0);
+    if (advice_visible) CHECK(huge_advised(base) == false);  // nothing filled yet
+
+    // Far into the room: a step ahead there too, and no further. The regions filled are advised,
+    // the one being filled and those beyond are not.
+    std::memset(base, 1, 9 * kMiB);
+    ahead.cover(base, 9 * kMiB, kRoom);
+    if (supported) CHECK(resident_pages(base + 9 * kMiB, 256 * kKiB) == 256 * kKiB / page);
+    if (!huge_everywhere) CHECK(resident_pages(base + 12 * kMiB, 4 * kMiB) == 0);
+    if (advice_visible) {
+        CHECK(huge_advised(region(4 * kMiB)) == true);
+        CHECK(huge_advised(region(9 * kMiB)) == false);
+        CHECK(huge_advised(region(20 * kMiB)) == false);
+        ahead.cover(base, 12 * kMiB, kRoom);
+        CHECK(huge_advised(region(9 * kMiB)) == true);
+        CHECK(huge_advised(region(20 * kMiB)) == false);
+    }
     unmap_reserved(base, kRoom);
 }
 
