@@ -11,11 +11,13 @@
 // step ahead (PopulateAhead). Advised at once, the region a table was growing into was resident
 // whole whenever the kernel found a huge page for it: up to 2 MiB a table more, run by run, and
 // a packet could wait for the fault to compact memory.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <new>
 #include <string>
+#include <vector>
 
 namespace hepd {
 
@@ -104,6 +106,37 @@ private:
 // bytes have been written: all of a heap allocation; of a mapping, the pages written and those
 // filled a step ahead (PopulateAhead). What the capped tables report as their entries' memory.
 std::size_t touched_bytes(std::size_t used, std::size_t reserved) noexcept;
+
+// Values kept beside a capped table's entries, by entry index (a dialog's SDP sides, its caller's
+// identity): room for the cap reserved at once and grown one entry at a time within it (a resize
+// by doubling would touch, zeroing them, up to twice the entries in use), its page tables filled
+// ahead (PopulateAhead).
+template <class T>
+class EntryColumn {
+public:
+    EntryColumn() noexcept = default;
+    explicit EntryColumn(std::size_t cap) { reserve(cap); }
+    void reserve(std::size_t cap) noexcept { reserve_room(values_, cap); }
+
+    std::size_t size() const noexcept { return values_.size(); }
+    const T& operator[](std::size_t at) const noexcept { return values_[at]; }
+    T& operator[](std::size_t at) noexcept { return values_[at]; }
+    // The value at `at`, the column grown to hold it (new values are T{}).
+    T& grown_to(std::size_t at) {
+        if (values_.size() <= at) {
+            values_.resize(at < values_.capacity() ? at + 1 : std::max(at + 1, values_.size() * 2));
+            populated_.cover(values_.data(), values_.size() * sizeof(T), values_.capacity() * sizeof(T));
+        }
+        return values_[at];
+    }
+    std::size_t memory_bytes() const noexcept {
+        return touched_bytes(values_.size() * sizeof(T), values_.capacity() * sizeof(T));
+    }
+
+private:
+    std::vector<T, TableRoom<T>> values_;
+    PopulateAhead populated_;
+};
 
 // Heap bytes a string owns beyond its small-string buffer (the capacity asked of malloc): the
 // key text in the tables' memory figures.

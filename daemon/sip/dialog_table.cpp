@@ -75,7 +75,7 @@ DialogTable::DialogTable(const DialogConfig& config, MediaSink* sink)
       message_(std::make_unique<Message>()),
       sdp_(std::make_unique<SessionDescription>()),
       sdp_sides_(config.max_dialogs) {
-    if (config.keep_caller_identity) reserve_room(caller_identities_, config.max_dialogs);
+    if (config.keep_caller_identity) caller_identities_.reserve(config.max_dialogs);
 }
 
 Disposition DialogTable::process(std::string_view text, const PacketMeta& meta) {
@@ -149,9 +149,7 @@ std::size_t DialogTable::active_count() const noexcept {
 
 std::size_t DialogTable::memory_bytes() const noexcept {
     return table_.memory_bytes() + key_heap_bytes_ + endpoint_heap_bytes_ + transactions_.memory_bytes() +
-           due_.memory_bytes() + sdp_sides_.memory_bytes() +
-           touched_bytes(caller_identities_.size() * sizeof(CallerIdentity),
-                         caller_identities_.capacity() * sizeof(CallerIdentity));
+           due_.memory_bytes() + sdp_sides_.memory_bytes() + caller_identities_.memory_bytes();
 }
 
 void DialogTable::anomaly(DialogAnomaly a) noexcept { stats_->anomalies[static_cast<std::size_t>(a)].add(); }
@@ -223,7 +221,7 @@ Disposition DialogTable::create(const Message& m, const PacketMeta& meta, Hop ho
     std::uint32_t at = Table::kNone;
     insert_entry(DialogKey(m.call_id, m.from.tag), d, &at, meta.time);
     if (config_.keep_caller_identity) {
-        CallerIdentity& who = caller_identity_at(at);
+        CallerIdentity& who = caller_identities_.grown_to(at);
         const std::size_t ua = std::min(m.user_agent.size(), kUserAgentCap);
         std::copy_n(m.user_agent.data(), ua, who.user_agent.data());
         who.user_agent_size = static_cast<std::uint8_t>(ua);
@@ -627,18 +625,6 @@ void DialogTable::insert_entry(DialogKey key, const Dialog& record, std::uint32_
     *at_out = at;
 }
 
-CallerIdentity& DialogTable::caller_identity_at(std::uint32_t at) {
-    // Grown like the SDP sides, one entry at a time within the reserved room.
-    if (caller_identities_.size() <= at) {
-        caller_identities_.resize(
-            at < caller_identities_.capacity() ? at + 1 : std::max<std::size_t>(at + 1, caller_identities_.size() * 2));
-        caller_identities_populated_.cover(caller_identities_.data(),
-                                           caller_identities_.size() * sizeof(CallerIdentity),
-                                           caller_identities_.capacity() * sizeof(CallerIdentity));
-    }
-    return caller_identities_[at];
-}
-
 const CallerIdentity& DialogTable::caller_identity_of(std::uint32_t at) const noexcept {
     return at < caller_identities_.size() ? caller_identities_[at] : kNoCallerIdentity;
 }
@@ -712,7 +698,7 @@ bool DialogTable::restore(std::string_view call_id, std::string_view from_tag, c
     insert_entry(DialogKey(call_id, from_tag), restored, &at, Timestamp{});
     // Its bindings end with it, and a later offer or answer pairs with these as before.
     if (sdp_sides != SdpSides{}) sdp_sides_.set(at, sdp_sides, table_[at].hops);
-    if (config_.keep_caller_identity && caller != CallerIdentity{}) caller_identity_at(at) = caller;
+    if (config_.keep_caller_identity && caller != CallerIdentity{}) caller_identities_.grown_to(at) = caller;
     return true;
 }
 

@@ -174,9 +174,7 @@ private:
     std::unique_ptr<SessionDescription> sdp_;
     SdpSideStore sdp_sides_;  // by dialog entry index
     // By dialog entry index, like the SDP sides; empty unless config_.keep_caller_identity.
-    std::vector<CallerIdentity, TableRoom<CallerIdentity>> caller_identities_;
-    PopulateAhead caller_identities_populated_;
-    CallerIdentity& caller_identity_at(std::uint32_t at);
+    EntryColumn<CallerIdentity> caller_identities_;
     const CallerIdentity& caller_identity_of(std::uint32_t at) const noexcept;
 };
 

@@ -27,7 +27,7 @@ public:
     using Hops = std::array<std::uint32_t, kMaxHops>;
 
     // Room for `max_dialogs` entries at once (they never move); untouched room costs nothing.
-    explicit SdpSideStore(std::size_t max_dialogs) { reserve_room(slots_, max_dialogs); }
+    explicit SdpSideStore(std::size_t max_dialogs) : slots_(max_dialogs) {}
 
     SdpSides get(std::uint32_t at, const Hops& hops) const noexcept {
         if (at >= slots_.size()) return SdpSides{};
@@ -43,7 +43,7 @@ public:
     }
 
     void set(std::uint32_t at, const SdpSides& sides, const Hops& hops) {
-        Slot& s = slot_at(at);
+        Slot& s = slots_.grown_to(at);
         if (fits_beside(sides, hops)) {
             release_more(s);
             for (std::size_t i = 0; i < s.first.size(); ++i)
@@ -72,8 +72,7 @@ public:
     }
 
     std::size_t memory_bytes() const noexcept {
-        return touched_bytes(slots_.size() * sizeof(Slot), slots_.capacity() * sizeof(Slot)) +
-               more_.capacity() * sizeof(SdpSides) + free_.capacity() * sizeof(std::uint32_t);
+        return slots_.memory_bytes() + more_.capacity() * sizeof(SdpSides) + free_.capacity() * sizeof(std::uint32_t);
     }
 
 private:
@@ -110,16 +109,6 @@ private:
         return true;
     }
 
-    Slot& slot_at(std::uint32_t at) {
-        // Within the reserved room one entry at a time: a resize by doubling would touch (zero)
-        // up to twice the memory the live dialogs need.
-        if (slots_.size() <= at) {
-            slots_.resize(at < slots_.capacity() ? at + 1 : std::max<std::size_t>(at + 1, slots_.size() * 2));
-            populated_.cover(slots_.data(), slots_.size() * sizeof(Slot), slots_.capacity() * sizeof(Slot));
-        }
-        return slots_[at];
-    }
-
     void release_more(Slot& s) noexcept {
         if (s.more == kNone) return;
         more_[s.more] = SdpSides{};
@@ -127,8 +116,7 @@ private:
         s.more = kNone;
     }
 
-    std::vector<Slot, TableRoom<Slot>> slots_;
-    PopulateAhead populated_;
+    EntryColumn<Slot> slots_;
     std::vector<SdpSides> more_;
     std::vector<std::uint32_t> free_;
 };
