@@ -93,6 +93,8 @@ CaptureSource::CaptureSource(CaptureOptions options)
     : options_(std::move(options)), intake_(options_.intake), fragments_(options_.fragments), tcp_(options_.tcp) {
     set_bits(hep_ports_, options_.hep_ports);
     set_bits(sip_ports_, options_.sip_ports);
+    set_bits(signalling_ports_, options_.hep_ports);
+    set_bits(signalling_ports_, options_.sip_ports);
 }
 
 CaptureStats CaptureSource::stats() const noexcept {
@@ -220,8 +222,7 @@ void CaptureSource::hep(ByteSpan bytes, intake::Carrier carrier, Timestamp time,
 }
 
 rtp::PacketKind CaptureSource::media_kind(const L4Packet& p) const noexcept {
-    if (is_hep_port(p.dst.port) || is_hep_port(p.src.port) || is_sip_port(p.dst.port) || is_sip_port(p.src.port))
-        return rtp::PacketKind::unknown;
+    if (is_signalling_port(p.dst.port) || is_signalling_port(p.src.port)) return rtp::PacketKind::unknown;
     return rtp::classify(p.payload);
 }
 
@@ -242,6 +243,18 @@ bool CaptureSource::keep_shared(const Frame& frame, const L4Packet& p, rtp::Pack
 
 void CaptureSource::udp(const L4Packet& p, rtp::PacketKind kind, DatagramSink sink) {
     const ByteSpan payload = p.payload;
+    // Media first, the bulk: media_kind() found it on no HEP or SIP port.
+    switch (kind) {
+    case rtp::PacketKind::rtp:
+        count(PacketClass::rtp);
+        raw(p, PayloadClass::rtp, payload, p.time, sink);
+        return;
+    case rtp::PacketKind::rtcp:
+        count(PacketClass::rtcp);
+        raw(p, PayloadClass::rtcp, payload, p.time, sink);
+        return;
+    default: break;
+    }
     if (is_hep_port(p.dst.port) || is_hep_port(p.src.port)) {
         count(PacketClass::hep_udp);
         hep(payload, intake::Carrier::udp, p.time, sink);
@@ -261,17 +274,6 @@ void CaptureSource::udp(const L4Packet& p, rtp::PacketKind kind, DatagramSink si
         count(PacketClass::sip_udp);
         raw(p, PayloadClass::sip, payload, p.time, sink);
         return;
-    }
-    switch (kind) {
-    case rtp::PacketKind::rtp:
-        count(PacketClass::rtp);
-        raw(p, PayloadClass::rtp, payload, p.time, sink);
-        return;
-    case rtp::PacketKind::rtcp:
-        count(PacketClass::rtcp);
-        raw(p, PayloadClass::rtcp, payload, p.time, sink);
-        return;
-    default: break;
     }
     // Only now the text checks: media (the bulk) never gets here.
     if (options_.sniff_sip && looks_like_sip(payload)) {

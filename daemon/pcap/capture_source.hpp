@@ -147,6 +147,8 @@ private:
     void count(PacketClass c) noexcept { ++stats_.packets[static_cast<std::size_t>(c)]; }
     bool is_hep_port(std::uint16_t port) const noexcept { return test(hep_ports_, port); }
     bool is_sip_port(std::uint16_t port) const noexcept { return test(sip_ports_, port); }
+    // HEP or SIP: media on such a port is not looked for.
+    bool is_signalling_port(std::uint16_t port) const noexcept { return test(signalling_ports_, port); }
     static bool test(const std::array<std::uint64_t, 1024>& bits, std::uint16_t port) noexcept {
         return ((bits[port >> 6] >> (port & 63U)) & 1U) != 0;
     }
@@ -154,6 +156,7 @@ private:
     CaptureOptions options_;
     std::array<std::uint64_t, 1024> hep_ports_{};
     std::array<std::uint64_t, 1024> sip_ports_{};
+    std::array<std::uint64_t, 1024> signalling_ports_{};  // both of the above
     intake::HepIntake intake_;
     Reassembler fragments_;
     TcpReassembler tcp_;

@@ -16,15 +16,15 @@ std::string_view to_string(RtpError error) noexcept {
     return "unknown";
 }
 
-Result<RtpPacket, RtpError> parse_rtp(ByteSpan bytes) noexcept {
+std::optional<RtpError> parse_rtp_into(ByteSpan bytes, RtpPacket& packet) noexcept {
     constexpr std::size_t fixed_header = 12;
     const std::size_t size = bytes.size();
-    if (size < fixed_header) return fail(RtpError::too_short);
+    if (size < fixed_header) return RtpError::too_short;
     const std::uint8_t* p = bytes.data();
     const std::uint8_t first = p[0];
-    if ((first >> 6) != 2) return fail(RtpError::bad_version);
+    if ((first >> 6) != 2) return RtpError::bad_version;
 
-    RtpPacket packet;
+    packet = RtpPacket{};
     packet.padding = (first & 0x20) != 0;
     packet.extension = (first & 0x10) != 0;
     packet.marker = (p[1] & 0x80) != 0;
@@ -34,15 +34,15 @@ Result<RtpPacket, RtpError> parse_rtp(ByteSpan bytes) noexcept {
     packet.ssrc = load_be32(p + 8);
 
     std::size_t offset = fixed_header + 4 * std::size_t{first & 0x0Fu};
-    if (offset > size) return fail(RtpError::csrc_truncated);
+    if (offset > size) return RtpError::csrc_truncated;
     packet.csrcs = SsrcList(bytes.subspan(fixed_header, offset - fixed_header));
 
     if (packet.extension) {
-        if (size - offset < 4) return fail(RtpError::extension_truncated);
+        if (size - offset < 4) return RtpError::extension_truncated;
         packet.extension_profile = load_be16(p + offset);
         const std::size_t length = 4 * std::size_t{load_be16(p + offset + 2)};
         offset += 4;
-        if (length > size - offset) return fail(RtpError::extension_length_overflow);
+        if (length > size - offset) return RtpError::extension_length_overflow;
         packet.extension_data = bytes.subspan(offset, length);
         offset += length;
     }
@@ -52,12 +52,18 @@ Result<RtpPacket, RtpError> parse_rtp(ByteSpan bytes) noexcept {
     if (packet.padding) {
         // The count octet is itself part of the padding, so a count of 0 is impossible.
         const std::uint8_t count = p[size - 1];
-        if (count == 0) return fail(RtpError::padding_zero);
-        if (count > size - offset) return fail(RtpError::padding_overflow);
+        if (count == 0) return RtpError::padding_zero;
+        if (count > size - offset) return RtpError::padding_overflow;
         packet.padding_size = count;
         end -= count;
     }
     packet.payload = bytes.subspan(offset, end - offset);
+    return std::nullopt;
+}
+
+Result<RtpPacket, RtpError> parse_rtp(ByteSpan bytes) noexcept {
+    RtpPacket packet;
+    if (const auto error = parse_rtp_into(bytes, packet)) return fail(*error);
     return packet;
 }
 

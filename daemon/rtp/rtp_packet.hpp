@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace hepd::rtp {
@@ -43,6 +44,9 @@ struct RtpPacket {
 // Validates the whole header chain and the padding count against the buffer (RFC 3550 A.1 checks
 // that do not need stream state).
 Result<RtpPacket, RtpError> parse_rtp(ByteSpan bytes) noexcept;
+// The same into `packet` (all of it written on success, unspecified on an error), without a
+// Result to copy it through: the stream table parses every media packet this way.
+std::optional<RtpError> parse_rtp_into(ByteSpan bytes, RtpPacket& packet) noexcept;
 
 // RFC 8285 header extension elements.
 inline constexpr std::uint16_t one_byte_extension_profile = 0xBEDE;

@@ -97,13 +97,13 @@ StreamTable::StreamTable(const StreamTableConfig& config)
 // ---- RTP -----------------------------------------------------------------------------------
 
 void StreamTable::on_rtp(const PacketMeta& meta, ByteSpan payload) {
-    const auto packet = parse_rtp(payload);
-    if (!packet) {
-        count_error(stats_.rtp_errors, packet.error());
-        note_parse_error(meta.time, "RTP", to_string(packet.error()));
+    RtpPacket packet;
+    if (const auto error = parse_rtp_into(payload, packet)) {
+        count_error(stats_.rtp_errors, *error);
+        note_parse_error(meta.time, "RTP", to_string(*error));
         return;
     }
-    on_rtp(meta, *packet);
+    on_rtp(meta, packet);
 }
 
 std::uint32_t StreamTable::find_stream(const StreamKey& key, std::uint64_t hash) const noexcept {

@@ -381,10 +381,6 @@ TEST_CASE("ports: HEP and SIP port lists come from the options", "[pcap][classif
 
 namespace {
 
-void store_le32(std::uint8_t* p, std::uint32_t v) {
-    for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
-}
-
 // Through a file, as the daemon reads captures: errors found on opening are counted too.
 Run run_bytes(const std::vector<std::uint8_t>& bytes) {
     const auto path = std::filesystem::temp_directory_path() / ("hepd-catalogue-" + std::to_string(::getpid()));
