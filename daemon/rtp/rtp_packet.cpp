@@ -24,7 +24,6 @@ std::optional<RtpError> parse_rtp_into(ByteSpan bytes, RtpPacket& packet) noexce
     const std::uint8_t first = p[0];
     if ((first >> 6) != 2) return RtpError::bad_version;
 
-    packet = RtpPacket{};
     packet.padding = (first & 0x20) != 0;
     packet.extension = (first & 0x10) != 0;
     packet.marker = (p[1] & 0x80) != 0;
@@ -45,6 +44,9 @@ std::optional<RtpError> parse_rtp_into(ByteSpan bytes, RtpPacket& packet) noexce
         if (length > size - offset) return RtpError::extension_length_overflow;
         packet.extension_data = bytes.subspan(offset, length);
         offset += length;
+    } else {
+        packet.extension_profile = 0;
+        packet.extension_data = {};
     }
     packet.header_size = offset;
 
@@ -56,6 +58,8 @@ std::optional<RtpError> parse_rtp_into(ByteSpan bytes, RtpPacket& packet) noexce
         if (count > size - offset) return RtpError::padding_overflow;
         packet.padding_size = count;
         end -= count;
+    } else {
+        packet.padding_size = 0;
     }
     packet.payload = bytes.subspan(offset, end - offset);
     return std::nullopt;

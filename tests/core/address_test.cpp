@@ -58,6 +58,24 @@ TEST_CASE("hashes are stable across runs and hosts", "[core][hash]") {
     // Snapshots are re-routed with these hashes: a change of value is a format change.
     CHECK(hash_text("") == hash_text(""));
     CHECK(hash_text("a84b4c76e66710@pc33.atlanta.com") != hash_text("a84b4c76e66710@pc33.atlanta.con"));
+    // Every tail length (0-7 bytes after the words), pinned at the values hepd has always had.
+    struct Pinned {
+        std::size_t length;
+        std::uint64_t hash;
+    };
+    const Pinned pinned[] = {
+        {0, 0x25fc6dd36ce04b20ULL},  {1, 0x270aeb36a95726cfULL},  {2, 0xbb0b4c6bc718dc0cULL},
+        {3, 0x1570bf8f1c9a0884ULL},  {4, 0x9a09129337c2b80cULL},  {5, 0xab93f65ce8262f60ULL},
+        {6, 0xef69d2ad934ff93cULL},  {7, 0xb3ec5f5cf397e1ceULL},  {8, 0x2edb0db2147786c6ULL},
+        {9, 0x1961324446bd4424ULL},  {10, 0x0593d67fc585c582ULL}, {11, 0x5c3891c02e0e2de1ULL},
+        {12, 0xdc76889e786819e3ULL}, {13, 0xefb1d161bec6c24cULL}, {14, 0x2c9711bf54811b9aULL},
+        {15, 0x5b485589e90d5ab0ULL}, {16, 0x9a20b911c4b0769fULL}, {17, 0x8095012149295598ULL},
+    };
+    const std::string_view text = "a84b4c76e66710@pc";
+    for (const Pinned& p : pinned) {
+        INFO(p.length);
+        CHECK(hash_text(text.substr(0, p.length)) == p.hash);
+    }
     CHECK(mix64(0) == 0);
     CHECK(mix64(1) == 0x5692161d100b05e5ULL);
     const Endpoint e1{IpAddress::v4(0x0a000001U), 4000};
