@@ -1,5 +1,7 @@
 #include "pcap/websocket.hpp"
 
+#include "core/ascii.hpp"
+
 #include <algorithm>
 
 namespace hepd::pcap {
@@ -12,15 +14,6 @@ constexpr std::string_view kHttp = "HTTP/";
 // Headers of a handshake are looked for this far into a first segment.
 constexpr std::size_t kMaxSniffedHead = 8192;
 
-char lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view lower_b) noexcept {
-    if (a.size() != lower_b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-        if (lower(a[i]) != lower_b[i]) return false;
-    return true;
-}
-
 std::string_view trim(std::string_view s) noexcept {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
     while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
@@ -31,7 +24,7 @@ std::string_view trim(std::string_view s) noexcept {
 bool lists_token(std::string_view value, std::string_view lower_token) noexcept {
     while (!value.empty()) {
         const std::size_t comma = value.find(',');
-        if (iequals(trim(value.substr(0, comma)), lower_token)) return true;
+        if (iequals_ascii(trim(value.substr(0, comma)), lower_token)) return true;
         if (comma == std::string_view::npos) break;
         value.remove_prefix(comma + 1);
     }
@@ -87,9 +80,9 @@ Handshake parse_handshake(std::string_view head) noexcept {
         if (colon == std::string_view::npos) continue;
         const std::string_view name = trim(line.substr(0, colon));
         const std::string_view value = line.substr(colon + 1);
-        if (iequals(name, "upgrade"))
+        if (iequals_ascii(name, "upgrade"))
             h.upgrade = h.upgrade || lists_token(value, "websocket");
-        else if (iequals(name, "sec-websocket-protocol"))
+        else if (iequals_ascii(name, "sec-websocket-protocol"))
             h.sip_protocol = h.sip_protocol || lists_token(value, "sip");
     }
     return h;

@@ -1,5 +1,7 @@
 #include "rtp/stream_codec.hpp"
 
+#include "core/ascii.hpp"
+
 namespace hepd::rtp {
 
 std::string_view to_string(Codec codec) noexcept {
@@ -45,22 +47,6 @@ CodecLabel label_of(Codec codec) noexcept {
     }
 }
 
-namespace {
-
-bool equals_ignore_case(std::string_view a, std::string_view b) noexcept {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        char x = a[i];
-        char y = b[i];
-        if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-        if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-        if (x != y) return false;
-    }
-    return true;
-}
-
-}  // namespace
-
 Codec codec_from_name(std::string_view name) noexcept {
     struct Name {
         std::string_view text;
@@ -79,7 +65,7 @@ Codec codec_from_name(std::string_view name) noexcept {
     };
     if (name.empty()) return Codec::unknown;
     for (const Name& n : names)
-        if (equals_ignore_case(name, n.text)) return n.codec;
+        if (iequals_ascii(name, n.text)) return n.codec;
     return Codec::other;
 }
 

@@ -1,5 +1,6 @@
 #include "shard/dispatch.hpp"
 
+#include "core/ascii.hpp"
 #include "core/hash.hpp"
 
 #include <cstring>
@@ -7,15 +8,6 @@
 namespace hepd::shard {
 
 namespace {
-
-constexpr char lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
-
-bool iequals(std::string_view a, std::string_view b) noexcept {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-        if (lower(a[i]) != lower(b[i])) return false;
-    return true;
-}
 
 std::string_view trim(std::string_view s) noexcept {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -43,9 +35,9 @@ std::string_view find_call_id(std::string_view sip) noexcept {
         while (line < line_end && blank(*line)) ++line;
         const std::string_view rest(line, static_cast<std::size_t>(line_end - line));
         std::size_t name = 0;
-        if (rest.size() >= 7 && iequals(rest.substr(0, 7), "call-id")) {
+        if (rest.size() >= 7 && iequals_ascii(rest.substr(0, 7), "call-id")) {
             name = 7;
-        } else if (!rest.empty() && lower(rest[0]) == 'i') {
+        } else if (!rest.empty() && to_lower_ascii(rest[0]) == 'i') {
             name = 1;
         } else {
             continue;

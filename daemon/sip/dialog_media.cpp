@@ -1,17 +1,17 @@
 #include "sip/dialog_media.hpp"
 
+#include "core/ascii.hpp"
+
 #include <cstdint>
 
 namespace hepd::sip {
 
 namespace {
 
-char lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + ('a' - 'A')) : c; }
-
 bool starts_with_nocase(std::string_view text, std::string_view prefix) noexcept {
     if (text.size() < prefix.size()) return false;
     for (std::size_t i = 0; i < prefix.size(); ++i)
-        if (lower(text[i]) != prefix[i]) return false;
+        if (to_lower_ascii(text[i]) != prefix[i]) return false;
     return true;
 }
 

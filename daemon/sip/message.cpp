@@ -46,7 +46,7 @@ std::string_view to_string(Transport transport) noexcept {
 namespace {
 
 HeaderId compact_header_id(char c) noexcept {
-    switch (to_lower(c)) {
+    switch (to_lower_ascii(c)) {
     case 'i': return HeaderId::call_id;
     case 'f': return HeaderId::from;
     case 't': return HeaderId::to;
@@ -111,7 +111,7 @@ constexpr std::string_view canonical_name(HeaderId id) noexcept {
 template <HeaderId id>
 constexpr auto kLowerName = [] {
     std::array<char, canonical_name(id).size()> out{};
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = to_lower(canonical_name(id)[i]);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = to_lower_ascii(canonical_name(id)[i]);
     return out;
 }();
 
@@ -130,7 +130,7 @@ HeaderId header_id(std::string_view name) noexcept {
     if (n < 2) return n == 1 ? compact_header_id(name[0]) : HeaderId::other;
     // A jump table on the length, then the first letter (the last too where two names share
     // both), pick the one candidate that a whole-name comparison confirms.
-    const char first = to_lower(name[0]);
+    const char first = to_lower_ascii(name[0]);
 #define HEPD_SIP_HEADER(id) \
     if (first == kLowerName<HeaderId::id>[0]) return confirm<HeaderId::id>(name);
     switch (n) {
@@ -151,7 +151,7 @@ HeaderId header_id(std::string_view name) noexcept {
         break;
     case 7:
         if (first == 'c') {
-            return to_lower(name[6]) == 'd' ? confirm<HeaderId::call_id>(name) : confirm<HeaderId::contact>(name);
+            return to_lower_ascii(name[6]) == 'd' ? confirm<HeaderId::call_id>(name) : confirm<HeaderId::contact>(name);
         }
         HEPD_SIP_HEADER(subject)
         HEPD_SIP_HEADER(require)
@@ -189,7 +189,7 @@ std::string_view to_string(HeaderId id) noexcept { return canonical_name(id); }
 std::optional<std::string_view> find_param(std::string_view params, std::string_view name) noexcept {
     std::optional<std::string_view> found;
     for_each_param(params, [&](std::string_view param, std::string_view value, bool) {
-        if (!iequals(param, name)) return false;
+        if (!iequals_ascii(param, name)) return false;
         found = value;
         return true;
     });
@@ -740,7 +740,7 @@ Result<Message, ParseError> parse_message(std::string_view text) noexcept {
 std::optional<std::string_view> Message::find_header(std::string_view name) const noexcept {
     const HeaderId id = header_id(name);
     const auto matches = [&](HeaderId field_id, std::string_view field_name) {
-        return id != HeaderId::other ? field_id == id : iequals(field_name, name);
+        return id != HeaderId::other ? field_id == id : iequals_ascii(field_name, name);
     };
     for (const HeaderField& field : headers())
         if (matches(field.id, field.name)) return field.value;
@@ -756,7 +756,7 @@ std::optional<std::string_view> Message::find_header(std::string_view name) cons
 std::size_t Message::count_headers(std::string_view name) const noexcept {
     const HeaderId id = header_id(name);
     const auto matches = [&](HeaderId field_id, std::string_view field_name) {
-        return id != HeaderId::other ? field_id == id : iequals(field_name, name);
+        return id != HeaderId::other ? field_id == id : iequals_ascii(field_name, name);
     };
     std::size_t count = 0;
     for (const HeaderField& field : headers())

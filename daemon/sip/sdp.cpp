@@ -307,7 +307,7 @@ Attribute attribute_of(std::string_view name) noexcept {
         return Attribute::other;
     case 6: return matches_name(name, "rtpmap", "rtpmap") ? Attribute::rtpmap : Attribute::other;
     case 8:
-        switch (to_lower(name[0])) {
+        switch (to_lower_ascii(name[0])) {
         case 's':
             if (matches_name(name, "sendrecv", "sendrecv")) return Attribute::sendrecv;
             if (matches_name(name, "sendonly", "sendonly")) return Attribute::sendonly;
@@ -598,7 +598,7 @@ std::optional<std::string_view> find_attribute(std::string_view section_text, st
         if (line.size() < 2 || line[0] != 'a' || line[1] != '=') continue;
         const std::string_view attribute = line.substr(2);
         const std::size_t colon = attribute.find(':');
-        if (!iequals(attribute.substr(0, colon), name)) continue;
+        if (!iequals_ascii(attribute.substr(0, colon), name)) continue;
         return colon == npos ? attribute.substr(attribute.size()) : attribute.substr(colon + 1);
     }
     return std::nullopt;

@@ -18,11 +18,6 @@ namespace hepd::sip::detail {
 inline constexpr bool is_space(char c) noexcept { return c == ' ' || c == '\t'; }
 inline constexpr bool is_lws(char c) noexcept { return is_ascii_space(c); }
 inline constexpr bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
-// Branch-free: header names are compared byte by byte on every packet.
-inline constexpr char to_lower(char c) noexcept {
-    const auto u = static_cast<unsigned char>(c);
-    return static_cast<char>(u + (static_cast<unsigned char>(u - 'A') < 26u ? 32u : 0u));
-}
 
 // RFC 3261 token: alphanum / "-" / "." / "!" / "%" / "*" / "_" / "+" / "`" / "'" / "~"
 inline constexpr std::array<bool, 256> make_token_table() noexcept {
@@ -92,7 +87,7 @@ inline bool iequals_lower(std::string_view text, std::string_view lower) noexcep
     if (n < 8) {
         if (n >= 4) return lower8(load4(t)) == load4(l) && lower8(load4(t + n - 4)) == load4(l + n - 4);
         if (n >= 2) return lower8(load2(t)) == load2(l) && lower8(load2(t + n - 2)) == load2(l + n - 2);
-        return n == 0 || to_lower(t[0]) == l[0];
+        return n == 0 || to_lower_ascii(t[0]) == l[0];
     }
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8)
@@ -139,15 +134,8 @@ inline bool equals_exact(std::string_view text, std::string_view literal) noexce
 // `text` equals `lower` ignoring case; `lower` is lower case. Rejects on the first letter before
 // paying for a full comparison, and accepts the usual spelling `as_written` without one.
 inline bool matches_name(std::string_view text, std::string_view as_written, std::string_view lower) noexcept {
-    if (text.size() != lower.size() || text.empty() || to_lower(text[0]) != lower[0]) return false;
+    if (text.size() != lower.size() || text.empty() || to_lower_ascii(text[0]) != lower[0]) return false;
     return equals_exact(text, as_written) || iequals_lower(text, lower);
-}
-
-inline constexpr bool iequals(std::string_view a, std::string_view b) noexcept {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-        if (to_lower(a[i]) != to_lower(b[i])) return false;
-    return true;
 }
 
 inline bool istarts_with(std::string_view text, std::string_view lower_prefix) noexcept {
