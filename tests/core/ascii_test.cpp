@@ -13,15 +13,19 @@ TEST_CASE("to_lower_ascii maps exactly A-Z", "[core][ascii]") {
 }
 
 TEST_CASE("iequals_ascii folds ASCII letters on both sides and nothing else", "[core][ascii]") {
-    CHECK(iequals_ascii("Content-LENGTH", "content-length"));
+    // Every pair of bytes: equal exactly when they are equal or the two cases of one letter.
+    const auto letter = [](int c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); };
+    for (int a = 0; a < 256; ++a) {
+        for (int b = 0; b < 256; ++b) {
+            const char x[] = {static_cast<char>(a), 'q'};
+            const char y[] = {static_cast<char>(b), 'Q'};
+            const bool expected = a == b || (letter(a) && letter(b) && (a ^ b) == 0x20);
+            if (iequals_ascii({x, 2}, {y, 2}) != expected) FAIL("bytes " << a << " and " << b);
+        }
+    }
     CHECK(iequals_ascii("telephone-event", "TELEPHONE-EVENT"));
     CHECK(iequals_ascii("", ""));
-    CHECK_FALSE(iequals_ascii("via", "vie"));
     CHECK_FALSE(iequals_ascii("via", "vi"));
-    // Neighbours of the letters in ASCII, and bytes above it, are not letters.
-    CHECK_FALSE(iequals_ascii("@", "`"));
-    CHECK_FALSE(iequals_ascii("[", "{"));
-    CHECK_FALSE(iequals_ascii("\xc1", "\xe1"));
 }
 
 TEST_CASE("is_ascii_space is SP, HT, CR and LF only", "[core][ascii]") {
