@@ -7,7 +7,7 @@
 // once traffic flows the thread stops watching the socket for a while and reads what came
 // meanwhile, the window doubling (up to --max-blind-us, hepd's max_batch_age: 100 ms) while a
 // wake-up finds less than a quarter of the buffer filled and halving when it finds more than half
-// or more than 16 receive calls can take (then it reads on at once).
+// or more than 64 receive calls can take (then it reads on at once).
 // A blind wake-up that finds nothing goes back to waiting for the socket, so an idle sink costs
 // nothing. SIGUSR1 prints {"packets": N, "bytes": B} and a newline on stdout; SIGTERM or SIGINT
 // ends it.
@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
     const double budget = granted;
     constexpr long kFirstBlindUs = 1000;
     constexpr double kQueuedOverheadBytes = 1024;  // hepd's estimate of a queued datagram's skb
-    constexpr int kRoundsPerWakeup = 16;
+    constexpr int kRoundsPerWakeup = 64;           // hepd's
     std::uint64_t packets = 0;
     std::uint64_t bytes = 0;
     long blind_us = kFirstBlindUs;
