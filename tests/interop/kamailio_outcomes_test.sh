@@ -69,11 +69,7 @@ YAML
     --state-dir "$WORK/state" --cores 2 >"$WORK/hepd.log" 2>&1 &
 HEPD_PID=$!
 PIDS+=("$HEPD_PID")
-for _ in $(seq 100); do
-    curl -sf -o /dev/null "http://127.0.0.1:$METRICS_PORT/metrics" && break
-    kill -0 "$HEPD_PID" 2>/dev/null || { echo "BAD hepd exited at start-up"; cat "$WORK/hepd.log"; exit 1; }
-    sleep 0.1
-done
+wait_for_metrics "$HEPD_PID" "$WORK/hepd.log"
 
 # What hepd receives, for `hepd pcap --records`.
 start_tcpdump "$WORK/hep.pcap" "udp and dst port $HEP_PORT" -B 8192
@@ -100,9 +96,6 @@ uas busy "$UAS_BUSY" -sf "$WORK/uas_486.xml"
 uas unavail "$UAS_UNAVAIL" -sf "$WORK/uas_503.xml"
 uas ring "$UAS_RING" -sf "$HERE/uas_ringer.xml"
 
-for _ in $(seq 50); do
-    curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" >/dev/null && break || sleep 0.2
-done
 sleep 1
 
 # Each caller's messages are traced (-trace_msg): the Call-IDs of its INVITEs name its calls.

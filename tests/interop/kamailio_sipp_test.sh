@@ -46,13 +46,7 @@ PIDS+=("$!")
 timeout 60 sipp -sf "$HERE/uas_busy.xml" -i 127.0.0.1 -p "$BUSY_PORT" -nostdin >"$WORK/busy.log" 2>&1 &
 PIDS+=("$!")
 
-# Wait until hepd's metrics answer (it is listening) and Kamailio is up.
-for _ in $(seq 50); do
-    python3 - "$METRICS_PORT" <<'PY' && break || sleep 0.2
-import sys, urllib.request
-urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=1).read()
-PY
-done
+wait_for_metrics "$HEPD_PID" "$WORK/hepd.log"
 # ... and Kamailio and both sipp callees have bound their SIP ports (polled, not slept).
 udp_bound() {  # udp_bound PORT...: true when every port is taken for UDP on 127.0.0.1
     python3 - "$@" <<'PY'
@@ -77,6 +71,7 @@ timeout 60 sipp -sf "$HERE/uac_busy.xml" "127.0.0.1:$KAM_PORT" -s busy -m "$BUSY
 # loaded machine the last BYE may take a while to be counted (20 s at most; the checks below tell
 # what is missing).
 for _ in $(seq 100); do
+    kill -0 "$HEPD_PID" 2>/dev/null || break
     [ "$(family_sum hepd_dialogs_finished_total)" = "$((COMPLETED + BUSY))" ] &&
         [ "$(family_sum hepd_sip_requests_total method=BYE)" = "$((2 * COMPLETED))" ] &&
         [ "$(family_sum hepd_sip_responses_total method=INVITE status_class=4xx)" = "$((2 * BUSY))" ] && break

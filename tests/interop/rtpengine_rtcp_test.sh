@@ -35,6 +35,8 @@ HEPD_PID=""; KAMAILIO_PID=""; RTPENGINE_PID=""; PIDS=()
 source "$HERE/capture.sh"
 # shellcheck source=ports.sh
 source "$HERE/ports.sh"
+# shellcheck source=metrics.sh
+source "$HERE/metrics.sh"
 stop() {  # pid: TERM, then KILL after 5 s
     [ -n "$1" ] || return 0
     kill -TERM "$1" 2>/dev/null || true
@@ -116,16 +118,7 @@ wait_bound "$NG_PORT" rtpengine
 wait_bound "$KAM_PORT" kamailio
 wait_bound "$UAS_PORT" "the sipp UAS"
 wait_bound "$HEP_PORT" hepd
-python3 - "$METRICS_PORT" <<'PY'
-import sys, time, urllib.request
-for _ in range(100):
-    try:
-        urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=1).read()
-        sys.exit(0)
-    except OSError:
-        time.sleep(0.1)
-sys.exit("hepd metrics never answered")
-PY
+wait_for_metrics "$HEPD_PID" "$WORK/hepd.log"
 
 # RTCP for as long as the calls last (10 calls at 5/s, ~3.5 s each, then the BYEs).
 timeout 40 env RTCP_SENDER_DEBUG=${RTCP_SENDER_DEBUG:-} python3 "$HERE/rtcp_sender.py" "$NG_PORT" 9 "$WORK/rtcp.json" 0.5 >"$WORK/rtcp_sender.log" 2>&1 &
