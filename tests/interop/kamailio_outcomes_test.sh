@@ -47,7 +47,9 @@ mkdir -p "$WORK/state"
 # Records written soon after each call: dialogs leave the table 2 s after their end and their
 # record is written at once (no media to wait for), each batch as it comes.
 RECORDS=$WORK/state/records/calls.jsonl
-cat >"$WORK/hepd.yaml" <<YAML
+# Names HEP_PORT: written again if start_hepd has to move hepd to other ports.
+hepd_ports_changed() {
+    cat >"$WORK/hepd.yaml" <<YAML
 timers:
   dialog_linger: 2s
 records:
@@ -65,11 +67,9 @@ peers:
   - name: carrier-b
     cidr: ["$UAS_UNAVAIL/32", "$UAS_RING/32"]
 YAML
-"$HEPD" --config "$WORK/hepd.yaml" --hep-listen "127.0.0.1:$HEP_PORT" --metrics-listen "127.0.0.1:$METRICS_PORT" \
-    --state-dir "$WORK/state" --cores 2 >"$WORK/hepd.log" 2>&1 &
-HEPD_PID=$!
-PIDS+=("$HEPD_PID")
-wait_for_metrics "$HEPD_PID" "$WORK/hepd.log"
+}
+hepd_ports_changed
+start_hepd "$WORK/hepd.log" --config "$WORK/hepd.yaml" --state-dir "$WORK/state" --cores 2
 
 # What hepd receives, for `hepd pcap --records`.
 start_tcpdump "$WORK/hep.pcap" "udp and dst port $HEP_PORT" -B 8192

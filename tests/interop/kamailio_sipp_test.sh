@@ -28,11 +28,7 @@ source "$HERE/metrics.sh"
 read -r HEP_PORT METRICS_PORT KAM_PORT UAS_PORT BUSY_PORT UAC_PORT < <(free_ports 6)
 COMPLETED=5; BUSY=3
 
-"$HEPD" --hep-listen "127.0.0.1:$HEP_PORT" --metrics-listen "127.0.0.1:$METRICS_PORT" \
-    --state-dir "$WORK/state" --cores 2 >"$WORK/hepd.log" 2>&1 &
-HEPD_PID=$!
-PIDS+=("$HEPD_PID")
-mkdir -p "$WORK/state"
+start_hepd "$WORK/hepd.log" --state-dir "$WORK/state" --cores 2
 
 sed -e "s/@KAMAILIO_PORT@/$KAM_PORT/" -e "s/@HEP_PORT@/$HEP_PORT/" -e "s/@UAS_PORT@/$UAS_PORT/" \
     -e "s/@BUSY_PORT@/$BUSY_PORT/" "$HERE/kamailio.cfg.in" >"$WORK/kamailio.cfg"
@@ -46,8 +42,7 @@ PIDS+=("$!")
 timeout 60 sipp -sf "$HERE/uas_busy.xml" -i 127.0.0.1 -p "$BUSY_PORT" -nostdin >"$WORK/busy.log" 2>&1 &
 PIDS+=("$!")
 
-wait_for_metrics "$HEPD_PID" "$WORK/hepd.log"
-# ... and Kamailio and both sipp callees have bound their SIP ports (polled, not slept).
+# Kamailio and both sipp callees have bound their SIP ports (polled, not slept).
 udp_bound() {  # udp_bound PORT...: true when every port is taken for UDP on 127.0.0.1
     python3 - "$@" <<'PY'
 import socket, sys

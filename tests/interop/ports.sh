@@ -46,3 +46,43 @@ for _ in range(200):
 sys.exit("no free UDP port range")
 PY
 }
+
+# start_hepd LOG ARGS...: runs "$HEPD" ARGS... with HEP on 127.0.0.1:$HEP_PORT and metrics on
+# 127.0.0.1:$METRICS_PORT in the background (HEPD_PID, also added to PIDS), its output in LOG, and
+# returns once the metrics answer. hepd exits with 69 when it cannot listen: a port free when
+# free_ports chose it was taken since (another test's connection, seen in CI). It then starts
+# again on two new ports, at most 5 times, first calling hepd_ports_changed if the script defines
+# it (to rewrite what names the ports). Any other exit at start-up, or no answer within 20 s,
+# fails the test at once with the end of LOG, instead of a timeout later that says nothing.
+start_hepd() {
+    local log=$1 rc
+    shift
+    for _ in 1 2 3 4 5; do
+        "$HEPD" "$@" --hep-listen "127.0.0.1:$HEP_PORT" --metrics-listen "127.0.0.1:$METRICS_PORT" >"$log" 2>&1 &
+        HEPD_PID=$!
+        PIDS+=("$HEPD_PID")
+        for _ in $(seq 200); do
+            curl -sf -o /dev/null "http://127.0.0.1:$METRICS_PORT/metrics" && return 0
+            kill -0 "$HEPD_PID" 2>/dev/null || break
+            sleep 0.1
+        done
+        if kill -0 "$HEPD_PID" 2>/dev/null; then
+            echo "BAD hepd's metrics did not answer within 20 s"
+            tail -30 "$log"
+            exit 1
+        fi
+        rc=0
+        wait "$HEPD_PID" || rc=$?
+        if [ "$rc" -ne 69 ]; then
+            echo "BAD hepd exited at start-up (status $rc)"
+            tail -30 "$log"
+            exit 1
+        fi
+        echo "hepd could not listen ($(grep -m1 'cannot listen' "$log" || true)): again on new ports"
+        read -r HEP_PORT METRICS_PORT < <(free_ports 2)
+        if declare -F hepd_ports_changed >/dev/null; then hepd_ports_changed; fi
+    done
+    echo "BAD hepd could not listen in 5 attempts"
+    tail -30 "$log"
+    exit 1
+}

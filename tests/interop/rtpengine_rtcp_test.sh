@@ -35,8 +35,6 @@ HEPD_PID=""; KAMAILIO_PID=""; RTPENGINE_PID=""; PIDS=()
 source "$HERE/capture.sh"
 # shellcheck source=ports.sh
 source "$HERE/ports.sh"
-# shellcheck source=metrics.sh
-source "$HERE/metrics.sh"
 stop() {  # pid: TERM, then KILL after 5 s
     [ -n "$1" ] || return 0
     kill -TERM "$1" 2>/dev/null || true
@@ -81,7 +79,9 @@ echo "ports: hep $HEP_PORT, metrics $METRICS_PORT, kamailio $KAM_PORT, uac $UAC_
 # BYE. Dialogs linger 10 s after the BYE, longer than that tail; when one leaves its table, its
 # reported streams finish with it (call_ended), well before their 20 s idle timeout; the record
 # is written 1 s later and flushed at once.
-cat >"$WORK/hepd.yaml" <<EOF
+# Names HEP_PORT: written again if start_hepd has to move hepd to other ports.
+hepd_ports_changed() {
+    cat >"$WORK/hepd.yaml" <<EOF
 timers:
   dialog_linger: 10s
   stream_idle_timeout: 20s
@@ -92,9 +92,9 @@ records:
 pcap:
   hep_ports: [$HEP_PORT]
 EOF
-"$HEPD" --config "$WORK/hepd.yaml" --hep-listen "127.0.0.1:$HEP_PORT" --metrics-listen "127.0.0.1:$METRICS_PORT" \
-    --state-dir "$WORK/state" --cores "$CORES" >"$WORK/hepd.log" 2>&1 &
-HEPD_PID=$!
+}
+hepd_ports_changed
+start_hepd "$WORK/hepd.log" --config "$WORK/hepd.yaml" --state-dir "$WORK/state" --cores "$CORES"
 
 # What hepd receives, for the offline half.
 start_tcpdump "$WORK/hep.pcap" "udp and dst port $HEP_PORT" -B 8192
@@ -118,7 +118,6 @@ wait_bound "$NG_PORT" rtpengine
 wait_bound "$KAM_PORT" kamailio
 wait_bound "$UAS_PORT" "the sipp UAS"
 wait_bound "$HEP_PORT" hepd
-wait_for_metrics "$HEPD_PID" "$WORK/hepd.log"
 
 # RTCP for as long as the calls last (10 calls at 5/s, ~3.5 s each, then the BYEs).
 timeout 40 env RTCP_SENDER_DEBUG=${RTCP_SENDER_DEBUG:-} python3 "$HERE/rtcp_sender.py" "$NG_PORT" 9 "$WORK/rtcp.json" 0.5 >"$WORK/rtcp_sender.log" 2>&1 &
