@@ -1,5 +1,6 @@
 #include "gen/pcap_writer.hpp"
 
+#include "core/bytes.hpp"
 #include "hep/encoder.hpp"
 #include "hep/message.hpp"
 
@@ -7,17 +8,6 @@
 #include <stdexcept>
 
 namespace hepd::gen {
-
-namespace {
-void put16le(std::uint8_t* p, std::uint16_t v) {
-    p[0] = static_cast<std::uint8_t>(v);
-    p[1] = static_cast<std::uint8_t>(v >> 8);
-}
-void put32le(std::uint8_t* p, std::uint32_t v) {
-    put16le(p, static_cast<std::uint16_t>(v));
-    put16le(p + 2, static_cast<std::uint16_t>(v >> 16));
-}
-}  // namespace
 
 PcapWriter::PcapWriter(const std::string& path) {
     if (!path.empty()) {
@@ -27,11 +17,11 @@ PcapWriter::PcapWriter(const std::string& path) {
         std::setvbuf(file_, buffer, _IOFBF, sizeof buffer);
     }
     std::uint8_t h[24] = {};
-    put32le(h, 0xa1b2c3d4U);
-    put16le(h + 4, 2);
-    put16le(h + 6, 4);
-    put32le(h + 16, 262144);
-    put32le(h + 20, 1);  // Ethernet
+    store_le32(h, 0xa1b2c3d4U);
+    store_le16(h + 4, 2);
+    store_le16(h + 6, 4);
+    store_le32(h + 16, 262144);
+    store_le32(h + 20, 1);  // Ethernet
     write(h, sizeof h);
 }
 
@@ -74,10 +64,10 @@ void PcapWriter::udp(Timestamp t, const Endpoint& src, const Endpoint& dst, Byte
     if (!payload.empty()) std::memcpy(udp + 8, payload.data(), payload.size());
 
     std::uint8_t rec[16];
-    put32le(rec, static_cast<std::uint32_t>(t.us / 1'000'000));
-    put32le(rec + 4, static_cast<std::uint32_t>(t.us % 1'000'000));
-    put32le(rec + 8, static_cast<std::uint32_t>(frame_.size()));
-    put32le(rec + 12, static_cast<std::uint32_t>(frame_.size()));
+    store_le32(rec, static_cast<std::uint32_t>(t.us / 1'000'000));
+    store_le32(rec + 4, static_cast<std::uint32_t>(t.us % 1'000'000));
+    store_le32(rec + 8, static_cast<std::uint32_t>(frame_.size()));
+    store_le32(rec + 12, static_cast<std::uint32_t>(frame_.size()));
     write(rec, sizeof rec);
     write(frame_.data(), frame_.size());
     ++frames_;

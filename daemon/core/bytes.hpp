@@ -39,11 +39,13 @@ inline std::uint64_t load_le64(const std::uint8_t* p) noexcept {
     return std::uint64_t{load_le32(p)} | (std::uint64_t{load_le32(p + 4)} << 32);
 }
 
-inline void store_le32(std::uint8_t* p, std::uint32_t v) noexcept {
+inline void store_le16(std::uint8_t* p, std::uint16_t v) noexcept {
     p[0] = static_cast<std::uint8_t>(v);
     p[1] = static_cast<std::uint8_t>(v >> 8);
-    p[2] = static_cast<std::uint8_t>(v >> 16);
-    p[3] = static_cast<std::uint8_t>(v >> 24);
+}
+inline void store_le32(std::uint8_t* p, std::uint32_t v) noexcept {
+    store_le16(p, static_cast<std::uint16_t>(v));
+    store_le16(p + 2, static_cast<std::uint16_t>(v >> 16));
 }
 inline void store_be16(std::uint8_t* p, std::uint16_t v) noexcept {
     p[0] = static_cast<std::uint8_t>(v >> 8);

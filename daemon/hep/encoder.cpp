@@ -121,12 +121,9 @@ bool encode_legacy(const Message& m, std::uint8_t version, std::vector<std::uint
     out.insert(out.end(), d.bytes().begin(), d.bytes().begin() + static_cast<std::ptrdiff_t>(address_size));
     if (version == 2) {
         std::uint8_t t[12] = {};
-        for (int i = 0; i < 4; ++i) {
-            t[i] = static_cast<std::uint8_t>(m.seconds >> (8 * i));
-            t[4 + i] = static_cast<std::uint8_t>(m.micros >> (8 * i));
-        }
-        t[8] = static_cast<std::uint8_t>(m.capture_id);
-        t[9] = static_cast<std::uint8_t>(m.capture_id >> 8);
+        store_le32(t, m.seconds);
+        store_le32(t + 4, m.micros);
+        store_le16(t + 8, static_cast<std::uint16_t>(m.capture_id));
         out.insert(out.end(), t, t + 12);
     }
     out.insert(out.end(), m.payload.begin(), m.payload.end());
