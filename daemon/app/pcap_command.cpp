@@ -145,7 +145,8 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
                 openings[i].reader.reset();
             if (err != pcap::FileError::none) {
                 if (reader == 0) {
-                    info.error = path + ": " + (message.empty() ? std::string(pcap::to_string(err)) : message);
+                    // The reader's message names the file already.
+                    info.error = message.empty() ? path + ": " + std::string(pcap::to_string(err)) : message;
                     progress.finish();
                     std::fprintf(stderr, "hepd: %s\n", info.error.c_str());
                 }

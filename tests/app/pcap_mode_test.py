@@ -127,6 +127,8 @@ try:
     rc, r, err = run_pcap([cut], 2)
     check("truncated file: exit status", rc, 65)
     check("truncated file: error names the byte offset", "byte" in r.get("error", ""), True)
+    check("truncated file: error names the file once", r.get("error", "").count(cut), 1)
+    check("truncated file: stderr names the file once", err.count(cut), 1)
     check("truncated file: the frames before it are reported", r["capture"]["frames"] > truth["packets"] // 3, True)
     # Progress: on a terminal (a pseudo-terminal here), a status line redrawn in place and cleared
     # before the summary; through a pipe (above, every run_pcap), none of it.
