@@ -3,10 +3,10 @@
 #include "app/pcap_progress.hpp"
 #include "app/wiring.hpp"
 #include "core/process_usage.hpp"
+#include "pcap/split_reader.hpp"
 #include "records/offline_records.hpp"
 #include "report/collector.hpp"
 #include "report/run_report.hpp"
-#include "shard/dispatch.hpp"
 #include "shard/pipeline.hpp"
 #include "shard/shard_worker.hpp"
 
@@ -87,93 +87,56 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
     po.batch_datagrams = cfg.shards.batch_size;
     shard::Pipeline pipeline(po, std::move(owned));
 
-    // One source per reader; every reader sees the same input and the same errors, and the
-    // first one's figures (progress, errors) speak for all. Each skips the plain media other
-    // readers own (MediaSharing), so the capture statistics are the first one's with the
-    // others' own media added.
-    std::vector<std::unique_ptr<pcap::CaptureSource>> sources;
-    for (std::uint32_t i = 0; i < shards; ++i)
-        sources.push_back(std::make_unique<pcap::CaptureSource>(capture_options(cfg)));
-    // Each file is opened (mapped, or inflated) once, by whichever reader comes first; every
-    // reader walks its own clone of that opening, and the last one done lets it go.
-    struct Opening {
-        std::once_flag once;
-        std::optional<Result<pcap::FileReader, pcap::FileError>> reader;
-        std::atomic<std::size_t> done{0};
-    };
-    std::vector<Opening> openings(args.files.size());
-    const auto open_file = [&](std::size_t i) -> const Result<pcap::FileReader, pcap::FileError>& {
-        std::call_once(openings[i].once, [&] {
-            openings[i].reader.emplace(pcap::FileReader::open(args.files[i], capture_options(cfg).max_inflated_bytes));
-        });
-        return *openings[i].reader;
-    };
     PcapProgress progress(stderr, args.files);
     report::RunInfo info;
     info.files = args.files;
     info.shards = shards;
-    // With several shards, `feed` is the reader's shard: it may hold its media in the file's own
-    // bytes while the file is open.
-    const auto read_input = [&](std::size_t reader, const auto& push, shard::Pipeline::Feed* feed) {
-        pcap::CaptureSource& source = *sources[reader];
+    pcap::CaptureStats capture;
+    if (shards == 1) {
+        pcap::CaptureSource source(capture_options(cfg));
+        pipeline.start();
+        auto& producer = pipeline.producer(0);
+        Timestamp last{};
         std::uint64_t datagrams = 0;
-        auto sink = [&](const shard::Datagram& d) {
+        auto push = [&](const shard::Datagram& d) {
             ++datagrams;
-            push(d);
+            if (d.time > last) last = d.time;
+            producer.push(d);
         };
         auto on_progress = [&](std::uint64_t offset, std::uint64_t size) { progress.update(offset, size, datagrams); };
         const pcap::CaptureSource::ProgressSink progress_sink(on_progress);
-        auto passed = [&](Timestamp time) {
-            ++datagrams;
-            feed->pass(time);
-        };
-        auto kept = [&](const shard::Datagram& d) {
-            ++datagrams;
-            feed->push_own(d);
-        };
-        const pcap::MediaSharing sharing{reader, shards, passed, kept};
-        if (feed != nullptr) source.share_media(&sharing);
         for (std::size_t i = 0; i < args.files.size(); ++i) {
-            const std::string& path = args.files[i];
-            if (reader == 0) progress.start_file(i);
+            progress.start_file(i);
             std::string message;
-            const auto& opened = open_file(i);
-            if (opened && feed != nullptr) feed->stable_input(opened->bytes());
-            const auto err = source.read_opened(path, opened, sink, &message, reader == 0 ? &progress_sink : nullptr);
-            if (feed != nullptr) feed->end_input();
-            if (openings[i].done.fetch_add(1, std::memory_order_acq_rel) + 1 == sources.size())
-                openings[i].reader.reset();
-            if (err != pcap::FileError::none) {
-                if (reader == 0) {
-                    // The reader's message names the file already.
-                    info.error = message.empty() ? path + ": " + std::string(pcap::to_string(err)) : message;
-                    progress.finish();
-                    std::fprintf(stderr, "hepd: %s\n", info.error.c_str());
-                }
+            if (source.read_file(args.files[i], push, &message, &progress_sink) != pcap::FileError::none) {
+                info.error = message;
                 break;
             }
         }
         source.finish();
-        source.share_media(nullptr);
-    };
-    if (shards == 1) {
-        pipeline.start();
-        auto& producer = pipeline.producer(0);
-        Timestamp last{};
-        read_input(
-            0,
-            [&](const shard::Datagram& d) {
-                if (d.time > last) last = d.time;
-                producer.push(d);
-            },
-            nullptr);
         producer.flush();
         pipeline.finish(last);
+        capture = source.stats();
     } else {
+        // Every shard's thread reads: each decodes its share of the frames, and takes its own.
+        pcap::SplitReader reader(args.files, shards, capture_options(cfg));
+        struct Observer final : pcap::SplitReader::Observer {
+            explicit Observer(PcapProgress& p) : line(p) {}
+            void file_started(std::size_t index) override { line.start_file(index); }
+            void progress(std::uint64_t offset, std::uint64_t size, std::uint64_t datagrams) override {
+                line.update(offset, size, datagrams);
+            }
+            PcapProgress& line;
+        } observer(progress);
         pipeline.run_readers([&](std::size_t shard, shard::Pipeline::Feed& feed) {
-            read_input(
-                shard, [&](const shard::Datagram& d) { feed.push(d); }, &feed);
+            reader.read(shard, feed, shard == 0 ? &observer : nullptr);
         });
+        info.error = reader.error();
+        capture = reader.stats();
+    }
+    if (!info.error.empty()) {
+        progress.finish();
+        std::fprintf(stderr, "hepd: %s\n", info.error.c_str());
     }
     progress.finish();
     // With one shard this thread did all the work; with several it only waited for the shards.
@@ -194,8 +157,6 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
         duplicate_stats.merge(workers[i]->duplicate_stats());
         inputs.collectors.push_back(collectors[i].get());
     }
-    auto capture = sources[0]->stats();
-    for (std::size_t i = 1; i < sources.size(); ++i) capture.add_frames(sources[i]->owned_media());
     inputs.capture = &capture;
     inputs.dialogs = &dialog_stats;
     inputs.streams = &stream_stats;

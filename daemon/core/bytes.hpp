@@ -19,6 +19,14 @@ inline std::string_view as_text(ByteSpan bytes) noexcept {
     return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
 }
 
+// Whether `inner` lies inside `outer` (an empty span lies anywhere).
+inline bool within(ByteSpan outer, ByteSpan inner) noexcept {
+    if (inner.empty()) return true;
+    const auto begin = reinterpret_cast<std::uintptr_t>(outer.data());
+    const auto at = reinterpret_cast<std::uintptr_t>(inner.data());
+    return at >= begin && at - begin <= outer.size() && inner.size() <= outer.size() - (at - begin);
+}
+
 // Unaligned loads: memcpy compiles to a single load on x86 and aarch64 alike.
 inline std::uint16_t load_be16(const std::uint8_t* p) noexcept {
     return static_cast<std::uint16_t>((p[0] << 8) | p[1]);

@@ -79,6 +79,8 @@ void CaptureStats::add_frames(const CaptureStats& other) noexcept {
     const auto add = [](auto& into, const auto& from) {
         for (std::size_t i = 0; i < into.size(); ++i) into[i] += from[i];
     };
+    files += other.files;
+    add(file_errors, other.file_errors);
     frames += other.frames;
     bytes += other.bytes;
     add(frames_by_link, other.frames_by_link);
@@ -87,6 +89,7 @@ void CaptureStats::add_frames(const CaptureStats& other) noexcept {
     add(packets, other.packets);
     datagrams += other.datagrams;
     add(datagrams_by_kind, other.datagrams_by_kind);
+    hep.merge(other.hep);
 }
 
 CaptureSource::CaptureSource(CaptureOptions options)
@@ -113,8 +116,7 @@ FileError CaptureSource::read_file(const std::string& path, DatagramSink sink, s
 FileError CaptureSource::read_opened(const std::string& path, const Result<FileReader, FileError>& opened,
                                      DatagramSink sink, std::string* message, const ProgressSink* progress) {
     if (!opened) {
-        ++stats_.files;
-        ++stats_.file_errors[static_cast<std::size_t>(opened.error())];
+        count_file(opened.error());
         if (message != nullptr) *message = path + ": " + std::string(to_string(opened.error()));
         return opened.error();
     }
@@ -131,15 +133,19 @@ FileError CaptureSource::read(FileReader& reader, DatagramSink sink, const Progr
     Frame frame;
     const std::uint64_t size = reader.bytes().size();
     while (reader.next(frame)) {
-        process(frame, sink);
+        if (!process_plain(frame, sink)) process_other(frame, sink);
         if (reader.frames() % kProgressFrames != 0) continue;
         if (reader.offset() > kReleaseLag) reader.release_before(reader.offset() - kReleaseLag);
         if (progress != nullptr) (*progress)(reader.offset(), size);
     }
     if (progress != nullptr) (*progress)(reader.offset(), size);
-    ++stats_.files;
-    if (reader.error() != FileError::none) ++stats_.file_errors[static_cast<std::size_t>(reader.error())];
+    count_file(reader.error());
     return reader.error();
+}
+
+void CaptureSource::count_file(FileError result) noexcept {
+    ++stats_.files;
+    if (result != FileError::none) ++stats_.file_errors[static_cast<std::size_t>(result)];
 }
 
 void CaptureSource::finish() noexcept {
@@ -147,16 +153,19 @@ void CaptureSource::finish() noexcept {
     tcp_.finish();
 }
 
-void CaptureSource::process(const Frame& frame, DatagramSink sink) {
+bool CaptureSource::process_plain(const Frame& frame, DatagramSink sink) {
     L4Packet p;
-    if (decode_plain_udp(frame, p)) {  // the bulk of most captures, in one pass
-        const rtp::PacketKind kind = media_kind(p);
-        const bool shared = sharing_ != nullptr && (kind == rtp::PacketKind::rtp || kind == rtp::PacketKind::rtcp);
-        if (shared && !keep_shared(frame, p, kind)) return;
-        count_frame(stats_, frame);
-        udp(p, kind, shared ? sharing_->kept : sink);
-        return;
-    }
+    if (!decode_plain_udp(frame, p)) return false;
+    count_frame(stats_, frame);
+    udp(p, media_kind(p), sink);
+    return true;
+}
+
+void CaptureSource::process(const Frame& frame, DatagramSink sink) {
+    if (!process_plain(frame, sink)) process_other(frame, sink);  // plain UDP: the bulk of most captures
+}
+
+void CaptureSource::process_other(const Frame& frame, DatagramSink sink) {
     count_frame(stats_, frame);
     IpPacket ip;
     DecodeError e = decode_ip(frame, ip);
@@ -185,6 +194,7 @@ void CaptureSource::process(const Frame& frame, DatagramSink sink) {
             ip = whole;
         }
     }
+    L4Packet p;
     e = decode_transport(ip, p);
     if (e != DecodeError::none) {
         ++stats_.decode_errors[static_cast<std::size_t>(e)];
@@ -224,21 +234,6 @@ void CaptureSource::hep(ByteSpan bytes, intake::Carrier carrier, Timestamp time,
 rtp::PacketKind CaptureSource::media_kind(const L4Packet& p) const noexcept {
     if (is_signalling_port(p.dst.port) || is_signalling_port(p.src.port)) return rtp::PacketKind::unknown;
     return rtp::classify(p.payload);
-}
-
-bool CaptureSource::keep_shared(const Frame& frame, const L4Packet& p, rtp::PacketKind kind) {
-    const bool is_rtp = kind == rtp::PacketKind::rtp;
-    const PayloadClass payload_class = is_rtp ? PayloadClass::rtp : PayloadClass::rtcp;
-    if (shard::shard_of_media(shard::routing_media(payload_class, p.src, p.dst), sharing_->shards) != sharing_->shard) {
-        sharing_->passed(frame.time);
-        return false;
-    }
-    // What udp() counts of it, once more for the merge.
-    count_frame(owned_media_, frame);
-    ++owned_media_.packets[static_cast<std::size_t>(is_rtp ? PacketClass::rtp : PacketClass::rtcp)];
-    ++owned_media_.datagrams;
-    ++owned_media_.datagrams_by_kind[static_cast<std::size_t>(payload_class)];
-    return true;
 }
 
 void CaptureSource::udp(const L4Packet& p, rtp::PacketKind kind, DatagramSink sink) {

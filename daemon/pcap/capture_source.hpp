@@ -75,25 +75,10 @@ struct CaptureStats {
 
     std::uint64_t decode_errors_total() const noexcept;
     std::uint64_t packets_total() const noexcept;
-    // Adds other's per-frame counters: frames, bytes, links, decode errors, tunnels, packets
-    // and datagrams (not files, nor the reassembly, TCP and HEP figures).
+    // Adds what `other` counted of frames another source read (pcap::SplitReader's decoders):
+    // files, frames, bytes, links, decode errors, tunnels, packets, datagrams and HEP (not the
+    // reassembly and TCP figures: only one source reads the frames that have any).
     void add_frames(const CaptureStats& other) noexcept;
-};
-
-// Readers that share one input, each keeping what its shard owns (shard::Pipeline::run_readers):
-// RTP and RTCP of plain UDP frames (Ethernet, IPv4, unfragmented, off the HEP and SIP ports) are
-// routed here, as the pipeline would (shard::shard_of_media), before they are decoded further.
-// Another shard's go to `passed` with their time only, uncounted (their owner counts them); this
-// one's go to `kept` instead of the sink. Every other frame is read and counted by every reader.
-struct MediaSharing {
-    MediaSharing(std::size_t own_shard, std::size_t shard_count, FunctionRef<void(Timestamp time)> on_passed,
-                 FunctionRef<void(const shard::Datagram&)> on_kept) noexcept
-        : shard(own_shard), shards(shard_count), passed(on_passed), kept(on_kept) {}
-
-    std::size_t shard;
-    std::size_t shards;
-    FunctionRef<void(Timestamp time)> passed;
-    FunctionRef<void(const shard::Datagram&)> kept;
 };
 
 class CaptureSource {
@@ -119,16 +104,16 @@ public:
     FileError read(FileReader& reader, DatagramSink sink, const ProgressSink* progress = nullptr);
     // One frame: the unit the walk-and-split modes use.
     void process(const Frame& frame, DatagramSink sink);
+    // One frame if it is plain UDP (decode_plain_udp: Ethernet, IPv4, unfragmented), which
+    // needs nothing from the frames before it, as process() would; false, and nothing done or
+    // counted, for any other, which then needs process() in input order.
+    bool process_plain(const Frame& frame, DatagramSink sink);
+    // A file read to its end (none) or an error, or one that did not open.
+    void count_file(FileError result) noexcept;
     // End of all input: incomplete fragments and TCP streams are counted and dropped.
     void finish() noexcept;
 
     CaptureStats stats() const noexcept;
-
-    // Shares the media with other readers from now on (null: keeps all). Not owned.
-    void share_media(const MediaSharing* sharing) noexcept { sharing_ = sharing; }
-    // The frames of shared media this reader kept, counted as in stats() (also there). The
-    // input in full is one reader's stats() plus the others' owned_media() (add_frames).
-    const CaptureStats& owned_media() const noexcept { return owned_media_; }
 
 private:
     void count_frame(CaptureStats& s, const Frame& frame) noexcept {
@@ -136,10 +121,10 @@ private:
         s.bytes += frame.data.size();
         ++s.frames_by_link[link_type_slot(frame.link_type)];
     }
+    // A frame process_plain() did not take: IP reassembly, tunnels, TCP, decode errors.
+    void process_other(const Frame& frame, DatagramSink sink);
     // What a UDP packet off the HEP and SIP ports carries (rtp::classify); unknown on them.
     rtp::PacketKind media_kind(const L4Packet& p) const noexcept;
-    // Shared media (sharing_): counts and keeps this reader's, passes the others'.
-    bool keep_shared(const Frame& frame, const L4Packet& p, rtp::PacketKind kind);
     void udp(const L4Packet& p, rtp::PacketKind kind, DatagramSink sink);
     void tcp(const L4Packet& p, DatagramSink sink);
     void hep(ByteSpan bytes, intake::Carrier carrier, Timestamp time, DatagramSink sink);
@@ -161,8 +146,6 @@ private:
     Reassembler fragments_;
     TcpReassembler tcp_;
     CaptureStats stats_;
-    const MediaSharing* sharing_ = nullptr;
-    CaptureStats owned_media_;
     shard::Datagram datagram_;
     std::vector<std::uint8_t> inner_fragment_;
 };

@@ -384,6 +384,38 @@ bool FileReader::next(Frame& out) noexcept {
     return format_ == Format::pcap ? next_pcap(out) : next_pcapng(out);
 }
 
+std::size_t FileReader::skip(std::size_t frames) noexcept {
+    std::size_t n = 0;
+    Frame frame;
+    while (n < frames && next(frame)) ++n;
+    return n;
+}
+
+std::size_t FileReader::frames_ahead(std::size_t frames, std::uint64_t& end) noexcept {
+    std::size_t at = offset_;
+    std::size_t n = 0;
+    if (format_ == Format::pcap && error_ == FileError::none) {
+        prefetched_ = std::max(prefetched_, offset_);
+        for (; n < frames && at < size_ && size_ - at >= record_header_; ++n) {
+            // The walk is a chain of loads, and what it walks is decoded next: kept in the
+            // caches (not non-temporal as in next_pcap), or it is fetched twice.
+            const std::size_t ahead = std::min(size_, at + kPrefetchDistance);
+            for (; prefetched_ < ahead; prefetched_ += kCacheLine) __builtin_prefetch(base_ + prefetched_, 0, 3);
+            const std::uint32_t caplen = u32(base_ + at + 8);
+            if (caplen > kMaxRecordBytes || size_ - at - record_header_ < caplen) break;
+            at += record_header_ + caplen;
+        }
+    }
+    end = at;
+    return n;
+}
+
+void FileReader::resume_at(std::uint64_t offset, std::uint64_t frames) noexcept {
+    offset_ = offset;
+    frames_ = frames;
+    prefetched_ = offset;
+}
+
 bool FileReader::next_pcap(Frame& out) noexcept {
     if (offset_ >= size_) return end_of_data();
     if (size_ - offset_ < record_header_) return fail_at(FileError::truncated_record, offset_);

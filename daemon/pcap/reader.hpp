@@ -67,6 +67,17 @@ public:
     // Next frame, or false at the end of the file or on an error (then error() is set). Frames
     // point into the reader's storage and stay valid as long as any reader sharing it lives.
     bool next(Frame& out) noexcept;
+    // Moves past up to `frames` frames without handing them out and returns how many: fewer at
+    // the end of the file or an error, as next() would.
+    std::size_t skip(std::size_t frames) noexcept;
+    // pcap only (else 0): how many of the next `frames` records lie whole in the file, and in
+    // `end` the offset after them, without moving. Readers that split a file hand each other
+    // where their parts begin this way (resume_at), instead of each walking every record.
+    std::size_t frames_ahead(std::size_t frames, std::uint64_t& end) noexcept;
+    // pcap only: goes to `offset`, a record boundary found by frames_ahead() on a reader of the
+    // same file, with `frames` frames before it.
+    void resume_at(std::uint64_t offset, std::uint64_t frames) noexcept;
+    bool resumable() const noexcept { return format_ == Format::pcap; }
 
     // Hands the mapping's pages before `offset` back (whole 2 MiB units), so that a capture larger
     // than memory stays resident only around its readers; no effect on an inflated capture or on

@@ -83,7 +83,7 @@ public:
     // Rung by everything that gives this shard work: a batch from a producer or a peer, a task,
     // a tick, the end of the input, room on a link it waits for, and (ordered mode) a peer's
     // progress passing the order it waits for.
-    Doorbell bell;
+    alignas(kCacheLine) Doorbell bell;
     // A task posted by run_on_shards(): the shard runs it between batches and acknowledges.
     const std::function<void(std::size_t, Worker&)>* task = nullptr;
     std::atomic<std::uint64_t> task_posted{0};
@@ -92,12 +92,12 @@ public:
     // Ordered mode: every SIP datagram of this shard with a lower order is processed and its
     // bindings are queued to their shards (only SIP makes bindings, and a batch's SIP is done
     // before its media, so a peer waits for this shard only when it is a batch behind).
-    std::atomic<std::uint64_t> progress{0};
+    alignas(kCacheLine) std::atomic<std::uint64_t> progress{0};
     // Ordered mode: the peers' progress this shard's held media wait for (none: UINT64_MAX).
-    std::atomic<std::uint64_t> waits_for{UINT64_MAX};
-    Counter binding_drops;   // written by this shard's thread only
-    Counter wakeups;         // likewise
-    double cpu_seconds = 0;  // the thread's own, written as it ends (read after join)
+    alignas(kCacheLine) std::atomic<std::uint64_t> waits_for{UINT64_MAX};
+    alignas(kCacheLine) Counter binding_drops;  // written by this shard's thread only
+    Counter wakeups;                            // likewise
+    double cpu_seconds = 0;                     // the thread's own, written as it ends (read after join)
 
     std::size_t depth() const noexcept {
         std::size_t n = 0;
@@ -440,7 +440,7 @@ public:
         const std::uint64_t order = next_order_++;
         const Timestamp before = watermark_;  // the newest time before this datagram
         if (in.time > watermark_) watermark_ = in.time;
-        if (!own.value_or(shard_of(in, pipeline_.shards()) == index_)) {
+        if (!(own ? *own : shard_of(in, pipeline_.shards()) == index_)) {  // not value_or: it would hash anyway
             if (in.kind == PayloadClass::sip) peer_sip_end_ = order + 1;
         } else {
             Datagram d = in;  // only the own ones are copied, to carry their order
@@ -468,11 +468,27 @@ public:
         if (next_order_ % kPublishEvery == 0) publish_and_catch_up();
     }
 
-    // A peer's media, known as such by the reader (not decoded): as take() with it.
-    void pass(Timestamp time) {
-        ++next_order_;
-        if (time > watermark_) watermark_ = time;
-        if (next_order_ % kPublishEvery == 0) publish_and_catch_up();
+    // Peers' datagrams, known as such by the reader: as take() with each of them (the peers
+    // hear how far this shard has read once per kPublishEvery, as there).
+    void pass(const PassedRun& run) {
+        if (run.sip_end != 0) peer_sip_end_ = next_order_ + run.sip_end;
+        const std::uint64_t before = next_order_;
+        next_order_ += run.count;
+        if (run.newest > watermark_) watermark_ = run.newest;
+        if (next_order_ / kPublishEvery != before / kPublishEvery) publish_and_catch_up();
+    }
+
+    void wait_until(const std::function<bool()>& ready) {
+        while (!ready()) {
+            publish_reading();
+            sleep_unless([&] { return ready() || inbound_bindings(); });
+            drain_shard_links();
+        }
+    }
+
+    void wake_peers() {
+        for (auto& t : pipeline_.threads_)
+            if (t.get() != this) t->bell.ring();
     }
 
     void stable_input(ByteSpan bytes) noexcept { stable_ = bytes; }
@@ -582,13 +598,6 @@ private:
             }
             held_.push_back(HeldBatch{nullptr, b, 0});
         }
-    }
-
-    static bool within(ByteSpan outer, ByteSpan inner) noexcept {
-        if (inner.empty()) return true;
-        const auto begin = reinterpret_cast<std::uintptr_t>(outer.data());
-        const auto at = reinterpret_cast<std::uintptr_t>(inner.data());
-        return at >= begin && at - begin <= outer.size() && inner.size() <= outer.size() - (at - begin);
     }
 
     // Processes held media in order as far as the peers allow; with `wait`, all of it. True when
@@ -861,7 +870,9 @@ void Pipeline::start() {
 
 void Pipeline::Feed::push(const Datagram& d) { shard_.take(d); }
 void Pipeline::Feed::push_own(const Datagram& d) { shard_.take(d, true); }
-void Pipeline::Feed::pass(Timestamp time) { shard_.pass(time); }
+void Pipeline::Feed::pass(const PassedRun& run) { shard_.pass(run); }
+void Pipeline::Feed::wait_until(const std::function<bool()>& ready) { shard_.wait_until(ready); }
+void Pipeline::Feed::wake_peers() { shard_.wake_peers(); }
 void Pipeline::Feed::stable_input(ByteSpan bytes) noexcept { shard_.stable_input(bytes); }
 void Pipeline::Feed::end_input() { shard_.end_input(); }
 

@@ -10,7 +10,7 @@
 // exactly before its first media datagram that comes later in the input. Only SIP makes bindings and SIP needs none, so
 // a shard processes the SIP of each batch as soon as it takes it and publishes how far its SIP is done; media wait only
 // until every other shard's SIP (and the producer's queueing of SIP) has passed them. The shard furthest behind never
-// waits. `hepd pcap` goes further (run_readers): no producer, every shard reads the whole input and keeps its own,
+// waits. `hepd pcap` goes further (run_readers): no producer, every shard reads the input and keeps its own,
 // under the same rules. Live, bindings apply as they arrive.
 //
 // Nobody polls: a thread with nothing to do (a shard, a lossless producer waiting for room, the
@@ -103,8 +103,9 @@ public:
     void finish(Timestamp end);
 
     // Offline with several shards and no producers (options.producers = 0, lossless): every
-    // shard's thread reads the whole input itself and keeps the datagrams it owns, so no single
-    // reader thread bounds the run and no payload crosses threads. `read(shard, feed)` runs once
+    // shard's thread reads the input itself and keeps the datagrams it owns, so no single
+    // reader thread bounds the run (pcap::SplitReader: the shards share the decoding and hand
+    // each other the owners). `read(shard, feed)` runs once
     // on each shard's thread and must push every datagram of the input, in input order, to
     // feed.push() (each shard gets the same sequence: it numbers them). Replaces start() and
     // finish(): returns once every shard has finished (Worker::finish at its newest datagram
@@ -112,7 +113,7 @@ public:
     // Media a shard must hold back are copied, unless they lie in the bytes the reader named
     // with Feed::stable_input(), which stay valid until Feed::end_input(). A reader that knows
     // which shard owns a datagram (shard_of() against `shard`) may say so: feed.push_own() for
-    // its own, feed.pass() with only the time for another's, which it then need not decode.
+    // its own, feed.pass() for a run of others' it then need not hand over.
     class Feed;
     void run_readers(const std::function<void(std::size_t shard, Feed& feed)>& read);
 
@@ -161,14 +162,35 @@ private:
     bool finished_ = false;
 };
 
+// Datagrams of other shards in a row, as a reader that knows their owners hands them on: how
+// many, the newest time among them, and where the last SIP among them is.
+struct PassedRun {
+    std::uint32_t count = 0;
+    std::uint32_t sip_end = 0;  // 1 + the position of the last SIP in the run; 0: none
+    Timestamp newest{};
+
+    void add(Timestamp time, bool sip) noexcept {
+        ++count;
+        if (sip) sip_end = count;
+        if (time > newest) newest = time;
+    }
+};
+
 class Pipeline::Feed {
 public:
     void push(const Datagram& d);
     // One this shard owns: as push(), without finding out again.
     void push_own(const Datagram& d);
-    // One of another shard, in its place in the input: it counts for the order and the shard's
-    // clock as push() would, and nothing else.
-    void pass(Timestamp time);
+    // Other shards' datagrams, in their place in the input: they count for the order and the
+    // shard's clock as push() would (their SIP is what this shard's later media may wait for),
+    // and nothing else.
+    void pass(const PassedRun& run);
+    // Readers that hand work to each other (pcap::SplitReader): sleeps until `ready()`, telling
+    // the peers first how far this shard has read and taking their bindings meanwhile, so that
+    // no two shards wait on each other. `ready` must read only what wake_peers() announces.
+    void wait_until(const std::function<bool()>& ready);
+    // Something the peers may be waiting for in wait_until() was published.
+    void wake_peers();
     // The bytes of the input being read (a mapped or inflated capture): datagrams whose payload
     // and correlation id lie inside are held without copying until end_input().
     void stable_input(ByteSpan bytes) noexcept;

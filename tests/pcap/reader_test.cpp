@@ -595,6 +595,59 @@ TEST_CASE("classic pcap: a cut anywhere keeps every whole record before it", "[p
     }
 }
 
+TEST_CASE("classic pcap: a walk of record lengths hands a reader on to where it ends", "[pcap]") {
+    const auto bytes = read_all(test::fixture_path("sipp-10-calls-g711-via-kamailio.pcap"));
+    std::vector<std::size_t> ends;
+    for (std::size_t at = 24; at < bytes.size();) {
+        at += 16 + load_le32(bytes.data() + at + 8);
+        ends.push_back(at);
+    }
+    auto whole = FileReader::from_memory(ByteSpan(bytes.data(), bytes.size()));
+    REQUIRE(whole.ok());
+    const auto all = read_frames(*whole);
+    REQUIRE(all.size() == 1010);
+
+    auto r = FileReader::from_memory(ByteSpan(bytes.data(), bytes.size()));
+    REQUIRE(r.ok());
+    REQUIRE(r->resumable());
+    std::uint64_t end = 0;
+    CHECK(r->frames_ahead(300, end) == 300);
+    CHECK(end == ends[299]);
+    CHECK(r->offset() == 24);  // it did not move
+    CHECK(r->frames_ahead(5000, end) == 1010);
+    CHECK(end == bytes.size());
+
+    // Another reader of the same bytes takes over at the 300th record, as if it had read them.
+    FileReader other = r->clone();
+    other.resume_at(ends[299], 300);
+    const auto rest = read_frames(other);
+    REQUIRE(rest.size() == 710);
+    CHECK(std::equal(rest.begin(), rest.end(), all.begin() + 300));
+    CHECK(other.frames() == 1010);
+
+    // skip() stops where next() would, with its error.
+    CHECK(r->skip(1000) == 1000);
+    CHECK(r->skip(1000) == 10);
+    CHECK(r->error() == FileError::none);
+    auto cut = FileReader::from_memory(ByteSpan(bytes.data(), ends[499] + 100));
+    REQUIRE(cut.ok());
+    std::uint64_t cut_end = 0;
+    CHECK(cut->frames_ahead(1024, cut_end) == 500);
+    CHECK(cut_end == ends[499]);
+    CHECK(cut->skip(1024) == 500);
+    CHECK(cut->error() == FileError::truncated_record);
+
+    // pcapng blocks carry section state: not resumable, walked over with skip().
+    auto ng = FileReader::open(data_file("sections.pcapng"));
+    REQUIRE(ng.ok());
+    CHECK_FALSE(ng->resumable());
+    CHECK(ng->frames_ahead(10, end) == 0);
+    CHECK(ng->skip(3) == 3);
+    Frame f;
+    CHECK(ng->next(f));
+    CHECK_FALSE(ng->next(f));
+}
+
 TEST_CASE("pcapng: hostile blocks stop with the error and the offset", "[pcap][pcapng]") {
     const std::vector<std::uint8_t> frame{1, 2, 3, 4, 5};
     auto first_error = [](std::vector<std::uint8_t> bytes, std::size_t expect_frames) {
