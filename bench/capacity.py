@@ -23,8 +23,9 @@ the report must not depend on the shard count ("stream_check"; a mismatch is pri
 
 Scaling model ("scaling_model", with --cores including 1 and 2): from the CPU time of the 1-shard
 runs and of each shard thread in the 2-shard runs (reported by `hepd pcap`), the part every shard
-repeats (reading the whole capture) and the part that splits, and a projection to 3, 4, 8 and 14
-cores with its assumptions written down, for the Thor run to be checked against.
+repeats (taking every block in input order, the frames every shard decodes) and the part that
+splits, and a projection to 3, 4, 8 and 14 cores with its assumptions written down, for the Thor
+run to be checked against.
 Parallel ceiling ("parallel_ceiling", with --cores including 2): what an ideal split of hepd's
 one-core work could reach on this machine. One `hepd pcap --cores 1` per CPU, each pinned to its
 CPU, all at once (and each CPU alone): CPU i then does the work at 1/T_i jobs a second, so a
@@ -105,10 +106,11 @@ def report_key(report):
 
 def scaling_model(scaling, packets, project=(3, 4, 8, 14)):
     """Projects throughput to more cores from the CPU time of the 1-shard run (C1, all the work on
-    one thread) and of each shard thread of the 2-shard runs (C2). Every shard reads and decodes
-    the whole capture and keeps what it owns (Pipeline::run_readers), so a shard's time is
-    R + W / N: R, the reading every shard repeats, and W, the work that splits. From the two runs,
-    W = 2 (C1 - C2) and R = 2 C2 - C1; N shards on N cores take R + W / N of wall time."""
+    one thread) and of each shard thread of the 2-shard runs (C2). The shards share the decoding
+    (pcap::SplitReader: each frame decoded by one shard) and each takes every block in input
+    order, keeping what it owns, so a shard's time is R + W / N: R, what every shard repeats, and
+    W, the work that splits. From the two runs, W = 2 (C1 - C2) and R = 2 C2 - C1; N shards on N
+    cores take R + W / N of wall time."""
     one_run = scaling.get("1")
     two = scaling.get("2")
     if not two or not one_run:
@@ -123,16 +125,18 @@ def scaling_model(scaling, packets, project=(3, 4, 8, 14)):
            "repeated_per_shard_seconds": r, "split_seconds": w,
            "ceiling_packets_per_second": packets / r if r > 0 else None,
            "assumptions": [
-               "every shard walks every record and decodes its headers, routes the media of plain UDP "
-               "frames on the spot and builds and dispatches every other datagram (R, repeated), and does "
+               "each frame is decoded and routed by one shard (pcap::SplitReader), every shard takes every "
+               "block's list for itself in input order, keeps the order of SIP and media across shards and "
+               "decodes the frames off the plain UDP path (fragments, TCP) itself (R, repeated), and does "
                "the rest of the work only for the calls and media it owns (W, split): R + W = the "
-               "one-shard CPU time",
+               "one-shard CPU time, with what sharing costs (block lists, ordering) counted in R",
                "W does not grow with the number of shards beyond what 2 shards measure (the share of SDP "
                "bindings crossing shards grows from 1/2 to (N-1)/N; bindings are 1 per call, RTP is 93 % "
                "of packets) and hashing spreads the calls evenly",
-               "N shards run on N cores of this machine's speed, no SMT, no memory-bandwidth limit (every "
-               "shard reads the whole mapping: N x the capture's bytes from memory or shared cache), no "
-               "waiting between shards; on the Thor, scale by the ratio of its one-core time to this one's",
+               "N shards run on N cores of this machine's speed, no SMT, no memory-bandwidth limit (each "
+               "byte of the capture is read by the shard that decodes it, the record lengths of a pcap "
+               "file are walked once, handed from shard to shard), no waiting between shards; on the "
+               "Thor, scale by the ratio of its one-core time to this one's",
                "start-up (about 15 ms here) is in the measured wall times, not in the projection",
                "the 2-shard CPU times are taken on this machine's CPUs as they are: where they are unequal "
                "(parallel_ceiling) the slower one inflates C2, and so R; the Thor's cores are alike",

@@ -43,7 +43,7 @@ def draw(entry, out):
     if model:
         proj = sorted((p["cores"], p["packets_per_second"] / 1e6) for p in model["projection"].values())
         left.plot([c for c, _ in proj], [r for _, r in proj], "s--", color="tab:orange", alpha=0.8,
-                  label="model: every shard reads the capture")
+                  label="model: shards share the decoding")
     left.plot(cores, [rate[0] * c for c in cores], ":", color="grey", label="linear from one shard")
     if model:
         cores = sorted(set(cores) | {n for n, _ in proj})

@@ -167,10 +167,12 @@ void SplitReader::read(std::size_t shard, shard::Pipeline::Feed& feed, Observer*
 SplitReader::Step SplitReader::next_step(const Walk& walk, std::uint64_t upto) const {
     if (walk.ended || walk.next > upto) return Step::none;
     const std::uint64_t block = walk.next;
-    if (walk.walker.resumable() && block != walk.first &&
-        starts_[block % (2 * ring_size_)].block.load(std::memory_order_acquire) != block) {
-        // Not handed on yet: maybe never, the file having ended before it.
-        return openings_[walk.file]->last_block.load(std::memory_order_acquire) < block ? Step::end : Step::none;
+    if (walk.walker.resumable() && block != walk.first) {
+        const bool handed_on = starts_[block % (2 * ring_size_)].block.load(std::memory_order_acquire) == block;
+        // Read after the start: an entry for this block id written in the next file (by a shard
+        // ahead of this one) comes after this file's last block is known, and must not be taken.
+        if (openings_[walk.file]->last_block.load(std::memory_order_acquire) < block) return Step::end;
+        if (!handed_on) return Step::none;
     }
     return ring_[block % ring_size_].free_for.load(std::memory_order_acquire) == block ? Step::decode : Step::none;
 }

@@ -428,7 +428,7 @@ private:
         cpu_seconds = thread_cpu_seconds();
     }
 
-    // ---- Pipeline::run_readers: the shard reads the whole input and keeps what it owns ----
+    // ---- Pipeline::run_readers: the shard reads the input itself and keeps what it owns ----
 
 public:
     // Every datagram of the input, in input order. The shard's own SIP is processed at once (it
