@@ -82,8 +82,8 @@ SplitReader::SplitReader(std::vector<std::string> files, std::size_t shards, con
       shards_(shards),
       ring_size_(4 * shards),
       options_(options),
-      ring_(std::make_unique<Block[]>(4 * shards)),
-      starts_(std::make_unique<Start[]>(8 * shards)) {
+      ring_(std::make_unique<Block[]>(ring_size_)),
+      starts_(std::make_unique<Start[]>(2 * ring_size_)) {
     for (std::size_t i = 0; i < files_.size(); ++i) openings_.push_back(std::make_unique<Opening>());
     for (std::size_t i = 0; i < ring_size_; ++i) {
         ring_[i].free_for.store(i, std::memory_order_relaxed);

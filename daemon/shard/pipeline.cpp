@@ -83,7 +83,7 @@ public:
     // Rung by everything that gives this shard work: a batch from a producer or a peer, a task,
     // a tick, the end of the input, room on a link it waits for, and (ordered mode) a peer's
     // progress passing the order it waits for.
-    alignas(kCacheLine) Doorbell bell;
+    Doorbell bell;
     // A task posted by run_on_shards(): the shard runs it between batches and acknowledges.
     const std::function<void(std::size_t, Worker&)>* task = nullptr;
     std::atomic<std::uint64_t> task_posted{0};
@@ -92,12 +92,12 @@ public:
     // Ordered mode: every SIP datagram of this shard with a lower order is processed and its
     // bindings are queued to their shards (only SIP makes bindings, and a batch's SIP is done
     // before its media, so a peer waits for this shard only when it is a batch behind).
-    alignas(kCacheLine) std::atomic<std::uint64_t> progress{0};
+    std::atomic<std::uint64_t> progress{0};
     // Ordered mode: the peers' progress this shard's held media wait for (none: UINT64_MAX).
-    alignas(kCacheLine) std::atomic<std::uint64_t> waits_for{UINT64_MAX};
-    alignas(kCacheLine) Counter binding_drops;  // written by this shard's thread only
-    Counter wakeups;                            // likewise
-    double cpu_seconds = 0;                     // the thread's own, written as it ends (read after join)
+    std::atomic<std::uint64_t> waits_for{UINT64_MAX};
+    Counter binding_drops;   // written by this shard's thread only
+    Counter wakeups;         // likewise
+    double cpu_seconds = 0;  // the thread's own, written as it ends (read after join)
 
     std::size_t depth() const noexcept {
         std::size_t n = 0;
