@@ -10,14 +10,11 @@
 #include "shard/pipeline.hpp"
 #include "shard/shard_worker.hpp"
 
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <thread>
 
 namespace hepd::app {
