@@ -83,10 +83,6 @@ std::uint32_t clamp_rtt(std::int64_t rtt_us) noexcept {
 
 }  // namespace
 
-std::uint64_t StreamTable::ReportedKeyHash::operator()(const ReportedKey& key) const noexcept {
-    return hash_reported(key.call_id, key.ssrc);
-}
-
 StreamTable::StreamTable(const StreamTableConfig& config)
     : config_(config),
       streams_(config.max_streams),
@@ -739,7 +735,11 @@ std::uint32_t StreamTable::reported_stream(std::string_view call_id, std::uint32
         }
         ReportedSlot fresh;
         fresh.stream.first = now;
-        i = reported_.insert(ReportedKey{CompactText(call_id), ssrc}, fresh).first;
+        StoredReportedKey key;
+        key.call_id = CompactText(call_id);
+        key.ssrc = ssrc;
+        key.home = static_cast<std::uint32_t>(hash >> 32);
+        i = reported_.insert(std::move(key), fresh, hash).first;
         key_heap_bytes_ += reported_.entry(i).key.call_id.heap_bytes();
         stats_.reported_streams_active.add(1);
     } else {

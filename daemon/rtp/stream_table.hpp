@@ -260,9 +260,12 @@ private:
         PackedEndpoint peer;  // port 0: unknown
         std::uint32_t home = 0;
     };
-    struct ReportedKeyHash {
-        std::uint64_t operator()(const ReportedKey& key) const noexcept;
+    // A reported stream's key with its home, in the tail padding of the ReportedKey: growing the
+    // index and erasing (one per reported stream) move slots without reading a Call-ID's text.
+    struct StoredReportedKey : ReportedKey {
+        std::uint32_t home = 0;
     };
+    static_assert(sizeof(StoredReportedKey) == sizeof(ReportedKey));
     struct BindingEntry {
         // binding.time is its SDP's time, and once its last stream has left, the later of that
         // and the stream's last packet: what a waiting binding expires by.
@@ -292,7 +295,7 @@ private:
         std::uint32_t prev = kNone;     // reported streams of the same binding
         std::uint32_t next = kNone;
     };
-    using ReportedLru = LruTable<ReportedKey, ReportedSlot, ReportedKeyHash>;
+    using ReportedLru = LruTable<StoredReportedKey, ReportedSlot, KeptHome<StoredReportedKey>>;
 
     const Binding* bound(const StreamSlot& slot) const noexcept;
     std::uint32_t find_stream(const StreamKey& key, std::uint64_t hash) const noexcept;
