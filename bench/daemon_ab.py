@@ -32,7 +32,7 @@ def main():
     a = ap.parse_args()
     daemon_load.NICE = a.nice if os.geteuid() == 0 or a.nice >= 0 else 0
     b = argparse.Namespace(**vars(a))
-    b.build = a.vs_build
+    b.hepd_build = a.vs_build  # B's daemon; the generator stays --build's for both
     figures = {"A": [], "B": []}
     ratios = []
     for i in range(a.pairs):

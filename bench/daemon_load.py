@@ -390,7 +390,8 @@ def drained(peer, timeout=5.0):
 
 def start_peer(a, kind):
     if kind == "hepd":
-        return Hepd(a.build, pin=a.pin)
+        # daemon_ab.py runs another build's hepd (hepd_build) under this build's generator.
+        return Hepd(getattr(a, "hepd_build", a.build), pin=a.pin)
     if kind == "floor":
         return UdpSink(a.build, pin=a.pin)
     return Sipcapture(pin=a.pin)
