@@ -390,16 +390,34 @@ void StreamTable::drop_binding(std::uint32_t b) {
 }
 
 // Inserts or replaces the binding of (media, peer); returns its index or kNone.
+// The same call's newest binding of this address (the offer), else of the other end's: its
+// Call-ID block, so that a call's bindings hold one, and the offer's codecs for an answer that
+// names the offerer's address without them.
+void StreamTable::inherit_from_call(std::uint32_t m, const Endpoint& peer, Binding& binding) const noexcept {
+    if (const std::uint32_t same = media_.entry(m).value.latest;
+        same != kNone && bindings_.entry(same).value.binding.same_call(binding)) {
+        binding.call_id = bindings_.entry(same).value.binding.call_id;
+        if (binding.codec_count == 0) binding.copy_codecs(bindings_.entry(same).value.binding);
+    } else if (const std::uint32_t other_end = peer.port != 0 ? find_media(peer) : kNone; other_end != kNone) {
+        const std::uint32_t other = media_.entry(other_end).value.latest;
+        if (other != kNone && bindings_.entry(other).value.binding.same_call(binding))
+            binding.call_id = bindings_.entry(other).value.binding.call_id;
+    }
+}
+
 std::uint32_t StreamTable::store_binding(const Endpoint& media, const Endpoint& peer, Binding binding) {
     std::uint32_t b = find_binding_index(media, peer);
     if (b != kNone) {
-        // Another call's reports are not this call's to finish.
-        if (!bindings_.entry(b).value.binding.same_call(binding)) unlink_reported_of(b);
         BindingEntry& e = bindings_[b];
         if (e.binding.same_call(binding)) {
             binding.call_id = e.binding.call_id;  // one block for the call
             // The answer names the offerer's address again, without the offer's codecs.
             if (binding.codec_count == 0) binding.copy_codecs(e.binding);
+        } else {
+            // Another call's pair (addresses re-used call after call): its reports are not this
+            // call's to finish, and its codecs are not this call's.
+            unlink_reported_of(b);
+            inherit_from_call(bindings_.entry(b).key.media, peer, binding);
         }
         // The old text leaves the count, the new one joins it.
         key_heap_bytes_ -= e.binding.call_id.heap_bytes();
@@ -429,17 +447,7 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, const Endpoint& 
     }
     const std::uint32_t m = media_entry(media);
     if (m == kNone) return kNone;
-    // The same call's newest binding of this address (the offer), else of the other end's: its
-    // Call-ID block, so that a call's bindings hold one, and the offer's codecs.
-    if (const std::uint32_t same = media_.entry(m).value.latest;
-        same != kNone && bindings_.entry(same).value.binding.same_call(binding)) {
-        binding.call_id = bindings_.entry(same).value.binding.call_id;
-        if (binding.codec_count == 0) binding.copy_codecs(bindings_.entry(same).value.binding);
-    } else if (const std::uint32_t other_end = peer.port != 0 ? find_media(peer) : kNone; other_end != kNone) {
-        const std::uint32_t other = media_.entry(other_end).value.latest;
-        if (other != kNone && bindings_.entry(other).value.binding.same_call(binding))
-            binding.call_id = bindings_.entry(other).value.binding.call_id;
-    }
+    inherit_from_call(m, peer, binding);
     const std::uint64_t hash = hash_binding(m, peer);
     b = bindings_
             .insert(BindingKey{m, endpoints_.pack(peer), static_cast<std::uint32_t>(hash >> 32)},

@@ -320,6 +320,8 @@ private:
     void join(std::uint32_t stream, std::uint32_t binding, Timestamp when);
     void drop_binding(std::uint32_t b);
     std::uint32_t store_binding(const Endpoint& media, const Endpoint& peer, Binding binding);
+    // `binding` shares its call's Call-ID block and takes its offer's codecs if it has none.
+    void inherit_from_call(std::uint32_t m, const Endpoint& peer, Binding& binding) const noexcept;
     void note_parse_error(Timestamp now, std::string_view what, std::string_view reason);
     void apply_binding(const Endpoint& media, const Endpoint& peer, Binding binding);
     std::uint32_t find_reported_stream(const Endpoint& reporter, std::uint32_t ssrc,

@@ -416,6 +416,38 @@ TEST_CASE("a reported stream linked to an offer's binding is the answer's when t
     CHECK(t.bindings_size() == 0);
 }
 
+TEST_CASE("addresses re-used call after call: the answer that takes over the last call's pair keeps its offer's codecs",
+          "[rtp][stream][rtcp_json][reported][reuse]") {
+    // sipp and SBCs offer the same media address in call after call; the answer names the
+    // offerer's address again without codecs, and the pair it lands on is the previous call's.
+    StreamTable t(small_config());
+    t.bind(with_dialog(media_binding(uac, "call-1", 0, {codec(111, "opus", 48000)}), 7));
+    t.bind(with_dialog(media_binding(uac, "call-1", 100'000, {}), 7, engine_a));
+    const Binding* first = t.find_binding(uac, engine_a);
+    REQUIRE(first != nullptr);
+    REQUIRE(first->codec_count == 1);
+    CHECK(first->codec(0) == Codec::opus);
+
+    t.bind(with_dialog(media_binding(uac, "call-2", 5'000'000, {codec(97, "iLBC", 8000)}), 8));
+    t.bind(with_dialog(media_binding(uac, "call-2", 5'100'000, {}), 8, engine_a));
+    const Binding* pair = t.find_binding(uac, engine_a);
+    REQUIRE(pair != nullptr);
+    CHECK(pair->call_id == "call-2");
+    CHECK(pair->dialog == 8);
+    REQUIRE(pair->codec_count == 1);
+    CHECK(pair->codec(0) == Codec::ilbc);
+    CHECK(pair->clock_rate(0) == 8000);
+    CHECK(t.find_binding(uac) == nullptr);  // call 2's offer, answered
+
+    // The offerer's reports on call 2 name its dialog and codec (the jitter's clock).
+    t.on_rtcp_json(meta_at(5'500'000, uac_rtcp, engine_a), "call-2", span_of(rtcp_json(0xA, 0xE, 0, 0, 40)));
+    const ReportedStream* reported = t.find_reported("call-2", 0xE);
+    REQUIRE(reported != nullptr);
+    CHECK(reported->dialog == 8);
+    CHECK(reported->codec == Codec::ilbc);
+    CHECK(reported->clock_rate == 8000);
+}
+
 TEST_CASE("a binding dropped for another reason than its call's end: its reported streams end by idle",
           "[rtp][stream][rtcp_json][reported][unbind]") {
     StreamTableConfig c = small_config();
