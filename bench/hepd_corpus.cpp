@@ -2,7 +2,7 @@
 //   hepd_corpus OUT.pcap [--calls N] [--call-ids K] [--stream-pairs K] [--media-seconds S]
 //               [--loss P] [--duplicates P] [--reorder P] [--jitter-ms J] [--failed P]
 //               [--cancelled P] [--interval-us U] [--seed S] [--truth FILE.json]
-//               [--media-reuse restart|continue] [--reuse-gap-ms MS] [--no-sip]
+//               [--media-reuse restart|continue] [--reuse-gap-ms MS] [--no-sip] [--codec pcma|opus]
 //               [--reinvite P] [--reinvite-every N] [--early-media P] [--early-media-every N]
 //               [--ssrc-change P] [--ssrc-change-every N] [--capture-from-ms MS]
 //               [--rtcp] [--rtcp-xr] [--rtcp-json] [--rtcp-interval-ms MS] [--idle-timeout-s S]
@@ -11,7 +11,8 @@
 // Re-use: --stream-pairs K shares K media address pairs round robin, a pair taken again only once
 // the previous call on it ended plus --reuse-gap-ms (default 100); --media-reuse restart (sipp:
 // same SSRC, sequence and timestamp base every call, the default) or continue (SBC: carry on
-// from the previous call on the pair). --call-ids K re-uses Call-IDs the same way.
+// from the previous call on the pair). --call-ids K re-uses Call-IDs the same way. --codec opus
+// offers Opus (dynamic payload type 111, 48 kHz) instead of PCMA (8, 8 kHz).
 // Scenarios (completed calls; P percent of them drawn at random, or every Nth): a mid-call
 // re-INVITE moving the caller's media port, early media (183 + SDP and RTP from an announcement
 // address, then 200 + SDP), an SSRC change half way through the caller's stream. --capture-from-ms
@@ -99,7 +100,16 @@ int main(int argc, char** argv) {
             streams_path = v;
         else if (k == "--reuse-gap-ms")
             o.reuse_gap_us = ms();
-        else if (k == "--media-reuse") {
+        else if (k == "--codec") {
+            if (std::strcmp(v, "pcma") == 0) {
+                o.codec = gen::VoiceCodec::pcma;
+            } else if (std::strcmp(v, "opus") == 0) {
+                o.codec = gen::VoiceCodec::opus;
+            } else {
+                std::fprintf(stderr, "--codec is pcma or opus, not %s\n", v);
+                return 64;
+            }
+        } else if (k == "--media-reuse") {
             if (std::strcmp(v, "restart") == 0) {
                 o.media_reuse = gen::MediaReuse::restart;
             } else if (std::strcmp(v, "continue") == 0) {

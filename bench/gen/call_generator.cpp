@@ -144,15 +144,33 @@ Endpoint media_endpoint(std::uint8_t net, std::uint32_t pair, std::uint16_t extr
                     static_cast<std::uint16_t>(10000 + 4 * (pair % kPairsPerAddress) + extra)};
 }
 
+// 20 ms of voice a packet at the codec's clock.
+struct VoiceFormat {
+    std::uint8_t payload_type;
+    std::int64_t clock_hz;
+    std::string_view rtpmap;  // encoding/clock[/channels]
+
+    std::int64_t samples_per_packet() const noexcept { return clock_hz / 50; }
+    // RTP timestamp units in `us` microseconds, rounded down.
+    std::int64_t units(std::int64_t us) const noexcept { return us * clock_hz / 1'000'000; }
+};
+
+VoiceFormat format_of(VoiceCodec codec) noexcept {
+    if (codec == VoiceCodec::opus) return {111, 48000, "opus/48000/2"};
+    return {8, 8000, "PCMA/8000"};
+}
+
 Endpoint rtcp_of(const Endpoint& media) { return Endpoint{media.address, static_cast<std::uint16_t>(media.port + 1)}; }
 
 std::string host(const Endpoint& e) { return e.address.to_string(); }
 
-std::string sdp(const Endpoint& media, std::uint32_t session, int version = 1) {
+std::string sdp(const VoiceFormat& voice, const Endpoint& media, std::uint32_t session, int version = 1) {
     const std::string a = host(media);
+    const std::string pt = std::to_string(voice.payload_type);
     return "v=0\r\no=- " + std::to_string(session) + " " + std::to_string(version) + " IN IP4 " + a +
-           "\r\ns=-\r\nc=IN IP4 " + a + "\r\nt=0 0\r\nm=audio " + std::to_string(media.port) +
-           " RTP/AVP 8 101\r\na=rtpmap:8 PCMA/8000\r\na=rtpmap:101 telephone-event/8000\r\n"
+           "\r\ns=-\r\nc=IN IP4 " + a + "\r\nt=0 0\r\nm=audio " + std::to_string(media.port) + " RTP/AVP " + pt +
+           " 101\r\na=rtpmap:" + pt + " " + std::string(voice.rtpmap) +
+           "\r\na=rtpmap:101 telephone-event/8000\r\n"
            "a=fmtp:101 0-16\r\na=ptime:20\r\na=sendrecv\r\n";
 }
 
@@ -161,7 +179,7 @@ struct SipText {
     bool from_caller = true;
 };
 
-SipText render_sip(const Call& c, Kind kind) {
+SipText render_sip(const Call& c, Kind kind, const VoiceFormat& voice) {
     const std::string caller = host(c.caller);
     const std::string callee = host(c.callee);
     const std::string uac_branch = "z9hG4bK-" + std::to_string(c.index) + "-";
@@ -194,18 +212,20 @@ SipText render_sip(const Call& c, Kind kind) {
         return s;
     };
     switch (kind) {
-    case invite: return {request("INVITE", via_invite, to_plain + "\r\n", 1, sdp(c.caller_media, c.index)), true};
+    case invite:
+        return {request("INVITE", via_invite, to_plain + "\r\n", 1, sdp(voice, c.caller_media, c.index)), true};
     case trying: return {response("100 Trying", to_plain + "\r\n", "INVITE", 1, via_invite, "", ""), false};
     case ringing: return {response("180 Ringing", to, "INVITE", 1, via_invite, "", ""), false};
     case progress:
-        return {response("183 Session Progress", to, "INVITE", 1, via_invite, "", sdp(c.early_media, c.index + 2)),
-                false};
+        return {
+            response("183 Session Progress", to, "INVITE", 1, via_invite, "", sdp(voice, c.early_media, c.index + 2)),
+            false};
     case ok_invite:
-        return {response("200 OK", to, "INVITE", 1, via_invite, "", sdp(c.callee_media, c.index + 1)), false};
+        return {response("200 OK", to, "INVITE", 1, via_invite, "", sdp(voice, c.callee_media, c.index + 1)), false};
     case ack: return {request("ACK", via_n(2), to, 1, ""), true};
-    case reinvite: return {request("INVITE", via_n(4), to, 2, sdp(c.moved_media, c.index, 2)), true};
+    case reinvite: return {request("INVITE", via_n(4), to, 2, sdp(voice, c.moved_media, c.index, 2)), true};
     case ok_reinvite:
-        return {response("200 OK", to, "INVITE", 2, via_n(4), "", sdp(c.callee_media, c.index + 1, 2)), false};
+        return {response("200 OK", to, "INVITE", 2, via_n(4), "", sdp(voice, c.callee_media, c.index + 1, 2)), false};
     case ack_reinvite: return {request("ACK", via_n(5), to, 2, ""), true};
     case bye:
         if (c.callee_hangs_up) {
@@ -387,7 +407,8 @@ public:
           scenario_rng_(o.seed ^ 0x5CE7'A810'0000'0008ULL),
           per_direction_(static_cast<std::uint32_t>(std::llround(o.media_seconds * 50))),
           cut_(o.capture_from_us > 0 ? o.start.us + o.capture_from_us : kLongAgo),
-          want_rtcp_(o.rtcp || o.rtcp_json) {
+          want_rtcp_(o.rtcp || o.rtcp_json),
+          voice_(format_of(o.codec)) {
         const std::uint32_t pairs = o.stream_pairs != 0 ? o.stream_pairs : o.calls;
         senders_.resize(pairs);
         pair_free_.assign(pairs, kLongAgo);
@@ -573,12 +594,12 @@ private:
         seg.send0 = send0;
         seg.count = count;
         seg.seq0 = s.next_seq;
-        seg.ts0 = s.last_send == kLongAgo ? s.last_ts : s.last_ts + (send0 - s.last_send) * 8 / 1000;
+        seg.ts0 = s.last_send == kLongAgo ? s.last_ts : s.last_ts + voice_.units(send0 - s.last_send);
         seg.continuation = continuation;
         seg.superseded = superseded;
         s.started = true;
         s.next_seq = seg.seq0 + count;
-        s.last_ts = seg.ts0 + static_cast<std::int64_t>(count - 1) * 160;
+        s.last_ts = seg.ts0 + static_cast<std::int64_t>(count - 1) * voice_.samples_per_packet();
         s.last_send = send0 + static_cast<std::int64_t>(count - 1) * kPacketUs;
 
         // Impairments spare the first three packets (probation) and the last two (loss after the
@@ -659,8 +680,9 @@ private:
                 for (; j < s.full.size() && s.full[j].arrival < t; ++j) {
                     const WirePacket& w = s.full[j];
                     const std::int64_t ext = s.seq0 + w.n;
-                    const double transit = static_cast<double>(w.arrival - first) * 8000.0 / 1e6 -
-                                           static_cast<double>(static_cast<std::int64_t>(w.n) * 160);
+                    const double transit =
+                        static_cast<double>(w.arrival - first) * static_cast<double>(voice_.clock_hz) / 1e6 -
+                        static_cast<double>(static_cast<std::int64_t>(w.n) * voice_.samples_per_packet());
                     if (j == 0) {
                         base = ext;
                         max_ext = ext;
@@ -720,7 +742,7 @@ private:
                     static_cast<std::uint32_t>(std::min<std::int64_t>(back.count, (r.t - back.send0) / kPacketUs + 1));
                 r.packets = sent;
                 r.octets = sent * 160;
-                r.rtp_ts = static_cast<std::uint32_t>(back.ts0 + (r.t - back.send0) * 8 / 1000);
+                r.rtp_ts = static_cast<std::uint32_t>(back.ts0 + voice_.units(r.t - back.send0));
                 break;
             }
             const auto peer_sr = sr_sent.find({s.src, s.dst});
@@ -821,14 +843,15 @@ private:
             Acc& a = acc[s.stream];
             for (const WirePacket& w : s.wire) {
                 const std::int64_t ext = s.seq0 + w.n;
-                const std::int64_t ts = s.ts0 + static_cast<std::int64_t>(w.n) * 160;
+                const std::int64_t ts = s.ts0 + static_cast<std::int64_t>(w.n) * voice_.samples_per_packet();
                 if (!a.any) {
                     st.first = Timestamp{w.arrival};
                     a.origin_us = w.arrival;
                     a.origin_ts = ts;
                 }
                 const double transit =
-                    static_cast<double>(w.arrival - a.origin_us) * 8000.0 / 1e6 - static_cast<double>(ts - a.origin_ts);
+                    static_cast<double>(w.arrival - a.origin_us) * static_cast<double>(voice_.clock_hz) / 1e6 -
+                    static_cast<double>(ts - a.origin_ts);
                 if (a.any) a.jitter += (std::fabs(transit - a.prev_transit) - a.jitter) / 16.0;
                 a.prev_transit = transit;
                 a.any = true;
@@ -843,7 +866,7 @@ private:
             StreamTruth& st = truth_.streams[i];
             st.sent = static_cast<std::uint64_t>(acc[i].max_ext - acc[i].min_ext + 1);
             st.lost = st.sent - (st.received - st.duplicates);
-            st.jitter_ms = acc[i].jitter / 8.0;
+            st.jitter_ms = acc[i].jitter / (static_cast<double>(voice_.clock_hz) / 1000.0);
         }
     }
 
@@ -851,7 +874,8 @@ private:
 
     void emit(const TaggedPacketSink& sink) {
         std::uint8_t packet[12 + 160];
-        std::fill(std::begin(packet) + 12, std::end(packet), std::uint8_t{0xd5});  // A-law silence
+        std::fill(std::begin(packet) + 12, std::end(packet),
+                  std::uint8_t{0xd5});  // A-law silence (any codec: 160 bytes)
         std::vector<std::uint8_t> compound;
         for (const Event& e : events_) {
             if (e.t < cut_) continue;
@@ -860,9 +884,10 @@ private:
                 const Segment& s = segments_[e.a];
                 const WirePacket& w = s.wire[e.b];
                 packet[0] = 0x80;
-                packet[1] = 8;
+                packet[1] = voice_.payload_type;
                 store_be16(packet + 2, static_cast<std::uint16_t>(s.seq0 + w.n));
-                store_be32(packet + 4, static_cast<std::uint32_t>(s.ts0 + static_cast<std::int64_t>(w.n) * 160));
+                store_be32(packet + 4, static_cast<std::uint32_t>(s.ts0 + static_cast<std::int64_t>(w.n) *
+                                                                              voice_.samples_per_packet()));
                 store_be32(packet + 8, s.ssrc);
                 sink(Timestamp{e.t}, s.src, s.dst, ByteSpan(packet, sizeof packet), PacketInfo{PacketKind::rtp, {}});
                 ++truth_.rtp_packets;
@@ -887,7 +912,7 @@ private:
                 if (s.stream != UINT32_MAX) note_report(truth_.streams[s.stream], r);
                 continue;
             }
-            const SipText text = render_sip(c, e.kind);
+            const SipText text = render_sip(c, e.kind, voice_);
             sink(Timestamp{e.t}, text.from_caller ? c.caller : c.callee, text.from_caller ? c.callee : c.caller,
                  as_bytes(text.text), PacketInfo{PacketKind::sip, {}});
             ++truth_.sip_packets;
@@ -920,6 +945,7 @@ private:
     std::uint32_t per_direction_;
     std::int64_t cut_;
     bool want_rtcp_;
+    VoiceFormat voice_;
     Truth truth_;
     std::vector<Call> calls_;
     std::vector<Segment> segments_;

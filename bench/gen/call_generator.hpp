@@ -1,7 +1,7 @@
 #pragma once
-// Scripted SIP calls with G.711 media and exactly known answers: the corpus behind the capacity
+// Scripted SIP calls with voice media and exactly known answers: the corpus behind the capacity
 // benchmark and the ground-truth tests. Every call is INVITE -> 100 -> 180 -> 200 -> ACK ->
-// bidirectional PCMA at 20 ms -> BYE -> 200 (or fails with 486, or is cancelled), with chosen
+// bidirectional PCMA (or Opus, `codec`) at 20 ms -> BYE -> 200 (or fails with 486, or is cancelled), with chosen
 // impairments applied to the media, and the generator reports what a correct collector must
 // find.
 //
@@ -38,6 +38,11 @@
 
 namespace hepd::gen {
 
+// The calls' voice codec: PCMA (static payload type 8, 8 kHz) or Opus (dynamic payload type 111,
+// 48 kHz), which only the SDP's rtpmap names: a collector that loses a call's SDP on the way to
+// its streams measures them at the wrong clock.
+enum class VoiceCodec : std::uint8_t { pcma, opus };
+
 enum class MediaReuse : std::uint8_t {
     restart,    // sipp pcap_play: every call on a pair starts from the same SSRC/sequence/timestamp
     continue_,  // SBC: same SSRC, sequence and timestamp carry on from the previous call on the pair
@@ -69,6 +74,7 @@ struct CorpusOptions {
     // Re-use of pairs and Call-IDs: the next user starts this long after the previous call ended.
     std::int64_t reuse_gap_us = 100'000;
     MediaReuse media_reuse = MediaReuse::restart;
+    VoiceCodec codec = VoiceCodec::pcma;
     bool sip = true;  // false: media (and RTCP) only, as a media-only capture sees it
 
     Share reinvite;     // mid-call re-INVITE/200/ACK moving the caller's media to a new port

@@ -84,10 +84,28 @@ struct Expect {
 void check_streams(const gen::CorpusOptions& o, const gen::Truth& truth, const Outcome& out, const Expect& e) {
     const bool rtcp = o.rtcp || o.rtcp_json;
     const double top = codec_maximum_mos(config_for(o).streams.quality);
-    Tally t({"stream found", "Call-ID", "packets", "last packet", "lost", "duplicates", "jitter", "MOS",
-             "finish reason (rebound)", "finish reason (restarted)", "finish reason (idle)", "finish reason (flushed)",
-             "receiver reports", "receiver fraction lost", "receiver cumulative lost", "receiver jitter",
-             "receiver RTT", "XR reports", "XR metrics"});
+    // The SDP names the codec of a dynamic payload type: a stream of a known call has its call's.
+    const rtp::Codec codec = o.codec == gen::VoiceCodec::opus ? rtp::Codec::opus : rtp::Codec::pcma;
+    Tally t({"stream found",
+             "Call-ID",
+             "codec",
+             "packets",
+             "last packet",
+             "lost",
+             "duplicates",
+             "jitter",
+             "MOS",
+             "finish reason (rebound)",
+             "finish reason (restarted)",
+             "finish reason (idle)",
+             "finish reason (flushed)",
+             "receiver reports",
+             "receiver fraction lost",
+             "receiver cumulative lost",
+             "receiver jitter",
+             "receiver RTT",
+             "XR reports",
+             "XR metrics"});
     // hepd's streams per (src, dst, SSRC): tells a merged stream from a missing one.
     std::map<std::tuple<Endpoint, Endpoint, std::uint32_t>, std::vector<std::int64_t>> by_key;
     for (const auto& [id, r] : out.streams)
@@ -106,6 +124,8 @@ void check_streams(const gen::CorpusOptions& o, const gen::Truth& truth, const O
         const StreamRecord& r = it->second;
         const std::string who = describe(st);
         if (r.call_id != st.call_id) t.fail("Call-ID", who + got("[" + r.call_id + "]", "[" + st.call_id + "]"));
+        if (!st.call_id.empty() && r.summary.codec != codec)
+            t.fail("codec", who + got(rtp::to_string(r.summary.codec), rtp::to_string(codec)));
         if (r.stream.packets != st.received) t.fail("packets", who + got(r.stream.packets, st.received));
         if (r.stream.last != st.last) t.fail("last packet", who + got(r.stream.last.us, st.last.us));
         const auto lost = static_cast<std::int64_t>(st.lost) - static_cast<std::int64_t>(st.duplicates);
@@ -264,6 +284,26 @@ TEST_CASE("sipp pcap_play on re-used pairs: one stream per call, the previous on
     for (const auto& s : truth.streams) CHECK((s.ssrc & 0xF000'0000U) == 0x1000'0000U);
 
     verify(o);
+}
+
+TEST_CASE("Opus on re-used pairs: every call's streams and reports at its own codec and clock", "[shard][truth]") {
+    // Only the SDP's rtpmap names payload type 111: a call whose answer lands on the previous
+    // call's pair must still find its offer's codecs, or its streams are measured at no clock.
+    gen::CorpusOptions o = impaired();
+    o.codec = gen::VoiceCodec::opus;
+    o.calls = 120;
+    o.stream_pairs = 8;
+    o.call_interval_us = 7000;
+    o.media_seconds = 2.5;  // RTCP's periodic reports and the final one
+    o.rtcp_json = true;
+    SECTION("sipp: every call restarts the pair's SSRC and sequence") {
+        o.media_reuse = gen::MediaReuse::restart;
+        verify(o);
+    }
+    SECTION("SBC: the pair's SSRC and sequence carry on") {
+        o.media_reuse = gen::MediaReuse::continue_;
+        verify(o);
+    }
 }
 
 TEST_CASE("sipp pcap_play without signalling: the RTP restart ends the stream, not loss", "[shard][truth]") {
