@@ -594,7 +594,11 @@ TEST_CASE("everything at once: re-used pairs and Call-IDs, scenarios, RTCP, a la
     o.rtcp_xr = true;
     o.rtcp_json = true;
     o.call_interval_us = 6000;
-    verify(o);
+    SECTION("PCMA") { verify(o); }
+    SECTION("Opus, whose codec only the SDP names") {
+        o.codec = gen::VoiceCodec::opus;
+        verify(o);
+    }
 }
 
 // The acceptance corpus of issue 8. About 500,000 packets per run and three runs per mode.
