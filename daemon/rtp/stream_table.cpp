@@ -389,7 +389,6 @@ void StreamTable::drop_binding(std::uint32_t b) {
     release_media(m);
 }
 
-// Inserts or replaces the binding of (media, peer); returns its index or kNone.
 // The same call's newest binding of this address (the offer), else of the other end's: its
 // Call-ID block, so that a call's bindings hold one, and the offer's codecs for an answer that
 // names the offerer's address without them.
@@ -405,6 +404,7 @@ void StreamTable::inherit_from_call(std::uint32_t m, const Endpoint& peer, Bindi
     }
 }
 
+// Inserts or replaces the binding of (media, peer); returns its index or kNone.
 std::uint32_t StreamTable::store_binding(const Endpoint& media, const Endpoint& peer, Binding binding) {
     std::uint32_t b = find_binding_index(media, peer);
     if (b != kNone) {
