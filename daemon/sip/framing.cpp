@@ -61,7 +61,7 @@ Frame message_length(std::string_view buffer, std::size_t max_message_size) noex
     for (;;) {
         const LineStatus status = cursor.next(line);
         if (status == LineStatus::field) {
-            if (header_id(line.name) != HeaderId::content_length) continue;
+            if (line.id != HeaderId::content_length) continue;
             const auto value = parse_uint<std::uint32_t>(line.value);
             if (!value || (content_length && *content_length != *value))
                 return frame_error(skip, FramingError::bad_content_length);

@@ -695,7 +695,7 @@ std::optional<ParseError> parse_message_into(std::string_view text, Message& m, 
         }
         if (status != LineStatus::field) return line_error(status);
         if (++fields > kMaxHeaderLines) return ParseError::too_many_headers;
-        const HeaderId id = header_id(line.name);
+        const HeaderId id = line.id;
         if (m.header_count < stored_headers) {
             m.header_fields[m.header_count++] = HeaderField{line.name, line.value, id, line.folded};
         } else {
@@ -748,7 +748,7 @@ std::optional<std::string_view> Message::find_header(std::string_view name) cons
         HeaderCursor cursor(overflow_text, 0);
         HeaderLine line;
         while (cursor.next(line) == LineStatus::field)
-            if (matches(header_id(line.name), line.name)) return line.value;
+            if (matches(line.id, line.name)) return line.value;
     }
     return std::nullopt;
 }
@@ -765,7 +765,7 @@ std::size_t Message::count_headers(std::string_view name) const noexcept {
         HeaderCursor cursor(overflow_text, 0);
         HeaderLine line;
         while (cursor.next(line) == LineStatus::field)
-            if (matches(header_id(line.name), line.name)) ++count;
+            if (matches(line.id, line.name)) ++count;
     }
     return count;
 }

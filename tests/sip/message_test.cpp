@@ -1244,3 +1244,36 @@ TEST_CASE("dialog depth: what the dialog table reads is what a full parse gives"
     CHECK(m.header_count == 0);
     CHECK(m.find_header("Max-Forwards") == std::optional<std::string_view>("70"));
 }
+
+TEST_CASE("header lines of every length: names, colons and line ends on both sides of each 16-byte block",
+          "[sip][message][hostile]") {
+    // The header walk looks for the line end and the colon sixteen bytes at a time and leaves the
+    // last stretch of the text to memchr; every split of a line between the two must agree.
+    const std::string start = "INVITE sip:x SIP/2.0\r\n";
+    for (std::size_t pad = 0; pad < 40; ++pad) {
+        const std::string name = "X-" + std::string(pad, 'n');
+        const std::string call_id = "c" + std::string(pad, 'c');
+        for (std::size_t value_size = 0; value_size < 20; ++value_size) {
+            const std::string value(value_size, 'v');
+            const std::string text = start + name + ":" + value + "\r\nCall-ID: " + call_id +
+                                     "\r\nCSeq: 1 INVITE\r\nSubject:" + value + "\r\n\r\n";
+            const Message m = parse_ok(text);
+            CHECK(m.find_header(name) == std::optional<std::string_view>(value));
+            CHECK(m.call_id == call_id);
+            CHECK(m.find_header("Subject") == std::optional<std::string_view>(value));
+            // Blanks between the name and the colon.
+            std::string spaced = text;
+            spaced.insert(spaced.find(name) + name.size(), std::string(pad % 5, ' '));
+            CHECK(parse_ok(spaced).find_header(name) == std::optional<std::string_view>(value));
+            // The last header's colon gone, or a name with a byte no token has.
+            std::string no_colon = text;
+            no_colon.erase(no_colon.rfind("Subject:") + 7, 1);
+            CHECK(parse_error(no_colon) == ParseError::header_without_colon);
+            std::string bad_name = text;
+            bad_name.insert(bad_name.find(name) + 1, 1, '@');
+            CHECK(parse_error(bad_name) == ParseError::bad_header_name);
+            // Cut before the empty line: complete headers, unterminated.
+            CHECK(parse_ok(text.substr(0, text.size() - 2)).headers_unterminated);
+        }
+    }
+}
