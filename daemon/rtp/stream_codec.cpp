@@ -64,8 +64,9 @@ Codec codec_from_name(std::string_view name) noexcept {
         {"cn", Codec::comfort_noise},
     };
     if (name.empty()) return Codec::unknown;
+    // The table is lower case: each entry costs a length compare, the match a word or two.
     for (const Name& n : names)
-        if (iequals_ascii(name, n.text)) return n.codec;
+        if (iequals_lower(name, n.text)) return n.codec;
     return Codec::other;
 }
 

@@ -33,7 +33,7 @@ bool is_unspecified(const IpAddress& a) noexcept {
 bool is_sdp_content_type(std::string_view content_type) noexcept {
     const std::string_view s = trim(content_type);
     constexpr std::string_view kSdp = "application/sdp";
-    if (!starts_with_nocase(s, kSdp)) return false;
+    if (s.size() < kSdp.size() || !iequals_lower(s.substr(0, kSdp.size()), kSdp)) return false;
     if (s.size() == kSdp.size()) return true;
     const char next = s[kSdp.size()];
     return next == ';' || next == ' ' || next == '\t';
