@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string_view>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -72,6 +73,18 @@ inline ByteMatches match_bytes(const char* p, char value) noexcept {
 #else
     return match_bytes_by_words(p, value);
 #endif
+}
+
+// Index of the first `value` at or after `from` in `text`, or npos. For text lines of a few
+// dozen bytes (SIP headers, SDP): sixteen bytes a step inline, where memchr's call and set-up
+// cost more than the search; memchr takes the last, shorter stretch.
+inline std::size_t find_byte(std::string_view text, std::size_t from, char value) noexcept {
+    std::size_t i = from;
+    for (; i + 16 <= text.size(); i += 16)
+        if (const ByteMatches m = match_bytes(text.data() + i, value); m.any()) return i + m.first();
+    if (i >= text.size()) return std::string_view::npos;
+    const void* p = std::memchr(text.data() + i, value, text.size() - i);
+    return p == nullptr ? std::string_view::npos : static_cast<std::size_t>(static_cast<const char*>(p) - text.data());
 }
 
 }  // namespace hepd

@@ -88,10 +88,9 @@ public:
 private:
     static constexpr std::size_t npos = std::string_view::npos;
 
-    // The first LF at or after `from`, and in `colon` the first ':' before it (npos if none).
-    // Sixteen bytes a step: a header line is a few dozen bytes, where memchr's call and set-up
-    // cost more than the search; memchr takes the last, shorter stretch.
-    std::size_t find_lf_and_colon(std::size_t from, std::size_t& colon) const noexcept {
+    // The first LF at or after `from`, and in `colon` the first ':' before it (npos if none):
+    // find_byte()'s walk, looking for both in each step.
+    [[gnu::always_inline]] std::size_t find_lf_and_colon(std::size_t from, std::size_t& colon) const noexcept {
         const char* const data = text_.data();
         const std::size_t size = text_.size();
         std::size_t i = from;
@@ -106,7 +105,7 @@ private:
                 return at;
             }
         }
-        const std::size_t at = find_lf_tail(i);
+        const std::size_t at = find_lf(i);
         if (colon == npos) {
             const std::size_t stop = at == npos ? size : at;
             const void* c = std::memchr(data + i, ':', stop - i);
@@ -114,16 +113,7 @@ private:
         }
         return at;
     }
-    std::size_t find_lf(std::size_t from) const noexcept {
-        std::size_t i = from;
-        for (; i + 16 <= text_.size(); i += 16)
-            if (const ByteMatches lf = match_bytes(text_.data() + i, '\n'); lf.any()) return i + lf.first();
-        return find_lf_tail(i);
-    }
-    std::size_t find_lf_tail(std::size_t from) const noexcept {
-        const void* p = std::memchr(text_.data() + from, '\n', text_.size() - from);
-        return p == nullptr ? npos : static_cast<std::size_t>(static_cast<const char*>(p) - text_.data());
-    }
+    std::size_t find_lf(std::size_t from) const noexcept { return find_byte(text_, from, '\n'); }
     // End of a line's content: before the LF and before one CR preceding it.
     std::size_t content_end(std::size_t start, std::size_t lf) const noexcept {
         return (lf > start && text_[lf - 1] == '\r') ? lf - 1 : lf;

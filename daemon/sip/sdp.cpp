@@ -1,5 +1,6 @@
 #include "sip/sdp.hpp"
 
+#include "core/byte_scan.hpp"
 #include "sip/text.hpp"
 
 #include <bit>
@@ -415,10 +416,9 @@ std::optional<SdpError> parse_sdp_into(std::string_view text, SessionDescription
     std::size_t pos = 0;
     while (pos < text.size()) {
         const std::size_t line_begin = pos;
-        const void* lf_ptr = std::memchr(text.data() + pos, '\n', text.size() - pos);
-        const std::size_t lf =
-            lf_ptr == nullptr ? text.size() : static_cast<std::size_t>(static_cast<const char*>(lf_ptr) - text.data());
-        pos = lf_ptr == nullptr ? text.size() : lf + 1;
+        const std::size_t found = find_byte(text, pos, '\n');
+        const std::size_t lf = found == npos ? text.size() : found;
+        pos = found == npos ? text.size() : lf + 1;
         std::string_view line = text.substr(line_begin, lf - line_begin);
         while (!line.empty() && is_lws(line.back())) line.remove_suffix(1);
         if (line.empty()) continue;

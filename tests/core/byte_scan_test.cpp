@@ -5,6 +5,8 @@
 #include <array>
 #include <cstddef>
 #include <optional>
+#include <string>
+#include <string_view>
 
 namespace {
 
@@ -51,6 +53,21 @@ TEST_CASE("match_bytes finds the first byte equal to a value among sixteen, on e
                     block[later] = static_cast<char>(value - 1);
                     check_both(block, value);
                 }
+            }
+        }
+    }
+}
+
+TEST_CASE("find_byte agrees with string_view::find at every size, start and position", "[core][byte_scan]") {
+    for (std::size_t size = 0; size <= 40; ++size) {
+        for (std::size_t at = 0; at <= size; ++at) {  // at == size: no match
+            std::string text(size, 'x');
+            if (at < size) text[at] = '\n';
+            if (at + 3 < size) text[at + 3] = '\n';  // a second one after the first
+            const std::string_view view(text);
+            for (std::size_t from = 0; from <= size; ++from) {
+                INFO("size " << size << " match at " << at << " from " << from);
+                CHECK(hepd::find_byte(view, from, '\n') == view.find('\n', from));
             }
         }
     }
