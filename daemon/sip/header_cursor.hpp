@@ -108,8 +108,8 @@ private:
         const std::size_t at = find_lf(i);
         if (colon == npos) {
             const std::size_t stop = at == npos ? size : at;
-            const void* c = std::memchr(data + i, ':', stop - i);
-            if (c != nullptr) colon = static_cast<std::size_t>(static_cast<const char*>(c) - data);
+            while (i < stop && data[i] != ':') ++i;
+            if (i < stop) colon = i;
         }
         return at;
     }

@@ -372,7 +372,7 @@ NameAddr parse_name_addr(std::string_view value) noexcept {
 
     std::string_view params;
     if (lt != std::string_view::npos) {
-        const std::size_t gt = s.find('>', lt + 1);
+        const std::size_t gt = find_byte(s, lt + 1, '>');
         if (gt == std::string_view::npos) return na;
         na.uri = trim_lws(s.substr(lt + 1, gt - lt - 1));
         na.angle_brackets = true;
@@ -476,15 +476,15 @@ std::optional<ParseError> parse_status_line(std::string_view line, Message& m) n
     return std::nullopt;
 }
 
-// The well-formed case, "METHOD SP URI SP SIP/2.0" with single spaces, found with two vectorised
-// searches; false sends the caller to the tolerant element-by-element split.
+// The well-formed case, "METHOD SP URI SP SIP/2.0" with single spaces, found with a few
+// vectorised searches; false sends the caller to the tolerant element-by-element split.
 bool split_request_line_fast(std::string_view line, std::string_view (&parts)[3]) noexcept {
-    if (line.empty() || std::memchr(line.data(), '\t', line.size()) != nullptr) return false;
-    const std::size_t sp1 = line.find(' ');
+    if (line.empty() || find_byte(line, 0, '\t') != std::string_view::npos) return false;
+    const std::size_t sp1 = find_byte(line, 0, ' ');
     if (sp1 == std::string_view::npos || sp1 == 0) return false;
-    const std::size_t sp2 = line.find(' ', sp1 + 1);
+    const std::size_t sp2 = find_byte(line, sp1 + 1, ' ');
     if (sp2 == std::string_view::npos || sp2 == sp1 + 1 || sp2 + 1 == line.size()) return false;
-    if (line.find(' ', sp2 + 1) != std::string_view::npos) return false;
+    if (find_byte(line, sp2 + 1, ' ') != std::string_view::npos) return false;
     parts[0] = line.substr(0, sp1);
     parts[1] = line.substr(sp1 + 1, sp2 - sp1 - 1);
     parts[2] = line.substr(sp2 + 1);
@@ -663,14 +663,13 @@ std::optional<ParseError> parse_message_into(std::string_view text, Message& m, 
     while (pos < text.size() && (text[pos] == '\r' || text[pos] == '\n')) ++pos;
     if (pos == text.size()) return ParseError::empty;
 
-    const void* lf_ptr = std::memchr(text.data() + pos, '\n', text.size() - pos);
-    const std::size_t lf =
-        lf_ptr == nullptr ? text.size() : static_cast<std::size_t>(static_cast<const char*>(lf_ptr) - text.data());
+    const std::size_t found = find_byte(text, pos, '\n');
+    const std::size_t lf = found == std::string_view::npos ? text.size() : found;
     std::size_t line_end = lf;
     if (line_end > pos && text[line_end - 1] == '\r') --line_end;
     m.start_line = text.substr(pos, line_end - pos);
     if (const auto error = parse_start_line(m.start_line, m)) return error;
-    if (lf_ptr == nullptr) return ParseError::truncated_headers;
+    if (found == std::string_view::npos) return ParseError::truncated_headers;
 
     Seen seen;
     const std::size_t stored_headers = depth == ParseDepth::full ? kMaxStoredHeaders : 0;

@@ -3,6 +3,7 @@
 // packet, so a folded value still holds its CRLF + SP: every helper that skips white space here
 // treats CR and LF as linear white space (RFC 3261 LWS) for that reason.
 #include "core/ascii.hpp"
+#include "core/byte_scan.hpp"
 
 #include <array>
 #include <bit>
@@ -165,8 +166,8 @@ inline std::size_t find_unquoted(std::string_view s, char sep, bool angle) noexc
 }
 
 // Walks the elements of a list separated by `sep` outside quoted strings (and outside <...> when
-// `angle` is set). Whether the text has any quote or bracket at all is decided once, so the
-// common plain value is split with one vectorised search per element.
+// `angle` is set). Whether the text has any quote or bracket at all is decided once (memchr: the
+// whole value), so the common plain value is split with one find_byte() per element.
 class ItemSplitter {
 public:
     ItemSplitter(std::string_view text, char sep, bool angle) noexcept
@@ -182,8 +183,7 @@ public:
     std::string_view next() noexcept {
         std::size_t at = std::string_view::npos;
         if (plain_) {
-            const void* p = std::memchr(rest_.data(), sep_, rest_.size());
-            if (p != nullptr) at = static_cast<std::size_t>(static_cast<const char*>(p) - rest_.data());
+            at = find_byte(rest_, 0, sep_);
         } else {
             at = find_unquoted(rest_, sep_, angle_);
         }
