@@ -6,9 +6,13 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
+#include <array>
+#include <compare>
 #include <cstring>
 #include <random>
 #include <string>
+#include <vector>
 
 using namespace hepd;
 
@@ -148,5 +152,32 @@ TEST_CASE("IPv4 text is accepted exactly when inet_pton accepts it", "[core][add
             }
         }
         agrees(text);
+    }
+}
+
+TEST_CASE("addresses and endpoints order by family, then bytes as written, then port", "[core][address]") {
+    // The reference: the defaulted order of the same fields (family, then lexicographic bytes).
+    const auto reference = [](const IpAddress& a, const IpAddress& b) {
+        if (a.family() != b.family()) return a.family() <=> b.family();
+        return std::lexicographical_compare_three_way(a.bytes().begin(), a.bytes().end(), b.bytes().begin(),
+                                                      b.bytes().end());
+    };
+    std::mt19937 rng(7);
+    std::vector<IpAddress> addresses{IpAddress{}};
+    for (int i = 0; i < 300; ++i) {
+        std::array<std::uint8_t, 16> b{};
+        // Few distinct byte values and a random first differing position: equal prefixes are common.
+        for (auto& byte : b) byte = static_cast<std::uint8_t>(std::array<int, 4>{0, 1, 0x7f, 0xff}[rng() % 4]);
+        addresses.push_back(i % 2 == 0 ? IpAddress::v6(b)
+                                       : IpAddress::v4(std::span<const std::uint8_t, 4>(b.data(), 4)));
+    }
+    for (const IpAddress& a : addresses) {
+        for (const IpAddress& b : addresses) {
+            CHECK((a <=> b) == reference(a, b));
+            CHECK((a == b) == (reference(a, b) == 0));
+            const Endpoint ea{a, 5060};
+            const Endpoint eb{b, 5061};
+            CHECK((ea < eb) == (reference(a, b) <= 0));
+        }
     }
 }
