@@ -1,7 +1,7 @@
 #pragma once
-// Sixteen bytes compared against one value at a time: SSE2 on x86-64, NEON on aarch64 (both
-// baseline there, so no run-time dispatch), two 64-bit words elsewhere. The text parsers use it
-// where a line is short enough that a call to memchr costs more than the search.
+// Sixteen bytes compared against one value at a time: SSE2 on x86-64, NEON on little-endian
+// aarch64 (both baseline there, so no run-time dispatch), two 64-bit words elsewhere. The text
+// parsers use it where a line is short enough that a call to memchr costs more than the search.
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -10,7 +10,7 @@
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
-#elif defined(__ARM_NEON) && defined(__aarch64__)
+#elif defined(__ARM_NEON) && defined(__aarch64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #include <arm_neon.h>
 #endif
 
@@ -53,7 +53,7 @@ inline ByteMatchesOf<3> match_bytes_by_words(const char* p, char value) noexcept
 
 #if defined(__SSE2__)
 using ByteMatches = ByteMatchesOf<0>;  // one bit a byte (movemask)
-#elif defined(__ARM_NEON) && defined(__aarch64__)
+#elif defined(__ARM_NEON) && defined(__aarch64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 using ByteMatches = ByteMatchesOf<2>;  // four bits a byte (shift right and narrow)
 #else
 using ByteMatches = ByteMatchesOf<3>;
@@ -65,7 +65,7 @@ inline ByteMatches match_bytes(const char* p, char value) noexcept {
     const __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     const int mask = _mm_movemask_epi8(_mm_cmpeq_epi8(block, _mm_set1_epi8(value)));
     return {static_cast<std::uint32_t>(mask), 0};
-#elif defined(__ARM_NEON) && defined(__aarch64__)
+#elif defined(__ARM_NEON) && defined(__aarch64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     const uint8x16_t equal =
         vceqq_u8(vld1q_u8(reinterpret_cast<const std::uint8_t*>(p)), vdupq_n_u8(static_cast<std::uint8_t>(value)));
     const uint8x8_t nibbles = vshrn_n_u16(vreinterpretq_u16_u8(equal), 4);
