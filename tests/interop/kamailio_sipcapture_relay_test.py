@@ -21,7 +21,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,7 +28,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
-from hepd_live import check, Daemon, failures, free_port  # noqa: E402
+from hepd_live import check, Daemon, failures, free_ports  # noqa: E402
 
 HEPD = sys.argv[1]
 TRANSPORT = sys.argv[2] if len(sys.argv) > 2 else "udp"
@@ -128,8 +127,8 @@ def main():
     processes = []
     hepd = None
     try:
-        kam_port, uas_port, busy_port, uac_port = (free_port(socket.SOCK_DGRAM) for _ in range(4))
-        capture_port = free_port(socket.SOCK_DGRAM if TRANSPORT == "udp" else socket.SOCK_STREAM)
+        # Kamailio listens on UDP and TCP: a port free for UDP alone was once taken for TCP.
+        kam_port, uas_port, busy_port, uac_port, capture_port = free_ports(5)
         ctl = os.path.join(work, "sipcapture.ctl")
         os.makedirs(os.path.join(work, "db"))
         config = os.path.join(work, "hepd.yaml")

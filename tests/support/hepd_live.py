@@ -3,6 +3,7 @@ siptrace mirrors them, a daemon on its own ports, configuration and state direct
 /metrics read back. Every wait is bounded by the caller's deadline (time.monotonic()).
 """
 import os
+import random
 import re
 import signal
 import socket
@@ -45,17 +46,34 @@ def free_port(kind=socket.SOCK_STREAM):
 
 def free_hep_port():
     """A port free for both UDP and TCP (hepd binds both)."""
-    for _ in range(50):
-        port = free_port(socket.SOCK_DGRAM)
-        t = socket.socket()
-        try:
-            t.bind(("127.0.0.1", port))
-            return port
-        except OSError:
-            continue
-        finally:
-            t.close()
-    raise RuntimeError("no free port")
+    return free_ports(1)[0]
+
+
+def free_ports(count):
+    """`count` distinct ports, each free for UDP and TCP (hepd and Kamailio listen on both), held
+    together while they are chosen so that none is handed out twice, and below the ephemeral range
+    (as tests/interop/ports.sh's free_udp_range), so that no client socket of another test (a
+    relay's connection, say) takes one before its server binds it."""
+    held, ports = [], []
+    try:
+        for _ in range(200 * count):
+            if len(ports) == count:
+                return ports
+            port = random.randrange(20000, 32000)
+            if port in ports:
+                continue
+            pair = [socket.socket(socket.AF_INET, kind) for kind in (socket.SOCK_DGRAM, socket.SOCK_STREAM)]
+            held += pair
+            try:
+                for sock in pair:
+                    sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            ports.append(port)
+        raise RuntimeError(f"no {count} free ports")
+    finally:
+        for sock in held:
+            sock.close()
 
 
 def now_us():
