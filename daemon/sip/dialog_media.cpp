@@ -1,19 +1,13 @@
 #include "sip/dialog_media.hpp"
 
 #include "core/ascii.hpp"
+#include "sip/text.hpp"
 
 #include <cstdint>
 
 namespace hepd::sip {
 
 namespace {
-
-bool starts_with_nocase(std::string_view text, std::string_view prefix) noexcept {
-    if (text.size() < prefix.size()) return false;
-    for (std::size_t i = 0; i < prefix.size(); ++i)
-        if (to_lower_ascii(text[i]) != prefix[i]) return false;
-    return true;
-}
 
 std::string_view trim(std::string_view s) noexcept {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -33,14 +27,14 @@ bool is_unspecified(const IpAddress& a) noexcept {
 bool is_sdp_content_type(std::string_view content_type) noexcept {
     const std::string_view s = trim(content_type);
     constexpr std::string_view kSdp = "application/sdp";
-    if (s.size() < kSdp.size() || !iequals_lower(s.substr(0, kSdp.size()), kSdp)) return false;
+    if (!detail::istarts_with(s, kSdp)) return false;
     if (s.size() == kSdp.size()) return true;
     const char next = s[kSdp.size()];
     return next == ';' || next == ' ' || next == '\t';
 }
 
 bool is_multipart_content_type(std::string_view content_type) noexcept {
-    return starts_with_nocase(trim(content_type), "multipart/");
+    return detail::istarts_with(trim(content_type), "multipart/");
 }
 
 std::optional<Endpoint> usable_media(const SessionDescription& sdp, std::size_t i) noexcept {
