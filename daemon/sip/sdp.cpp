@@ -50,29 +50,6 @@ std::size_t first_flagged_byte(std::uint64_t flags) noexcept {
     return static_cast<std::size_t>(std::countr_zero(flags)) / 8;
 }
 
-// Index of the first `c` in `s`, or npos: string_view::find without a library call, which
-// costs more than the few bytes of an SDP value it searches.
-[[gnu::always_inline]] inline std::size_t find_char(std::string_view s, char c) noexcept {
-    const char* const begin = s.data();
-    const std::size_t n = s.size();
-    if constexpr (kWordScan) {
-        if (n >= 8) {
-            const std::uint64_t pattern = kOnes * static_cast<unsigned char>(c);
-            for (std::size_t i = 0;; i += 8) {
-                // The last word overlaps bytes already searched: holding no `c`, they raise no flag.
-                if (i + 8 > n) i = n - 8;
-                const std::uint64_t diff = load8(begin + i) ^ pattern;
-                const std::uint64_t hits = (diff - kOnes) & ~diff & kHighBits;
-                if (hits != 0) return i + first_flagged_byte(hits);
-                if (i + 8 == n) return npos;
-            }
-        }
-    }
-    for (std::size_t i = 0; i < n; ++i)
-        if (begin[i] == c) return i;
-    return npos;
-}
-
 // The end of the field starting at `p`: the first space or tab, or `end`. Field bytes are
 // printable, so words are searched for a byte at or below ' ', and that rare stop is then
 // looked at one byte at a time.
@@ -138,12 +115,12 @@ std::optional<Connection> parse_connection(std::string_view value) noexcept {
     std::string_view address = next_field(rest);
     if (c.address_type_text.empty() || address.empty() || !trim_space(rest).empty()) return std::nullopt;
     c.address_type = address_type_of(c.address_type_text);
-    const std::size_t slash = find_char(address, '/');
+    const std::size_t slash = find_byte(address, 0, '/');
     c.address = address.substr(0, slash);
     if (c.address.empty()) return std::nullopt;
     if (slash != npos) {
         std::string_view suffix = address.substr(slash + 1);
-        const std::size_t slash2 = find_char(suffix, '/');
+        const std::size_t slash2 = find_byte(suffix, 0, '/');
         const std::string_view first = suffix.substr(0, slash2);
         // IPv6 multicast has no TTL, so its single suffix is the address count (RFC 8866 5.7).
         if (c.address_type == AddressType::ip6) {
@@ -199,7 +176,7 @@ bool parse_media_line(std::string_view value, MediaLine& line) noexcept {
     const std::string_view port_field = next_field(rest);
     line.proto_text = next_field(rest);
     if (line.type.empty() || line.proto_text.empty()) return false;
-    const std::size_t slash = find_char(port_field, '/');
+    const std::size_t slash = find_byte(port_field, 0, '/');
     const auto port = parse_uint<std::uint16_t>(port_field.substr(0, slash));
     if (!port) return false;
     line.port = *port;
@@ -236,7 +213,7 @@ void fill_media(const MediaLine& line, Media& m) noexcept {
 // Integer milliseconds from "20" or "20.5" (RFC 8866 allows a decimal ptime).
 std::optional<std::uint32_t> parse_ptime(std::string_view value) noexcept {
     const std::string_view v = trim_space(value);
-    const std::size_t dot = find_char(v, '.');
+    const std::size_t dot = find_byte(v, 0, '.');
     const auto whole = parse_uint<std::uint32_t>(v.substr(0, dot));
     if (!whole) return std::nullopt;
     if (dot != npos) {
@@ -256,12 +233,12 @@ bool parse_rtpmap(std::string_view value, std::uint8_t media_index, RtpMap& map)
     const auto pt = parse_uint<std::uint8_t>(next_field(rest));
     if (!pt || *pt > 127) return false;
     const std::string_view spec = trim_space(rest);
-    const std::size_t slash = find_char(spec, '/');
+    const std::size_t slash = find_byte(spec, 0, '/');
     if (slash == npos || slash == 0) return false;
     map.payload_type = *pt;
     map.encoding = spec.substr(0, slash);
     const std::string_view after = spec.substr(slash + 1);
-    const std::size_t slash2 = find_char(after, '/');
+    const std::size_t slash2 = find_byte(after, 0, '/');
     const auto clock = parse_uint<std::uint32_t>(after.substr(0, slash2));
     if (!clock || *clock == 0) return false;
     map.clock_rate = *clock;
@@ -331,7 +308,7 @@ void set_direction(SessionDescription& sd, Media* media, Direction direction) no
 
 void apply_attribute(std::string_view value, SessionDescription& sd, Section section) noexcept {
     if (section == Section::dropped_media) return;
-    const std::size_t colon = find_char(value, ':');
+    const std::size_t colon = find_byte(value, 0, ':');
     const Attribute attribute = attribute_of(value.substr(0, colon));
     if (attribute == Attribute::other) return;
     const std::string_view arg = colon == npos ? std::string_view{} : value.substr(colon + 1);

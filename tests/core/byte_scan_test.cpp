@@ -59,16 +59,19 @@ TEST_CASE("match_bytes finds the first byte equal to a value among sixteen, on e
 }
 
 TEST_CASE("find_byte agrees with string_view::find at every size, start and position", "[core][byte_scan]") {
-    for (std::size_t size = 0; size <= 40; ++size) {
-        for (std::size_t at = 0; at <= size; ++at) {  // at == size: no match
-            std::string text(size, 'x');
-            if (at < size) text[at] = '\n';
-            if (at + 3 < size) text[at + 3] = '\n';  // a second one after the first
-            const std::string_view view(text);
-            for (std::size_t from = 0; from <= size; ++from) {
-                INFO("size " << size << " match at " << at << " from " << from);
-                CHECK(hepd::find_byte(view, from, '\n') == view.find('\n', from));
+    // Fillers next to the target that a word's borrow arithmetic could mistake for it: its
+    // successor, its high-bit twin, zero and 0xff.
+    for (const char filler : {'x', '\x0b', '\x8a', '\0', '\xff'})
+        for (std::size_t size = 0; size <= 40; ++size) {
+            for (std::size_t at = 0; at <= size; ++at) {  // at == size: no match
+                std::string text(size, filler);
+                if (at < size) text[at] = '\n';
+                if (at + 3 < size) text[at + 3] = '\n';  // a second one after the first
+                const std::string_view view(text);
+                for (std::size_t from = 0; from <= size; ++from) {
+                    INFO("filler " << int(filler) << " size " << size << " match at " << at << " from " << from);
+                    CHECK(hepd::find_byte(view, from, '\n') == view.find('\n', from));
+                }
             }
         }
-    }
 }
