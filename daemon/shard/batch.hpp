@@ -64,15 +64,17 @@ public:
     bool add(const Datagram& d) noexcept {
         const std::size_t need = d.payload.size() + d.correlation_id.size();
         if (count_ == max_items_ || arena_size_ - used_ < need) return false;
-        Datagram copy = d;
+        // Copied into its place, then pointed at the copied bytes there: a copy on the stack
+        // with those fields rewritten would be read back straddling the rewrites (a
+        // store-forwarding stall on every datagram a receive thread queues).
+        Datagram& item = *std::construct_at(items_ + count_++, d);
         std::uint8_t* p = arena_ + used_;
         if (!d.payload.empty()) std::memcpy(p, d.payload.data(), d.payload.size());
-        copy.payload = ByteSpan(p, d.payload.size());
+        item.payload = ByteSpan(p, d.payload.size());
         p += d.payload.size();
         if (!d.correlation_id.empty()) std::memcpy(p, d.correlation_id.data(), d.correlation_id.size());
-        copy.correlation_id = std::string_view(reinterpret_cast<const char*>(p), d.correlation_id.size());
+        item.correlation_id = std::string_view(reinterpret_cast<const char*>(p), d.correlation_id.size());
         used_ += need;
-        std::construct_at(items_ + count_++, copy);
         return true;
     }
 
@@ -87,13 +89,12 @@ public:
     // Copies a binding (and its Call-ID) into the batch; false when full.
     bool add(const MediaBinding& b) noexcept {
         if (binding_count_ == max_bindings_ || arena_size_ - used_ < b.call_id.size()) return false;
-        MediaBinding copy = b;
-        copy.call_id_text = nullptr;  // another thread's block: the text is copied below
+        MediaBinding& item = *std::construct_at(bindings_ + binding_count_++, b);  // as for datagrams
+        item.call_id_text = nullptr;  // another thread's block: the text is copied below
         char* p = reinterpret_cast<char*>(arena_ + used_);
         if (!b.call_id.empty()) std::memcpy(p, b.call_id.data(), b.call_id.size());
-        copy.call_id = std::string_view(p, b.call_id.size());
+        item.call_id = std::string_view(p, b.call_id.size());
         used_ += b.call_id.size();
-        std::construct_at(bindings_ + binding_count_++, copy);
         return true;
     }
 
