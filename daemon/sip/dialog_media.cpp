@@ -9,13 +9,6 @@ namespace hepd::sip {
 
 namespace {
 
-std::string_view trim(std::string_view s) noexcept {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
-        s.remove_suffix(1);
-    return s;
-}
-
 bool is_unspecified(const IpAddress& a) noexcept {
     for (const std::uint8_t b : a.bytes())
         if (b != 0) return false;
@@ -25,7 +18,7 @@ bool is_unspecified(const IpAddress& a) noexcept {
 }  // namespace
 
 bool is_sdp_content_type(std::string_view content_type) noexcept {
-    const std::string_view s = trim(content_type);
+    const std::string_view s = detail::trim_lws(content_type);
     constexpr std::string_view kSdp = "application/sdp";
     if (!detail::istarts_with(s, kSdp)) return false;
     if (s.size() == kSdp.size()) return true;
@@ -34,7 +27,7 @@ bool is_sdp_content_type(std::string_view content_type) noexcept {
 }
 
 bool is_multipart_content_type(std::string_view content_type) noexcept {
-    return detail::istarts_with(trim(content_type), "multipart/");
+    return detail::istarts_with(detail::trim_lws(content_type), "multipart/");
 }
 
 std::optional<Endpoint> usable_media(const SessionDescription& sdp, std::size_t i) noexcept {
