@@ -90,7 +90,8 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
     info.shards = shards;
     pcap::CaptureStats capture;
     if (shards == 1) {
-        pcap::CaptureSource source(capture_options(cfg));
+        const pcap::CaptureOptions options = capture_options(cfg);
+        pcap::CaptureSource source(options);
         pipeline.start();
         auto& producer = pipeline.producer(0);
         Timestamp last{};
@@ -105,7 +106,12 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
         for (std::size_t i = 0; i < args.files.size(); ++i) {
             progress.start_file(i);
             std::string message;
-            if (source.read_file(args.files[i], push, &message, &progress_sink) != pcap::FileError::none) {
+            // Opened here so that the producer knows its bytes (Producer::stable_input).
+            const auto opened = pcap::FileReader::open(args.files[i], options.max_inflated_bytes);
+            if (opened) producer.stable_input(opened->bytes());
+            const pcap::FileError read = source.read_opened(args.files[i], opened, push, &message, &progress_sink);
+            producer.end_input();  // before the bytes go with `opened`
+            if (read != pcap::FileError::none) {
                 info.error = message;
                 break;
             }

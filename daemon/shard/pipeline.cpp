@@ -704,6 +704,25 @@ Pipeline::Producer::Producer(Pipeline& pipeline, std::size_t index) : pipeline_(
 
 Pipeline::Producer::~Producer() = default;
 
+void Pipeline::Producer::advance_direct(Timestamp time) {
+    if (time > watermark_) {
+        watermark_ = time;
+        pipeline_.workers_[0]->advance(watermark_, *direct_);
+    }
+}
+
+void Pipeline::Producer::process_held() {
+    if (!held_) return;
+    pipeline_.workers_[0]->process_ahead(*held_, held_ahead_, *direct_);
+    advance_direct(held_->time);
+    held_.reset();
+}
+
+void Pipeline::Producer::end_input() {
+    process_held();
+    stable_ = {};
+}
+
 template <class Ready>
 void Pipeline::Producer::wait_for_room(Ready&& ready) {
     // Ordered: a shard that has to make room may be waiting for SIP still batched here. Queued
@@ -716,12 +735,19 @@ void Pipeline::Producer::wait_for_room(Ready&& ready) {
 
 void Pipeline::Producer::push(const Datagram& in) {
     if (direct_) {
-        Worker& w = *pipeline_.workers_[0];
-        w.process(in, *direct_);
-        if (in.time > watermark_) {
-            watermark_ = in.time;
-            w.advance(watermark_, *direct_);
+        // A capture agent's copy meets the duplicate filter, whose buckets the worker fetches
+        // while the datagram before it is processed: one whose bytes are the input's (they
+        // outlive this call) waits for the next. Raw packets and the rest go straight through.
+        if (!in.from_agent || !within(stable_, in.payload) || !within(stable_, as_bytes(in.correlation_id))) {
+            if (held_) process_held();
+            pipeline_.workers_[0]->process(in, *direct_);
+            advance_direct(in.time);
+            return;
         }
+        const Worker::Lookahead ahead = pipeline_.workers_[0]->look_ahead(in);
+        if (held_) process_held();
+        held_ = in;
+        held_ahead_ = ahead;
         return;
     }
     Datagram d = in;
@@ -795,6 +821,7 @@ void Pipeline::Producer::publish(bool send_partial) {
 }
 
 void Pipeline::Producer::flush() {
+    process_held();
     const bool lossless = pipeline_.options_.lossless;
     for (Link* link : links_) {
         if (link->current == nullptr || link->current->empty()) continue;

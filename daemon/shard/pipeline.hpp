@@ -21,12 +21,14 @@
 #include "shard/batch.hpp"
 #include "shard/datagram.hpp"
 #include "shard/doorbell.hpp"
+#include "shard/duplicate_filter.hpp"
 #include "shard/spsc_queue.hpp"
 
 #include <atomic>
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <thread>
 #include <vector>
@@ -48,6 +50,12 @@ public:
     virtual void process_batch(std::span<const Datagram> ds, BindingSink& out) {
         for (const Datagram& d : ds) process(d, out);
     }
+    // What a worker works out of a datagram a step before it processes it (its duplicate-filter
+    // key, the filter's buckets then on their way into the cache), and the processing with it:
+    // a single shard fed directly looks one datagram ahead.
+    using Lookahead = std::optional<DuplicateKey>;
+    virtual Lookahead look_ahead(const Datagram& /*d*/) const noexcept { return std::nullopt; }
+    virtual void process_ahead(const Datagram& d, const Lookahead& /*ahead*/, BindingSink& out) { process(d, out); }
     virtual void bind(const MediaBinding& binding) = 0;
     // The shard's packet-time clock moved (expiry runs here; a dialog that ends may send the
     // end of its bindings to `out`).
@@ -213,6 +221,12 @@ public:
     void push(const Datagram& d);
     // Sends partially filled batches now (call when the input goes idle, and at the end).
     void flush();
+    // Single-shard mode: the bytes of the input being read (a mapped or inflated capture). A
+    // capture agent's datagram whose payload and correlation id lie inside may be processed when
+    // the next one comes (the worker looks ahead at that one first); end_input() (and flush())
+    // processes it before those bytes go.
+    void stable_input(ByteSpan bytes) noexcept { stable_ = bytes; }
+    void end_input();
     std::uint64_t dropped() const noexcept { return dropped_.value(); }
 
 private:
@@ -235,6 +249,11 @@ private:
     // Single-shard mode: delivered in place.
     class DirectSink;
     std::unique_ptr<DirectSink> direct_;
+    ByteSpan stable_;                     // stable_input()
+    std::optional<Datagram> held_;        // single-shard mode: the datagram before the one at hand
+    Worker::Lookahead held_ahead_;        // and what the worker looked up for it
+    void advance_direct(Timestamp time);  // single-shard mode: after each datagram
+    void process_held();
 };
 
 }  // namespace hepd::shard

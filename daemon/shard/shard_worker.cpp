@@ -42,9 +42,13 @@ void ShardWorker::process_batch(std::span<const Datagram> ds, BindingSink& out) 
         const std::optional<DuplicateKey> key = next;
         if (i + 2 < n) prefetch_payload(ds[i + 2]);
         next = i + 1 < n ? duplicates_.prepare(ds[i + 1]) : std::nullopt;
-        if (key && duplicates_.is_duplicate(*key, capture_source(ds[i]), ds[i].time)) continue;
-        take(ds[i], out);
+        process_ahead(ds[i], key, out);
     }
+}
+
+void ShardWorker::process_ahead(const Datagram& d, const Lookahead& ahead, BindingSink& out) {
+    if (ahead && duplicates_.is_duplicate(*ahead, capture_source(d), d.time)) return;
+    take(d, out);
 }
 
 void ShardWorker::take(const Datagram& d, BindingSink& out) {

@@ -62,6 +62,8 @@ public:
 
     void process(const Datagram& d, BindingSink& out) override;
     void process_batch(std::span<const Datagram> ds, BindingSink& out) override;
+    Lookahead look_ahead(const Datagram& d) const noexcept override { return duplicates_.prepare(d); }
+    void process_ahead(const Datagram& d, const Lookahead& ahead, BindingSink& out) override;
     void bind(const MediaBinding& binding) override;
     void advance(Timestamp now, BindingSink& out) override;
     void advance_sip(Timestamp now, BindingSink& out) override;

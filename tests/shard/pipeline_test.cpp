@@ -665,3 +665,78 @@ TEST_CASE("ordered mode: the final flush does not wait on a shard that waits for
     CHECK(run.workers[0]->seen.size() == 10);
     CHECK(run.workers[1]->seen.size() == 1);
 }
+
+namespace {
+
+// Logs, in order, what a single shard fed directly is asked: "look:<text>", "process:<text>"
+// with the key it looked up ("+key <hash>"), and "advance:<time>".
+class LookaheadWorker final : public Worker {
+public:
+    Lookahead look_ahead(const Datagram& d) const noexcept override {
+        log.push_back("look:" + std::string(as_text(d.payload)));
+        return DuplicateKey{d.payload.size(), 0, d.kind};
+    }
+    void process_ahead(const Datagram& d, const Lookahead& ahead, BindingSink& /*out*/) override {
+        log.push_back("process:" + std::string(as_text(d.payload)) + " +key " +
+                      (ahead ? std::to_string(ahead->hash) : std::string("none")));
+    }
+    void process(const Datagram& d, BindingSink& /*out*/) override {
+        log.push_back("process:" + std::string(as_text(d.payload)));
+    }
+    void bind(const MediaBinding& /*binding*/) override {}
+    void advance(Timestamp now, BindingSink& /*out*/) override { log.push_back("advance:" + std::to_string(now.us)); }
+    void finish(Timestamp /*end*/) override {}
+
+    mutable std::vector<std::string> log;
+};
+
+}  // namespace
+
+TEST_CASE("a single shard looks one agent datagram ahead in the stable input, and holds nothing past it",
+          "[shard][pipeline]") {
+    PipelineOptions o;
+    o.lossless = true;
+    auto owned = std::make_unique<LookaheadWorker>();
+    LookaheadWorker& w = *owned;
+    std::vector<std::unique_ptr<Worker>> ws;
+    ws.push_back(std::move(owned));
+    Pipeline pipeline(o, std::move(ws));
+    pipeline.start();
+    auto& producer = pipeline.producer(0);
+
+    const std::string input = "aabbbcccc";  // the "capture": three payloads of 2, 3 and 4 bytes
+    const auto agent = [&](std::size_t at, std::size_t n, std::int64_t t) {
+        Datagram d;
+        d.kind = PayloadClass::sip;
+        d.from_agent = true;
+        d.time = Timestamp{t};
+        d.payload = as_bytes(std::string_view(input).substr(at, n));
+        return d;
+    };
+    producer.stable_input(as_bytes(input));
+    producer.push(agent(0, 2, 10));
+    CHECK(w.log == std::vector<std::string>{"look:aa"});  // held until the next one is looked at
+    producer.push(agent(2, 3, 20));
+    // A raw packet (no agent's copy) is not held; what is held goes first.
+    Datagram raw = rtp_to(4000, "raw", 30);
+    producer.push(raw);
+    // Nor is an agent's datagram whose bytes are not the input's (a decompressed payload).
+    const std::string elsewhere = "zz";
+    Datagram copy = agent(0, 2, 40);
+    copy.payload = as_bytes(elsewhere);
+    producer.push(copy);
+    producer.push(agent(5, 4, 35));
+    producer.end_input();  // processes the held one before the bytes go
+    const std::vector<std::string> expected{
+        "look:aa",     "look:bbb",   "process:aa +key 2", "advance:10", "process:bbb +key 3", "advance:20",
+        "process:raw", "advance:30", "process:zz",        "advance:40", "look:cccc",          "process:cccc +key 4",
+    };
+    CHECK(w.log == expected);  // 35 < 40: the clock does not go back
+
+    // After end_input() nothing is held: the bytes may be gone.
+    w.log.clear();
+    producer.push(agent(0, 2, 50));
+    CHECK(w.log == std::vector<std::string>{"process:aa", "advance:50"});
+    producer.flush();
+    pipeline.finish(Timestamp{50});
+}
