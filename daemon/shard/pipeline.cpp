@@ -113,7 +113,7 @@ public:
             // Ordered mode runs a batch's SIP ahead of its media: this shard's own bindings
             // wait their turn like everyone else's.
             if (pipeline_.ordered_) {
-                waiting_[index_].push_back(HeldBinding::of(b));
+                hold_binding(index_, b);
             } else {
                 pipeline_.workers_[index_]->bind(b);
             }
@@ -189,7 +189,7 @@ private:
             while (l->full.try_pop(b)) {
                 for (const auto& binding : b->bindings()) {
                     if (pipeline_.ordered_) {
-                        waiting_[from].push_back(HeldBinding::of(binding));
+                        hold_binding(from, binding);
                     } else {
                         worker().bind(binding);
                     }
@@ -223,7 +223,12 @@ private:
     // Applies the bindings from other shards that come before `limit` in the input, in input
     // order (each link delivers in order; merge them). Every one of them has arrived once the
     // peers' progress has passed `limit` (read before the links were drained).
+    // Per media datagram: nearly always nothing waits from before it (one compare).
     void apply_bindings_before(std::uint64_t limit) {
+        if (limit > waiting_first_) apply_waiting_before(limit);
+    }
+
+    void apply_waiting_before(std::uint64_t limit) {
         while (true) {
             std::size_t best = waiting_.size();
             for (std::size_t j = 0; j < waiting_.size(); ++j)
@@ -231,13 +236,21 @@ private:
                     (best == waiting_.size() ||
                      waiting_[j].front().binding.order < waiting_[best].front().binding.order))
                     best = j;
-            if (best == waiting_.size()) return;
+            if (best == waiting_.size()) break;
             HeldBinding& h = waiting_[best].front();
             h.binding.call_id = h.call_id.view();
             h.binding.call_id_text = &h.call_id;
             worker().bind(h.binding);
             waiting_[best].pop_front();
         }
+        waiting_first_ = UINT64_MAX;
+        for (const auto& w : waiting_)
+            if (!w.empty()) waiting_first_ = std::min(waiting_first_, w.front().binding.order);
+    }
+
+    void hold_binding(std::size_t from, const MediaBinding& binding) {
+        waiting_[from].push_back(HeldBinding::of(binding));
+        waiting_first_ = std::min(waiting_first_, binding.order);
     }
 
     // Ordered mode. Every batch that has arrived has its SIP processed at once (SIP waits for
@@ -670,6 +683,7 @@ private:
     ByteSpan stable_;  // Feed::stable_input()
     std::unique_ptr<BatchPool> own_pool_;
     std::vector<std::deque<HeldBinding>> waiting_;  // by sending shard (ordered mode)
+    std::uint64_t waiting_first_ = UINT64_MAX;      // at most the lowest order waiting there
     Timestamp clock_{};
     // run_readers: each side's own clock (sip_to, media_to), and per held media datagram the
     // newest time in the input before it.
