@@ -3,6 +3,7 @@
 // knows which one fed it.
 #include "core/address.hpp"
 #include "core/bytes.hpp"
+#include "core/packet_meta.hpp"
 #include "core/payload_class.hpp"
 #include "core/time.hpp"
 
@@ -13,15 +14,14 @@ namespace hepd::shard {
 
 enum class Transport : std::uint8_t { udp, tcp, tls, sctp, other };
 
-struct Datagram {
-    Timestamp time;  // capture time (normalised HEP time, or pcap record time)
-    Endpoint src;
-    Endpoint dst;
+// What the tables read of it (time: the capture time, normalised HEP time or pcap record time;
+// src, dst; agent: the index of the configured capture agent, 0 = other) is its PacketMeta, handed
+// to them as it is.
+struct Datagram : PacketMeta {
     Transport transport = Transport::udp;  // of the captured packet, not of the HEP carrier
     PayloadClass kind = PayloadClass::other;
     std::uint8_t hep_payload_type = 0;  // chunk 0x0b, 0 when not from HEP
     bool from_agent = false;            // sent by a HEP capture agent (not a raw captured packet)
-    std::uint16_t agent = 0;            // index of the configured capture agent, 0 = other
     std::uint32_t capture_id = 0;
     std::string_view correlation_id;  // HEP chunk 0x11, empty when absent
     ByteSpan payload;

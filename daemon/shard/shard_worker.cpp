@@ -53,7 +53,7 @@ void ShardWorker::process_ahead(const Datagram& d, const Lookahead& ahead, Bindi
 
 void ShardWorker::take(const Datagram& d, BindingSink& out) {
     stats_.datagrams[static_cast<std::size_t>(d.kind)].add();
-    const PacketMeta meta{d.time, d.src, d.dst, d.agent};
+    const PacketMeta& meta = d;
     switch (d.kind) {
     case PayloadClass::sip:
         out_ = &out;
