@@ -718,8 +718,8 @@ TEST_CASE("a single shard looks one agent datagram ahead in the stable input, an
     CHECK(w.log == std::vector<std::string>{"look:aa"});  // held until the next one is looked at
     producer.push(agent(2, 3, 20));
     // A raw packet (no agent's copy) is not held; what is held goes first.
-    Datagram raw = rtp_to(4000, "raw", 30);
-    producer.push(raw);
+    const std::string raw_text = "raw";
+    producer.push(rtp_to(4000, raw_text, 30));
     // Nor is an agent's datagram whose bytes are not the input's (a decompressed payload).
     const std::string elsewhere = "zz";
     Datagram copy = agent(0, 2, 40);
