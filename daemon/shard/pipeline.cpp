@@ -228,24 +228,23 @@ private:
         if (limit > waiting_first_) apply_waiting_before(limit);
     }
 
+    // The earliest of the queues' fronts goes while it is before `limit`; what stops it is the
+    // new lower bound.
     void apply_waiting_before(std::uint64_t limit) {
         while (true) {
             std::size_t best = waiting_.size();
             for (std::size_t j = 0; j < waiting_.size(); ++j)
-                if (!waiting_[j].empty() && waiting_[j].front().binding.order < limit &&
-                    (best == waiting_.size() ||
-                     waiting_[j].front().binding.order < waiting_[best].front().binding.order))
+                if (!waiting_[j].empty() && (best == waiting_.size() ||
+                                             waiting_[j].front().binding.order < waiting_[best].front().binding.order))
                     best = j;
-            if (best == waiting_.size()) break;
+            waiting_first_ = best == waiting_.size() ? UINT64_MAX : waiting_[best].front().binding.order;
+            if (waiting_first_ >= limit) return;
             HeldBinding& h = waiting_[best].front();
             h.binding.call_id = h.call_id.view();
             h.binding.call_id_text = &h.call_id;
             worker().bind(h.binding);
             waiting_[best].pop_front();
         }
-        waiting_first_ = UINT64_MAX;
-        for (const auto& w : waiting_)
-            if (!w.empty()) waiting_first_ = std::min(waiting_first_, w.front().binding.order);
     }
 
     void hold_binding(std::size_t from, const MediaBinding& binding) {
@@ -753,13 +752,13 @@ void Pipeline::Producer::push(const Datagram& in) {
         // while the datagram before it is processed: one whose bytes are the input's (they
         // outlive this call) waits for the next. Raw packets and the rest go straight through.
         if (!in.from_agent || !within(stable_, in.payload) || !within(stable_, as_bytes(in.correlation_id))) {
-            if (held_) process_held();
+            process_held();
             pipeline_.workers_[0]->process(in, *direct_);
             advance_direct(in.time);
             return;
         }
         const Worker::Lookahead ahead = pipeline_.workers_[0]->look_ahead(in);
-        if (held_) process_held();
+        process_held();
         held_ = in;
         held_ahead_ = ahead;
         return;
