@@ -86,10 +86,16 @@ void ShardCollector::on_reported_stream_finished(const rtp::FinishedReported& fi
     if (worst_reported_.size() > keep_) worst_reported_.pop_back();
 }
 
-void ShardCollector::finished_dialog(std::string_view call_id, std::string_view from_tag, const sip::Dialog& d) {
+// Every call whose PDD, setup time or duration the dialog table measured (finished or not, as
+// its histograms count them): the report's extremes and means describe the same calls as its
+// percentiles.
+void ShardCollector::measured_dialog(const sip::Dialog& d) {
     if (d.pdd_us() >= 0) pdd_.add(static_cast<double>(d.pdd_us()) / 1e6);
     if (d.setup_us() >= 0) setup_.add(static_cast<double>(d.setup_us()) / 1e6);
     if (d.duration_us() >= 0) duration_.add(static_cast<double>(d.duration_us()) / 1e6);
+}
+
+void ShardCollector::finished_dialog(std::string_view call_id, std::string_view from_tag, const sip::Dialog& d) {
     const auto outcome = d.outcome();
     if (outcome == sip::DialogOutcome::completed) return;
     ++failed_total_;
@@ -110,12 +116,14 @@ void ShardCollector::finished_dialog(std::string_view call_id, std::string_view 
 
 void ShardCollector::on_dialog_removed(std::string_view call_id, std::string_view from_tag, const sip::Dialog& d,
                                        const sip::CallerIdentity& /*caller*/, bool /*evicted*/) {
+    measured_dialog(d);
     // An evicted unfinished record never finishes: the statistics count it as outcome evicted.
     if (d.finished()) finished_dialog(call_id, from_tag, d);
 }
 
 void ShardCollector::collect_remaining(const sip::DialogTable& table) {
     table.for_each([&](std::string_view call_id, std::string_view from_tag, const sip::Dialog& d) {
+        measured_dialog(d);
         if (d.finished()) finished_dialog(call_id, from_tag, d);
     });
 }

@@ -115,6 +115,7 @@ public:
     static bool earlier(const CallRow& a, const CallRow& b) noexcept;
 
 private:
+    void measured_dialog(const sip::Dialog& d);
     void finished_dialog(std::string_view call_id, std::string_view from_tag, const sip::Dialog& d);
 
     std::size_t keep_;

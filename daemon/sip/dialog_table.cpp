@@ -28,6 +28,23 @@ std::uint16_t q850_of(const Message& m) noexcept {
 bool is_retried_failure(std::uint16_t code) noexcept { return code == 401 || code == 407 || code == 422; }
 bool is_challenge(std::uint16_t code) noexcept { return code == 401 || code == 407; }
 
+// A message of a forked call's other early dialog: when two forks answer, the caller confirms
+// both and ends the one it does not keep with a BYE (RFC 3261 13.2.2.4); the call is the dialog
+// of the first 2xx. The callee's tag is the To-tag of what the caller sends, the From-tag of what
+// the callee sends.
+bool of_other_fork(const Dialog& d, Party side, const Message& m) noexcept {
+    if (d.confirmed_tag == 0) return false;
+    const NameAddr& callee = side == Party::caller ? m.to : m.from;
+    return has_tag(callee) && tag_id(callee.tag) != d.confirmed_tag;
+}
+
+// The new INVITE of a caller a 3xx redirected: the same Call-ID and From tag, a higher CSeq
+// (RFC 3261 8.1.3.4). It is a new call, not a late message of the one that was redirected.
+bool follows_redirect(const Dialog& d, const Message& m) noexcept {
+    return m.is_request() && m.method == Method::invite && !has_tag(m.to) && d.finished() && d.final_status >= 300 &&
+           d.final_status < 400 && m.cseq.number > d.invite_cseq;
+}
+
 bool carries_sdp(const Message& m) noexcept {
     switch (m.method) {
     case Method::invite:
@@ -113,6 +130,12 @@ Disposition DialogTable::process(const Message& m, const PacketMeta& meta) {
         side = Party::callee;
     }
     if (at != Table::kNone) at = settle(at, meta.time);
+    if (at != Table::kNone && side == Party::caller && follows_redirect(table_[at], m)) {
+        // Its linger cut short: the key now names the new call.
+        account_removed(table_.entry(at), false, at, meta.time);
+        table_.erase(at);
+        at = Table::kNone;
+    }
     if (at == Table::kNone) return on_unknown(m, meta, hop, call_hash, fingerprint);
     const Timestamp deadline = table_[at].time(DialogTime::deadline);
     const Disposition done = on_dialog_message(at, side, m, meta, hop, fingerprint);
@@ -293,10 +316,12 @@ void DialogTable::on_request(Dialog& d, Party side, const Message& m, Timestamp 
         }
         break;
     case Method::ack:
-        if (side == Party::caller && m.cseq.number == d.invite_cseq && d.time(DialogTime::ack).us == 0)
+        if (side == Party::caller && m.cseq.number == d.invite_cseq && d.time(DialogTime::ack).us == 0 &&
+            !of_other_fork(d, side, m))
             d.set_time(DialogTime::ack, now);
         break;
     case Method::bye:
+        if (of_other_fork(d, side, m)) break;  // the caller ends a fork's extra answer, not its call
         note_cause(d, m);
         if (d.time(DialogTime::bye).us != 0) break;  // the same BYE on the next hop, or the other party's
         d.set_time(DialogTime::bye, now);
@@ -335,7 +360,7 @@ void DialogTable::on_response(Dialog& d, Party side, std::size_t hop_index, cons
         if (side == Party::caller && m.cseq.number == d.invite_cseq) on_invite_response(d, hop_index, m, now);
         break;
     case Method::bye:
-        if (m.status_code >= 200 && d.bye_status == 0) {
+        if (m.status_code >= 200 && d.bye_status == 0 && !of_other_fork(d, side, m)) {
             d.bye_status = m.status_code;
             d.set_time(DialogTime::bye_answer, now);
             if (d.time(DialogTime::bye).us != 0) stats_->sdd.observe(seconds(interval(d.time(DialogTime::bye), now)));
@@ -365,7 +390,9 @@ void DialogTable::on_invite_response(Dialog& d, std::size_t hop_index, const Mes
         if (before == 1 && d.fork_count == 2) stats_->forked_dialogs.add();
     }
     if (code < 200) {
-        const bool ringing = (code == 180 || code == 183) && d.time(DialogTime::ringing).us == 0;
+        // A fork's 18x after the call was answered or refused did not ring for this caller.
+        const bool ringing =
+            (code == 180 || code == 183) && d.time(DialogTime::ringing).us == 0 && is_unanswered(d.state);
         const bool indicative = awaits_indicative(d);
         if (ringing || indicative) {
             const double since_invite = seconds(interval(d.invite_time(), now));  // one skew count per message

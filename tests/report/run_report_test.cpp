@@ -244,3 +244,44 @@ TEST_CASE("report: streams known only from RTCP-JSON, each under its call with i
                    "    worst reported streams:\n      loss 25.00% (lost 20)  jitter 20.00 ms  RTT 120.0 ms  MOS "));
     CHECK(contains(text, "  pcma  4 reports from 10.0.0.9:20000  engine-1@test\n"));
 }
+
+TEST_CASE("report: PDD and setup extremes cover the calls still ringing or up at the end, as the percentiles do",
+          "[report]") {
+    // The dialog table observes PDD at the 18x and setup at the 2xx, finished call or not: the
+    // report's count, min, max and mean are of the same calls as its bucket percentiles.
+    const Timestamp t0 = Timestamp::from_parts(1796013063, 0);
+    ShardCollector collector;
+    sip::Dialog done;
+    done.state = sip::DialogState::terminated;
+    done.set_invite_time(t0);
+    done.set_time(sip::DialogTime::ringing, Timestamp{t0.us + 2'000'000});
+    done.set_time(sip::DialogTime::answer, Timestamp{t0.us + 3'000'000});
+    done.set_time(sip::DialogTime::bye, Timestamp{t0.us + 63'000'000});
+    collector.on_dialog_removed("done@test", "t1", done, {}, false);
+    sip::Dialog evicted;  // evicted while ringing: it never finished, its PDD was measured
+    evicted.state = sip::DialogState::early;
+    evicted.set_invite_time(t0);
+    evicted.set_time(sip::DialogTime::ringing, Timestamp{t0.us + 7'000'000});
+    collector.on_dialog_removed("evicted@test", "t2", evicted, {}, true);
+
+    sip::DialogTable table(sip::DialogConfig{}, nullptr);
+    sip::Dialog ringing;  // still ringing at the end of the input
+    ringing.state = sip::DialogState::early;
+    ringing.set_invite_time(t0);
+    ringing.set_time(sip::DialogTime::ringing, Timestamp{t0.us + 10'000'000});
+    REQUIRE(table.restore("ringing@test", "t3", ringing, {}, {}));
+    sip::Dialog up;  // answered, no BYE yet
+    up.state = sip::DialogState::confirmed;
+    up.set_invite_time(t0);
+    up.set_time(sip::DialogTime::answer, Timestamp{t0.us + 5'000'000});
+    REQUIRE(table.restore("up@test", "t4", up, {}, {}));
+    collector.collect_remaining(table);
+
+    CHECK(collector.pdd().count == 3);
+    CHECK(collector.pdd().min == 2.0);
+    CHECK(collector.pdd().max == 10.0);
+    CHECK(collector.setup().count == 2);
+    CHECK(collector.setup().max == 5.0);
+    CHECK(collector.duration().count == 1);
+    CHECK(collector.failed_total() == 0);  // unfinished calls are not failed ones
+}

@@ -448,6 +448,101 @@ TEST_CASE("dialog: a forked INVITE counts its forks and remembers the one that a
     CHECK(h.stats().finished(DialogOutcome::cancelled) == 0);
 }
 
+TEST_CASE("dialog: when two forks answer, the BYE to the one not kept leaves the call up", "[sip][dialog]") {
+    // RFC 3261 13.2.2.4: the caller confirms every 2xx and ends the dialogs it does not keep.
+    Harness h;
+    const Sip inv;
+    h.send(inv, A, P, ms(0));
+    h.send(inv.with_to_tag("tb").resp(200), P, A, ms(3000));
+    h.send(inv.with_to_tag("tc").resp(200), P, A, ms(3010));
+    h.send(inv.with_to_tag("tc").req("ACK", "z9hG4bK-a2", 1), A, P, ms(3011));
+    h.send(inv.with_to_tag("tb").req("ACK", "z9hG4bK-a3", 1), A, P, ms(3012));
+    const Sip extra_bye = inv.with_to_tag("tc").req("BYE", "z9hG4bK-a4", 2);
+    h.send(extra_bye, A, P, ms(3020));
+    h.send(extra_bye.resp(200), P, A, ms(3030));
+    const Dialog* d = h.dialog();
+    REQUIRE(d != nullptr);
+    CHECK(d->state == DialogState::confirmed);
+    CHECK(d->time(DialogTime::ack) == ms(3012));  // the kept fork's ACK
+    CHECK(d->bye_status == 0);
+
+    // The kept call ends 60 s later, from the callee's side of it.
+    const Sip bye = inv.with_to_tag("tb")
+                        .from_callee("tb")
+                        .req("BYE", "z9hG4bK-b1", 5)
+                        .with_extra("Reason: Q.850;cause=16;text=\"Normal call clearing\"\r\n");
+    h.send(bye, P, A, ms(63'000));
+    h.send(bye.resp(200), A, P, ms(63'005));
+    CHECK(d->state == DialogState::terminated);
+    CHECK(d->hangup == Party::callee);
+    CHECK(d->duration_us() == 60 * kSecond);
+    CHECK(d->q850_cause == 16);
+    CHECK(d->bye_status == 200);
+    CHECK(h.stats().finished(DialogOutcome::completed) == 1);
+}
+
+TEST_CASE("dialog: a fork's 180 after the answer or the failure adds no PDD", "[sip][dialog]") {
+    Harness h;
+    const Sip inv;
+    h.send(inv, A, P, ms(0));
+    h.send(inv.with_to_tag("tb").resp(200), P, A, ms(3000));
+    h.send(inv.with_to_tag("tc").resp(180), P, A, ms(3200));
+    const Dialog* d = h.dialog();
+    REQUIRE(d != nullptr);
+    CHECK(d->pdd_us() < 0);
+    CHECK(d->setup_us() == 3 * kSecond);
+    CHECK(h.stats().pdd.count() == 0);
+
+    const Sip busy = inv.with_extra("").req("INVITE", "z9hG4bK-x1", 1);
+    Sip other = busy;
+    other.call_id = "call-2@example.net";
+    h.send(other, A, P, ms(0));
+    h.send(other.with_to_tag("tb").resp(486), P, A, ms(1000));
+    h.send(other.with_to_tag("tc").resp(183), P, A, ms(1100));
+    const Dialog* failed = h.dialog("call-2@example.net");
+    REQUIRE(failed != nullptr);
+    CHECK(failed->state == DialogState::failed);
+    CHECK(failed->pdd_us() < 0);
+    CHECK(h.stats().pdd.count() == 0);
+}
+
+TEST_CASE("dialog: the INVITE a 3xx redirected is a new call", "[sip][dialog]") {
+    // RFC 3261 8.1.3.4: same Call-ID and From tag, a higher CSeq. METRICS.md: a new request.
+    Harness h;
+    const Sip inv;
+    CHECK(h.send(inv, A, P, ms(0)) == Disposition::dialog_created);
+    h.send(inv.with_to_tag("tp").resp(302), P, A, ms(500));
+    h.send(inv.with_to_tag("tp").req("ACK", "z9hG4bK-a1", 1), A, P, ms(510));
+    REQUIRE(h.dialog() != nullptr);
+    CHECK(h.dialog()->state == DialogState::failed);
+    CHECK(h.dialog()->final_status == 302);
+
+    const Sip again = inv.req("INVITE", "z9hG4bK-a2", 2);
+    CHECK(h.send(again, A, C, ms(700)) == Disposition::dialog_created);
+    // A late copy of the redirect and the first INVITE's retransmission do not touch the new call.
+    h.send(inv.with_to_tag("tp").resp(302), P, A, ms(705));
+    h.send(inv, A, P, ms(706));
+    h.send(again.with_to_tag("tc").resp(180), C, A, ms(2000));
+    h.send(again.with_to_tag("tc").resp(200), C, A, ms(5000));
+    h.send(again.with_to_tag("tc").req("ACK", "z9hG4bK-a3", 2), A, C, ms(5010));
+    h.send(again.with_to_tag("tc").req("BYE", "z9hG4bK-a4", 3), A, C, ms(65'000));
+
+    REQUIRE(h.table.size() == 1);
+    const Dialog* d = h.dialog();
+    REQUIRE(d != nullptr);
+    CHECK(d->state == DialogState::terminated);
+    CHECK(d->final_status == 200);
+    CHECK(d->invite_time() == ms(700));
+    CHECK(d->pdd_us() == 1'300'000);
+    CHECK(d->setup_us() == 4'300'000);
+    CHECK(d->duration_us() == 60 * kSecond);
+    CHECK(h.stats().dialogs_created.value() == 2);
+    CHECK(h.stats().finished(DialogOutcome::failed) == 1);
+    CHECK(h.stats().finished(DialogOutcome::completed) == 1);
+    CHECK(h.stats().anomalies[static_cast<std::size_t>(DialogAnomaly::invite_after_end)].value() == 0);
+    CHECK(h.gauge_sum() == 1);
+}
+
 TEST_CASE("dialog: the callee hangs up (BYE with the callee's tag in From)", "[sip][dialog]") {
     Harness h;
     const Sip inv_a;
