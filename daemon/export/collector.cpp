@@ -499,6 +499,10 @@ void Collector::collect_rtp(Writer& out, const rtp::StreamStats& s) const {
     out.counter("hepd_rtp_clock_rate_unmatched_total",
                 "Finished RTP streams whose SDP clock rate matched no candidate (jitter taken at the best guess).");
     out.add(as_double(value_of(s.clock_rate_unmatched)));
+    out.counter("hepd_rtp_streams_unvalidated_total",
+                "Finished RTP streams that never passed RFC 3550 probation (two packets in sequence): no loss, "
+                "jitter or MOS is scored for them.");
+    out.add(as_double(value_of(s.unvalidated_streams)));
     out.counter("hepd_rtp_parse_errors_total", "RTP packets that did not parse, by reason.");
     out.by_enum<rtp::RtpError>("reason", s.rtp_errors);
 

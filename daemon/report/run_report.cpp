@@ -289,6 +289,7 @@ json build_report(const RunInfo& info, const RunInputs& in) {
     s["duplicate_packets"] = ss.duplicate_packets.value();
     s["out_of_order_packets"] = ss.out_of_order_packets.value();
     s["event_packets"] = ss.event_packets.value();
+    s["unvalidated"] = ss.unvalidated_streams.value();
     s["by_codec"] = nonzero(ss.finished_streams_by_codec,
                             [](std::size_t i) { return rtp::to_string(static_cast<rtp::CodecLabel>(i)); });
     s["jitter_seconds"] = buckets(ss.jitter_seconds);
@@ -466,8 +467,9 @@ std::string render_text(const json& r) {
     o << "\nStreams\n  started " << t["started"] << ", finished: " << kv_line(t["finished"]) << "\n  RTP packets "
       << t["rtp_packets"] << ", lost " << t["lost_packets"] << ", duplicates " << t["duplicate_packets"]
       << ", out of order " << t["out_of_order_packets"] << ", events " << t["event_packets"]
-      << "\n  codecs: " << kv_line(t["by_codec"]) << "\n  MOS: " << span(t["mos"], "")
-      << "\n  RTCP reports: " << kv_line(t["rtcp_reports"]) << "\n  RTP errors: " << kv_line(t["rtp_errors"]) << "\n";
+      << "\n  never validated (no loss or MOS): " << t["unvalidated"] << "\n  codecs: " << kv_line(t["by_codec"])
+      << "\n  MOS: " << span(t["mos"], "") << "\n  RTCP reports: " << kv_line(t["rtcp_reports"])
+      << "\n  RTP errors: " << kv_line(t["rtp_errors"]) << "\n";
     if (!t["worst"].empty()) {
         o << "  worst streams:\n";
         for (const auto& w : t["worst"])

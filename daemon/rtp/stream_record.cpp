@@ -273,7 +273,10 @@ StreamSummary summarize(const Stream& s, const Binding* binding, const QualityOp
         out.codec = Codec::comfort_noise;
     }
 
-    if (s.voice_packets() == 0) return out;
+    // A source that never passed RFC 3550 probation (A.1: two packets in sequence) has no loss
+    // figure: scoring it would call perfect a flow whose every other packet is missing, or one
+    // that only looked like RTP.
+    if (s.voice_packets() == 0 || !s.sequence.validated) return out;
     out.has_quality = true;
     const std::uint32_t gaps = s.sequence.gaps;
     if (out.lost_clamped > 0 && gaps > 0) {

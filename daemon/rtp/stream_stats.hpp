@@ -140,6 +140,7 @@ struct StreamStats {
     Counter rebindings;                                      // SDP of another call for a bound pair or running streams
     Counter bindings_released;                               // dropped because their dialog ended
     Counter clock_rate_unmatched;                            // finished stream whose rtpmap clock is no candidate
+    Counter unvalidated_streams;                             // finished stream that never passed A.1 probation
     Counter rtcp_unmatched_blocks;                           // report block / XR block about no known stream
     Counter rtcp_json_without_call_id;                       // RTCP-JSON without a usable correlation id: dropped
     std::array<Counter, kRtpErrorCount> rtp_errors{};
@@ -183,6 +184,7 @@ struct StreamStats {
         rebindings.add(o.rebindings.value());
         bindings_released.add(o.bindings_released.value());
         clock_rate_unmatched.add(o.clock_rate_unmatched.value());
+        unvalidated_streams.add(o.unvalidated_streams.value());
         rtcp_unmatched_blocks.add(o.rtcp_unmatched_blocks.value());
         rtcp_json_without_call_id.add(o.rtcp_json_without_call_id.value());
         add_all(rtp_errors, o.rtp_errors);

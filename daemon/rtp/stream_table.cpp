@@ -235,6 +235,7 @@ void StreamTable::finish_stream(std::uint32_t index, FinishReason reason) {
     stats_.streams_active.add(-1);
     stats_.lost_packets.add(summary.lost_clamped);
     counter_at(stats_.finished_streams_by_codec, label_of(summary.codec)).add();
+    if (!stream.sequence.validated) stats_.unvalidated_streams.add();
     if (summary.clock_unmatched) {
         stats_.clock_rate_unmatched.add();
         log_throttled(logs_.bindings, stream.last, spdlog::level::debug, [&](auto level, std::uint64_t more) {

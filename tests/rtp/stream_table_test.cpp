@@ -189,6 +189,36 @@ TEST_CASE("finish_all flushes every stream for the offline report", "[rtp][strea
     CHECK(t.stats().streams_active.value() == 0);
 }
 
+TEST_CASE("a source that never passes probation is scored not at all", "[rtp][stream][table][probation]") {
+    // RFC 3550 A.1: two packets in sequence validate a source. Every other sequence number
+    // missing (half the packets lost), a lone packet, and a flow whose numbers never run on
+    // have no loss figure: they must not count as perfect calls.
+    StreamTable t(small_config());
+    RecordingSink sink;
+    t.set_sink(&sink);
+    for (int i = 0; i < 100; ++i)
+        t.on_rtp(meta_at(i * 40'000LL, alice, bob), make_rtp(8, static_cast<std::uint16_t>(1000 + 2 * i), i * 320U, 1));
+    send(t, bob, alice, 2, 1);
+    send(t, carol, alice, 3, 50);  // a healthy stream beside them
+    t.finish_all(Timestamp{kBaseUs + 10'000'000});
+    REQUIRE(sink.finished.size() == 3);
+    const Finished* halved = sink.by_ssrc(1);
+    REQUIRE(halved != nullptr);
+    CHECK(halved->stream.packets == 100);
+    CHECK_FALSE(halved->summary.has_quality);
+    CHECK(halved->summary.expected == 0);
+    const Finished* lone = sink.by_ssrc(2);
+    REQUIRE(lone != nullptr);
+    CHECK_FALSE(lone->summary.has_quality);
+    const Finished* healthy = sink.by_ssrc(3);
+    REQUIRE(healthy != nullptr);
+    CHECK(healthy->summary.has_quality);
+    CHECK(t.stats().unvalidated_streams.value() == 2);
+    CHECK(t.stats().mos.count() == 1);
+    CHECK(t.stats().loss_ratio.count() == 1);
+    CHECK(t.stats().jitter_seconds.count() == 1);
+}
+
 TEST_CASE("a flood of 100k SSRCs keeps memory flat and counts every eviction", "[rtp][stream][table][cap]") {
     StreamTableConfig c = small_config();
     c.max_streams = 1000;
