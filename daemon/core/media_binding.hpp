@@ -41,6 +41,10 @@ struct MediaBinding {
     // Position of that SIP message in the input (pipeline order): offline, a shard applies
     // bindings from other shards exactly where a single shard would have.
     std::uint64_t order = 0;
+    // Offline, shards reading the input together: the newest input time before that SIP message;
+    // for an end at_deadline, the newest input time from which a single reader applies it. Of a
+    // binding and an end, the end comes first when its input clock is not later.
+    Timestamp input_clock;
     std::string_view call_id;  // a view: whoever queues a binding copies the text
     // The dialog key's block that holds call_id (DialogKey::call_id_text), or null: valid while
     // the binding is being sent; a shard that keeps the binding in its own tables shares the
@@ -65,6 +69,9 @@ struct MediaBinding {
     // `media` go. Travels the same way as the bindings (to the shard that owns `media`, in
     // order), so it never overtakes them.
     bool dialog_ended = false;
+    // An end the packet clock brought (the dialog's linger ran out at `time`), not a message at an
+    // input position: a single reader applies it at the first clock step that reaches `time`.
+    bool at_deadline = false;
 };
 
 // RTP and its RTCP (port + 1, or the same port with rtcp-mux) map to one key, so both land on

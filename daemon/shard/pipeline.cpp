@@ -95,6 +95,9 @@ public:
     std::atomic<std::uint64_t> progress{0};
     // Ordered mode: the peers' progress this shard's held media wait for (none: UINT64_MAX).
     std::atomic<std::uint64_t> waits_for{UINT64_MAX};
+    // run_readers: published with `progress`, a packet time before which this shard sends no
+    // more ends of bindings (at_deadline): every one due before it is on its link.
+    std::atomic<std::int64_t> release_floor{std::numeric_limits<std::int64_t>::max()};
     Counter binding_drops;   // written by this shard's thread only
     Counter wakeups;         // likewise
     double cpu_seconds = 0;  // the thread's own, written as it ends (read after join)
@@ -109,6 +112,13 @@ public:
         const std::size_t to = shard_of_media(binding.media, pipeline_.shards());
         MediaBinding b = binding;
         b.order = current_order_;
+        // An end at a deadline came with a step of the SIP side's clock from expiring_from_: a
+        // single reader applied it at the first step past that which reached its deadline (a
+        // deadline already behind the clock, times having gone back, at the next step).
+        b.input_clock = b.at_deadline ? Timestamp{std::max(b.time.us, expiring_from_.us + 1)} : current_clock_;
+        // Only shards reading together place an end by its time; the producer's ordered mode
+        // places it where it was sent.
+        if (read == nullptr) b.at_deadline = false;
         if (to == index_) {
             // Ordered mode runs a batch's SIP ahead of its media: this shard's own bindings
             // wait their turn like everyone else's.
@@ -208,6 +218,14 @@ private:
             if (j != index_) low = std::min(low, pipeline_.threads_[j]->progress.load(std::memory_order_acquire));
         return low;
     }
+    // run_readers: the packet time before which no other shard may still send an end of bindings
+    // (read after peers_progress(): it is at least as new as the progress read).
+    std::int64_t peers_release_floor() const noexcept {
+        std::int64_t low = std::numeric_limits<std::int64_t>::max();
+        for (std::size_t j = 0; j < pipeline_.threads_.size(); ++j)
+            if (j != index_) low = std::min(low, pipeline_.threads_[j]->release_floor.load(std::memory_order_acquire));
+        return low;
+    }
 
     // Ordered mode: publishes this shard's progress and wakes the peers it lets through (the
     // fence pairs with the sleeper's, as in Doorbell, for waits_for).
@@ -220,26 +238,45 @@ private:
         }
     }
 
-    // Applies the bindings from other shards that come before `limit` in the input, in input
-    // order (each link delivers in order; merge them). Every one of them has arrived once the
-    // peers' progress has passed `limit` (read before the links were drained).
-    // Per media datagram: nearly always nothing waits from before it (one compare).
-    void apply_bindings_before(std::uint64_t limit) {
-        if (limit > waiting_first_) apply_waiting_before(limit);
+    // Applies the bindings from other shards that come before `limit` in the input, and the ends
+    // due by `before` (the newest input time before it), in input order (each link delivers in
+    // order; merge them). Every one of them has arrived once the peers' progress has passed
+    // `limit` and their release floor `before` (read before the links were drained).
+    // Per media datagram: nearly always nothing waits from before it (two compares).
+    void apply_bindings_before(std::uint64_t limit,
+                               Timestamp before = Timestamp{std::numeric_limits<std::int64_t>::max()}) {
+        if (limit > waiting_first_ || before.us >= waiting_first_time_) apply_waiting_before(limit, before);
     }
 
-    // The earliest of the queues' fronts goes while it is before `limit`; what stops it is the
-    // new lower bound.
-    void apply_waiting_before(std::uint64_t limit) {
+    // Which of two queued messages a single reader applied first. A binding sits just after its
+    // SIP message; an end due at a time just before the first datagram that found the newest
+    // input time there: it comes first when that time is no later than the binding's input clock.
+    static bool comes_first(const MediaBinding& x, const MediaBinding& y) noexcept {
+        if (x.at_deadline != y.at_deadline)
+            return x.at_deadline ? x.input_clock <= y.input_clock : x.input_clock < y.input_clock;
+        return x.at_deadline ? x.input_clock < y.input_clock : x.order < y.order;
+    }
+
+    // The earliest of the queues' fronts goes while it is due; the fronts left give the new lower
+    // bounds (a queue delivers in the order its sender applied them, so what is due is at a front).
+    void apply_waiting_before(std::uint64_t limit, Timestamp before) {
         while (true) {
             std::size_t best = waiting_.size();
-            for (std::size_t j = 0; j < waiting_.size(); ++j)
-                if (!waiting_[j].empty() && (best == waiting_.size() ||
-                                             waiting_[j].front().binding.order < waiting_[best].front().binding.order))
-                    best = j;
-            waiting_first_ = best == waiting_.size() ? UINT64_MAX : waiting_[best].front().binding.order;
-            if (waiting_first_ >= limit) return;
+            waiting_first_ = UINT64_MAX;
+            waiting_first_time_ = std::numeric_limits<std::int64_t>::max();
+            for (std::size_t j = 0; j < waiting_.size(); ++j) {
+                if (waiting_[j].empty()) continue;
+                const MediaBinding& front = waiting_[j].front().binding;
+                if (front.at_deadline) {
+                    waiting_first_time_ = std::min(waiting_first_time_, front.input_clock.us);
+                } else {
+                    waiting_first_ = std::min(waiting_first_, front.order);
+                }
+                if (best == waiting_.size() || comes_first(front, waiting_[best].front().binding)) best = j;
+            }
+            if (best == waiting_.size()) return;
             HeldBinding& h = waiting_[best].front();
+            if (h.binding.at_deadline ? h.binding.input_clock > before : h.binding.order >= limit) return;
             h.binding.call_id = h.call_id.view();
             h.binding.call_id_text = &h.call_id;
             worker().bind(h.binding);
@@ -249,7 +286,11 @@ private:
 
     void hold_binding(std::size_t from, const MediaBinding& binding) {
         waiting_[from].push_back(HeldBinding::of(binding));
-        waiting_first_ = std::min(waiting_first_, binding.order);
+        if (binding.at_deadline) {
+            waiting_first_time_ = std::min(waiting_first_time_, binding.input_clock.us);
+        } else {
+            waiting_first_ = std::min(waiting_first_, binding.order);
+        }
     }
 
     // Ordered mode. Every batch that has arrived has its SIP processed at once (SIP waits for
@@ -415,6 +456,7 @@ private:
     // Phase 2: every shard has sent all its bindings once all have arrived here.
     void finish_run() {
         flush_out();
+        release_floor.store(std::numeric_limits<std::int64_t>::max(), std::memory_order_release);
         advance_progress(UINT64_MAX);
         pipeline_.shards_drained_.fetch_add(1, std::memory_order_acq_rel);
         for (auto& t : pipeline_.threads_)
@@ -459,6 +501,7 @@ public:
             d.order = order;
             if (d.kind == PayloadClass::sip) {
                 current_order_ = d.order;
+                current_clock_ = before;
                 // Each side's timers run to the newest time before its datagram, as with a
                 // single reader, whatever media are held back: when a message meets a dialog, or
                 // a packet its stream, must not depend on how far the peers are.
@@ -468,9 +511,8 @@ public:
                 // The peers reading beside this shard have just seen this SIP go by: their
                 // media after it wait for this, not for the next regular publication.
                 publish_reading();
-            } else if (held_.empty() && media_may_go(d.order)) {
-                apply_bindings_before(d.order);
-                media_to(before);
+            } else if (held_.empty() && media_may_go(d.order, before)) {
+                ready_for_media(d.order, before);
                 worker().process(d, *this);
                 catch_up_clock();
             } else {
@@ -532,12 +574,24 @@ private:
 
     // Bindings before `order` from every shard are all here (in waiting_): the peers have
     // passed `order`, or every peer SIP read so far.
-    bool media_may_go(std::uint64_t order) {
+    // And every end of bindings due by `before` (the newest input time before it) is here: no
+    // peer has a dialog whose linger may run out by then unfinished.
+    bool media_may_go(std::uint64_t order, Timestamp before) {
         const std::uint64_t needed = std::min(order, peer_sip_end_);
-        if (horizon_ >= needed) return true;
+        if (horizon_ >= needed && before.us < release_horizon_) return true;
         horizon_ = peers_progress();
+        release_horizon_ = peers_release_floor();
         drain_shard_links();
-        return horizon_ >= needed;
+        return horizon_ >= needed && before.us < release_horizon_;
+    }
+
+    // Where a single reader stood before this media datagram: its SIP side's timers (this
+    // shard's own ends of bindings due by then), every binding and end before it applied, then
+    // its media side's timers.
+    void ready_for_media(std::uint64_t order, Timestamp before) {
+        sip_to(before);
+        apply_bindings_before(order, before);
+        media_to(before);
     }
 
     // The shard's clock follows the input while none of its media is held back.
@@ -550,6 +604,7 @@ private:
         const bool sip = clock_ > sip_clock_;
         const bool media = clock_ > media_clock_;
         if (sip && media) {
+            expiring_from_ = sip_clock_;
             sip_clock_ = media_clock_ = clock_;
             worker().advance(clock_, *this);
         } else if (sip) {
@@ -562,6 +617,7 @@ private:
     // One side's timers, up to `t` (never back).
     void sip_to(Timestamp t) {
         if (t <= sip_clock_) return;
+        expiring_from_ = sip_clock_;
         sip_clock_ = t;
         worker().advance_sip(t, *this);
     }
@@ -571,9 +627,15 @@ private:
         worker().advance_media(t, *this);
     }
 
-    // Every own SIP datagram read so far is processed and its bindings are on their links.
+    // Every own SIP datagram read so far is processed, its SIP side's timers are where a single
+    // reader's would be here (the newest time read: SIP is never held back), and what both sent
+    // is on the links; then the release floor, then the progress.
     void publish_reading() {
+        sip_to(watermark_);
         flush_out();
+        // The ends still to come are due at a deadline not passed yet, or, times having gone
+        // back, at the clock's next step.
+        release_floor.store(std::max(worker().next_sip_deadline_us(), sip_clock_.us + 1), std::memory_order_release);
         if (next_order_ > progress.load(std::memory_order_relaxed)) advance_progress(next_order_);
     }
 
@@ -594,9 +656,8 @@ private:
         if (!in_place && d.payload.size() + d.correlation_id.size() > pipeline_.options_.batch_bytes) {
             // Fits no batch: everything before it goes first, then it, in order.
             drain_own_held(true);
-            while (!media_may_go(d.order)) wait_for_peers(d.order);
-            apply_bindings_before(d.order);
-            media_to(before);
+            while (!media_may_go(d.order, before)) wait_for_peers(d.order, before);
+            ready_for_media(d.order, before);
             worker().process(d, *this);
             catch_up_clock();
             return;
@@ -620,13 +681,13 @@ private:
             const std::span<const Datagram> ds = h.batch->datagrams();
             while (h.next < ds.size()) {
                 const Datagram& d = ds[h.next];
-                if (!media_may_go(d.order)) {
+                const Timestamp before = held_before_.front();
+                if (!media_may_go(d.order, before)) {
                     if (!wait) return false;
-                    wait_for_peers(d.order);
+                    wait_for_peers(d.order, before);
                     continue;
                 }
-                apply_bindings_before(d.order);
-                media_to(held_before_.front());
+                ready_for_media(d.order, before);
                 held_before_.pop_front();
                 worker().process(d, *this);
                 ++h.next;
@@ -639,12 +700,14 @@ private:
         return true;
     }
 
-    // Sleeps until the peers have read past `order`, taking their bindings meanwhile (a peer may
-    // wait for room on its link to this shard).
-    void wait_for_peers(std::uint64_t order) {
+    // Sleeps until the peers have read past `order` and their release floor `before`, taking
+    // their bindings meanwhile (a peer may wait for room on its link to this shard). A peer rings
+    // at every publication once its progress is past `order`.
+    void wait_for_peers(std::uint64_t order, Timestamp before) {
         publish_reading();
         waits_for.store(order, std::memory_order_relaxed);
-        sleep_unless([&] { return peers_progress() >= order || inbound_bindings(); });
+        sleep_unless(
+            [&] { return (peers_progress() >= order && peers_release_floor() > before.us) || inbound_bindings(); });
         waits_for.store(UINT64_MAX, std::memory_order_relaxed);
         drain_shard_links();
     }
@@ -671,6 +734,7 @@ private:
     const bool live_ticks_;
     std::thread thread_;
     std::uint64_t current_order_ = 0;
+    Timestamp current_clock_{};         // run_readers: the newest input time before that SIP datagram
     std::uint64_t horizon_ = 0;         // peers' progress as last read (ordered mode)
     std::uint64_t popped_end_ = 0;      // order after the last datagram taken off the queues
     std::uint64_t published_seen_ = 0;  // the producer's published_ as last read (ordered mode)
@@ -683,11 +747,14 @@ private:
     std::unique_ptr<BatchPool> own_pool_;
     std::vector<std::deque<HeldBinding>> waiting_;  // by sending shard (ordered mode)
     std::uint64_t waiting_first_ = UINT64_MAX;      // at most the lowest order waiting there
+    std::int64_t waiting_first_time_ = std::numeric_limits<std::int64_t>::max();  // and time of an end waiting
+    std::int64_t release_horizon_ = std::numeric_limits<std::int64_t>::min();     // peers' release floor as last read
     Timestamp clock_{};
     // run_readers: each side's own clock (sip_to, media_to), and per held media datagram the
     // newest time in the input before it.
     Timestamp sip_clock_{};
     Timestamp media_clock_{};
+    Timestamp expiring_from_{};  // the SIP side's clock before its current step (ends sent in it)
     std::deque<Timestamp> held_before_;
     Timestamp last_tick_{};     // on pipeline_.clock_ (live mode)
     bool saw_traffic_ = false;  // since the last tick

@@ -27,6 +27,7 @@
 #include <atomic>
 #include <cstddef>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -66,6 +67,9 @@ public:
     // back for the peers); advance() moves both.
     virtual void advance_sip(Timestamp now, BindingSink& out) { advance(now, out); }
     virtual void advance_media(Timestamp now, BindingSink& out) { advance(now, out); }
+    // No advance_sip() to a packet time before this one sends the end of a binding (a
+    // MediaBinding with at_deadline): shards reading together let their media run up to it.
+    virtual std::int64_t next_sip_deadline_us() const noexcept { return std::numeric_limits<std::int64_t>::max(); }
     // Nothing more will arrive (end of an offline run, or shutdown).
     virtual void finish(Timestamp end) = 0;
 };

@@ -68,6 +68,7 @@ public:
     void advance(Timestamp now, BindingSink& out) override;
     void advance_sip(Timestamp now, BindingSink& out) override;
     void advance_media(Timestamp now, BindingSink& out) override;
+    std::int64_t next_sip_deadline_us() const noexcept override { return dialogs_.next_deadline_us(); }
     void finish(Timestamp end) override;
 
     const sip::DialogTable& dialogs() const noexcept { return dialogs_; }

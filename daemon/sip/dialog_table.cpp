@@ -129,7 +129,7 @@ Disposition DialogTable::process(const Message& m, const PacketMeta& meta) {
         at = lookup(call_hash, m.call_id, m.to.tag);
         side = Party::callee;
     }
-    if (at != Table::kNone) at = settle(at, meta.time);
+    if (at != Table::kNone) at = settle(at, meta.time, false);
     if (at != Table::kNone && side == Party::caller && follows_redirect(table_[at], m)) {
         // Its linger cut short: the key now names the new call.
         account_removed(table_.entry(at), false, at, meta.time);
@@ -582,16 +582,16 @@ void DialogTable::finish(Dialog& d, DialogState state, Timestamp when) {
     count_cause(d);
 }
 
-std::uint32_t DialogTable::settle(std::uint32_t at, Timestamp now) {
-    while (at != Table::kNone && table_[at].time(DialogTime::deadline) <= now) at = on_deadline(at);
+std::uint32_t DialogTable::settle(std::uint32_t at, Timestamp now, bool by_clock) {
+    while (at != Table::kNone && table_[at].time(DialogTime::deadline) <= now) at = on_deadline(at, by_clock);
     return at;
 }
 
-std::uint32_t DialogTable::on_deadline(std::uint32_t at) {
+std::uint32_t DialogTable::on_deadline(std::uint32_t at, bool by_clock) {
     auto& entry = table_.entry(at);
     Dialog& d = entry.value;
     if (d.finished()) {
-        account_removed(entry, false, at, d.time(DialogTime::deadline));  // the end of its linger
+        account_removed(entry, false, at, d.time(DialogTime::deadline), by_clock);  // the end of its linger
         table_.erase(at);
         return Table::kNone;
     }
@@ -628,7 +628,7 @@ void DialogTable::expire(Timestamp now) {
     // comes up here; one that is not due yet (its deadline moved on) is armed again.
     while (const auto item = due_.pop_due(now.us)) {
         if (!table_.contains(item->at)) continue;  // retired or evicted since
-        const std::uint32_t kept = settle(item->at, now);
+        const std::uint32_t kept = settle(item->at, now, true);
         if (kept != Table::kNone) queue_deadline(kept);
     }
 }
@@ -661,7 +661,7 @@ const CallerIdentity& DialogTable::caller_identity(std::string_view call_id, std
     return at == Table::kNone ? kNoCallerIdentity : caller_identity_of(at);
 }
 
-void DialogTable::end_media(std::uint32_t at, const Table::Entry& entry, Timestamp when) {
+void DialogTable::end_media(std::uint32_t at, const Table::Entry& entry, Timestamp when, bool at_deadline) {
     if (sink_ == nullptr) return;
     const SdpSides sides = sdp_sides_.get(at, entry.value.hops);
     // Each media address with the other end of its media line on the same hop (as emit_sdp()
@@ -672,6 +672,7 @@ void DialogTable::end_media(std::uint32_t at, const Table::Entry& entry, Timesta
     ended.call_id = entry.key.call_id();
     ended.dialog = tag_id(entry.key.from_tag());
     ended.dialog_ended = true;
+    ended.at_deadline = at_deadline;
     ended.time = when;
     for (const SdpSide& side : sides) {
         if (side.hop == 0) continue;
@@ -693,8 +694,9 @@ void DialogTable::end_media(std::uint32_t at, const Table::Entry& entry, Timesta
     sdp_sides_.clear(at);
 }
 
-void DialogTable::account_removed(const Table::Entry& entry, bool evicted, std::uint32_t at, Timestamp when) {
-    end_media(at, entry, when);
+void DialogTable::account_removed(const Table::Entry& entry, bool evicted, std::uint32_t at, Timestamp when,
+                                  bool at_deadline) {
+    end_media(at, entry, when, at_deadline);
     if (removed_sink_ != nullptr)
         removed_sink_->on_dialog_removed(entry.key.call_id(), entry.key.from_tag(), entry.value, caller_identity_of(at),
                                          evicted);

@@ -117,6 +117,9 @@ public:
 
     // Dialog and transaction tables' structures plus the heap their keys (and endpoints not IPv4) hold.
     std::size_t memory_bytes() const noexcept;
+    // A lower bound of every dialog's deadline (microseconds; the largest value with none): no
+    // expire() before this packet time ends a dialog or its bindings.
+    std::int64_t next_deadline_us() const noexcept { return due_.earliest(); }
 
 private:
     using Table = LruTable<DialogKey, Dialog, DialogKeyHash>;
@@ -133,9 +136,10 @@ private:
     void on_invite_response(Dialog& d, std::size_t hop_index, const Message& m, Timestamp now);
     void emit_sdp(std::uint32_t at, const Message& m, Hop hop, Timestamp now);
 
-    std::uint32_t settle(std::uint32_t at, Timestamp now);
+    // by_clock: the packet clock reached `now` (expire()), not a message of the dialog.
+    std::uint32_t settle(std::uint32_t at, Timestamp now, bool by_clock);
     // One timer step: finish an open dialog, or retire a finished one. Returns kNone if retired.
-    std::uint32_t on_deadline(std::uint32_t at);
+    std::uint32_t on_deadline(std::uint32_t at, bool by_clock);
     void finish(Dialog& d, DialogState state, Timestamp when);
     void classify_peers(Dialog& d);
     void follow_callee_side(Dialog& d, const PacketMeta& meta);
@@ -153,10 +157,12 @@ private:
     void defect(MessageDefect d) noexcept;
     // `now`/`when`: when a dialog leaves the table (dates the end of its bindings; 0 at restore).
     void insert_entry(DialogKey key, const Dialog& record, std::uint32_t* at_out, Timestamp now);
-    void account_removed(const Table::Entry& entry, bool evicted, std::uint32_t at, Timestamp when);
+    // at_deadline: removed because the packet clock reached `when` (expire(), not a message or an insert).
+    void account_removed(const Table::Entry& entry, bool evicted, std::uint32_t at, Timestamp when,
+                         bool at_deadline = false);
     // Tells the owners of the media addresses of the dialog `entry` (its SDP sides still at `at`)
     // that its bindings go.
-    void end_media(std::uint32_t at, const Table::Entry& entry, Timestamp when);
+    void end_media(std::uint32_t at, const Table::Entry& entry, Timestamp when, bool at_deadline);
 
     DialogConfig config_;
     MediaSink* sink_;

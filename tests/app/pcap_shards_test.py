@@ -63,11 +63,17 @@ def mixed_capture(path):
 
 
 def run(paths, cores):
-    p = subprocess.run([HEPD, "pcap", *paths, "--cores", str(cores), "--json", "-"], stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, timeout=300)
+    with tempfile.TemporaryDirectory() as work:
+        records = os.path.join(work, "records.jsonl")
+        p = subprocess.run([HEPD, "pcap", *paths, "--cores", str(cores), "--json", "-", "--records", records],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+        # Every call with its streams (each stream's Call-ID is where a binding landed); the shards
+        # write them as their calls end, so in an order of their own.
+        lines = sorted(open(records).read().splitlines()) if os.path.exists(records) else []
     report = json.loads(p.stdout) if p.stdout else {}
     # What may differ with the shard count: timings, memory, the shard list.
     kept = {k: v for k, v in report.items() if k not in ("run", "shards")}
+    kept["call records"] = lines
     error = p.stderr.decode(errors="replace").strip().splitlines()
     return p.returncode, kept, [line for line in error if line.startswith("hepd:")]
 
