@@ -138,18 +138,23 @@ bool is_voice(const RtpPacket& p) noexcept {
     return !is_event_shaped(p) && static_payload(p.payload_type).codec != Codec::comfort_noise;
 }
 
-// Whether arrival and RTP timestamp moved apart by more than kMaxTimestampJumpSeconds since the
-// previous voice packet, under each clock the payload type may have.
+// Whether arrival times and RTP timestamps of two packets of payload type `pt` moved apart by
+// more than kMaxTimestampJumpSeconds, under each clock the payload type may have.
+bool times_apart(std::uint8_t pt, std::int64_t arrival_delta_us, std::uint32_t timestamp_delta) noexcept {
+    const double arrival_delta = static_cast<double>(arrival_delta_us) / 1e6;
+    const auto ticks = static_cast<double>(static_cast<std::int32_t>(timestamp_delta));
+    const std::uint32_t assigned = static_payload(pt).clock_rate;
+    if (assigned != 0) return std::fabs(arrival_delta - ticks / assigned) > kMaxTimestampJumpSeconds;
+    for (const std::uint32_t rate : kCandidateClockRates)
+        if (std::fabs(arrival_delta - ticks / rate) <= kMaxTimestampJumpSeconds) return false;
+    return true;
+}
+
+// Whether this voice packet's timestamp broke from the previous voice packet's.
 bool timestamp_breaks(const Stream& s, const RtpPacket& p, Timestamp arrival) noexcept {
     if ((s.flags & Stream::kHasVoiceReference) == 0 || p.payload_type != s.voice_payload_type || !is_voice(p))
         return false;
-    const double arrival_delta = static_cast<double>(arrival.us - s.last_voice_arrival_us()) / 1e6;
-    const auto timestamp_delta = static_cast<double>(static_cast<std::int32_t>(p.timestamp - s.last_voice_timestamp));
-    const std::uint32_t assigned = static_payload(p.payload_type).clock_rate;
-    if (assigned != 0) return std::fabs(arrival_delta - timestamp_delta / assigned) > kMaxTimestampJumpSeconds;
-    for (const std::uint32_t rate : kCandidateClockRates)
-        if (std::fabs(arrival_delta - timestamp_delta / rate) <= kMaxTimestampJumpSeconds) return false;
-    return true;
+    return times_apart(p.payload_type, arrival.us - s.last_voice_arrival_us(), p.timestamp - s.last_voice_timestamp);
 }
 
 // Zeros standing in for the payload of a held packet when it is measured after all: only its
@@ -159,16 +164,22 @@ const std::uint8_t kZeroPayload[kMaxHeldPayload] = {};
 
 }  // namespace
 
-Continuity classify(const Stream& s, const RtpPacket& p, Timestamp arrival) noexcept {
+Continuity classify(const Stream& s, const RtpPacket& p, Timestamp arrival, bool judge_timestamps) noexcept {
     if (const HeldPacket& held = s.held(); held.valid) {
+        // The next packet confirms a restart when it follows the held one in sequence and, a
+        // voice packet of its payload type, in timestamp too: one that follows the old stream's
+        // timestamps makes the held packet a stray.
+        const std::int64_t held_arrival = s.last.us + held.after_last_us;
         const bool follows = p.sequence == static_cast<std::uint16_t>(held.sequence + 1U) &&
-                             arrival.us >= s.last.us + held.after_last_us;
+                             arrival.us >= held_arrival &&
+                             !(p.payload_type == held.payload_type && is_voice(p) &&
+                               times_apart(p.payload_type, arrival.us - held_arrival, p.timestamp - held.timestamp));
         return follows ? Continuity::restarted : Continuity::stray;
     }
     if (!s.sequence.validated) return Continuity::continues;  // A.1 probation judges the start
     const auto udelta = static_cast<std::uint16_t>(p.sequence - s.sequence.max_seq);
     const bool jump = udelta >= kMaxDropout && udelta <= kSeqMod - kMaxMisorder;
-    return jump || timestamp_breaks(s, p, arrival) ? Continuity::breaks : Continuity::continues;
+    return jump || (judge_timestamps && timestamp_breaks(s, p, arrival)) ? Continuity::breaks : Continuity::continues;
 }
 
 void hold_packet(Stream& s, const RtpPacket& p, Timestamp arrival) {

@@ -195,7 +195,10 @@ enum class Continuity : std::uint8_t {
     restarted,  // follows the held packet: the sender restarted; a new stream begins with both
     stray,      // does not follow the held packet: measure the held one, then this one
 };
-Continuity classify(const Stream& stream, const RtpPacket& packet, Timestamp arrival) noexcept;
+// judge_timestamps false: a sequence jump only (the packet after a stray, whose timestamp was the
+// one out of line: it is no reference to judge the next by).
+Continuity classify(const Stream& stream, const RtpPacket& packet, Timestamp arrival,
+                    bool judge_timestamps = true) noexcept;
 void hold_packet(Stream& stream, const RtpPacket& packet, Timestamp arrival);  // allocates the extras
 // The held packet as a packet again (its payload octets are zeros of the right length) with its
 // arrival, and the stream without it.

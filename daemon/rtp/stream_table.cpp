@@ -144,8 +144,9 @@ void StreamTable::on_rtp(const PacketMeta& meta, const RtpPacket& packet) {
     case Continuity::stray: {
         const TakenPacket held = take_held(stream);
         measure(at, held.packet, held.arrival);
-        // The stray may itself have been the first of a restart: judge this packet afresh.
-        if (classify(streams_[at].stream, packet, meta.time) == Continuity::breaks) {
+        // This packet may itself be the first of a restart: judge it afresh, by its sequence
+        // number (the stray's timestamp is no reference).
+        if (classify(streams_[at].stream, packet, meta.time, false) == Continuity::breaks) {
             hold(at, packet, meta.time);
         } else {
             measure(at, packet, meta.time);
@@ -216,6 +217,11 @@ ReceiverView& StreamTable::receiver_view(std::uint32_t at) {
 }
 
 void StreamTable::end_stream(std::uint32_t at, FinishReason reason) {
+    // A packet held for the next one to judge counts as the stray it turned out to be.
+    if (streams_[at].stream.held().valid) {
+        const TakenPacket held = take_held(streams_[at].stream);
+        measure(at, held.packet, held.arrival);
+    }
     finish_stream(at, reason);
     if (streams_[at].stream.extras.allocated()) --extras_count_;
     if (streams_[at].stream.receiver.allocated()) --views_count_;

@@ -219,6 +219,44 @@ TEST_CASE("a source that never passes probation is scored not at all", "[rtp][st
     CHECK(t.stats().jitter_seconds.count() == 1);
 }
 
+TEST_CASE("a restart needs the next packet to follow the held one in timestamp too", "[rtp][stream][table][restart]") {
+    StreamTable t(small_config());
+    RecordingSink sink;
+    t.set_sink(&sink);
+    // One packet of 100 with its timestamp 50 s out of line, its neighbours in line: a stray.
+    for (int i = 0; i < 100; ++i) {
+        const std::uint32_t ts = static_cast<std::uint32_t>(i * 160) + (i == 50 ? 400'000U : 0U);
+        t.on_rtp(meta_at(i * 20'000LL, alice, bob), make_rtp(0, static_cast<std::uint16_t>(100 + i), ts, 1));
+    }
+    // A sender that restarts numbering and timestamps: held, confirmed by the next packet.
+    send(t, bob, alice, 2, 50, 0, 0, 100);
+    for (int i = 0; i < 50; ++i)
+        t.on_rtp(
+            meta_at(1'000'000 + i * 20'000LL, bob, alice),
+            make_rtp(0, static_cast<std::uint16_t>(30'000 + i), 9'000'000U + static_cast<std::uint32_t>(i * 160), 2));
+    t.finish_all(Timestamp{kBaseUs + 10'000'000});
+    CHECK(t.stats().streams_finished[static_cast<std::size_t>(FinishReason::restarted)].value() == 1);
+    REQUIRE(sink.finished.size() == 3);
+    const Finished* stray = sink.by_ssrc(1);
+    REQUIRE(stray != nullptr);
+    CHECK(stray->reason == FinishReason::flushed);
+    CHECK(stray->stream.packets == 100);
+    CHECK(stray->summary.expected == 99);  // A.1: counted from the packet that validated the source
+    CHECK(stray->summary.lost == 0);
+}
+
+TEST_CASE("a packet held when its stream ends counts as the stray it was", "[rtp][stream][table][restart]") {
+    StreamTable t(small_config());
+    RecordingSink sink;
+    t.set_sink(&sink);
+    send(t, alice, bob, 1, 30);
+    t.on_rtp(meta_at(30 * 20'000LL, alice, bob), make_rtp(8, 100 + 30 + 10'000, 30 * 160, 1));  // a jump: held
+    t.finish_all(Timestamp{kBaseUs + 10'000'000});
+    REQUIRE(sink.finished.size() == 1);
+    CHECK(sink.finished[0].stream.packets == 31);
+    CHECK(sink.finished[0].stream.bytes == t.stats().rtp_bytes.value());
+}
+
 TEST_CASE("a flood of 100k SSRCs keeps memory flat and counts every eviction", "[rtp][stream][table][cap]") {
     StreamTableConfig c = small_config();
     c.max_streams = 1000;
