@@ -11,7 +11,10 @@
 // a shard processes the SIP of each batch as soon as it takes it and publishes how far its SIP is done; media wait only
 // until every other shard's SIP (and the producer's queueing of SIP) has passed them. The shard furthest behind never
 // waits. `hepd pcap` goes further (run_readers): no producer, every shard reads the input and keeps its own,
-// under the same rules. Live, bindings apply as they arrive.
+// under the same rules; there the end of a dialog's bindings when its linger runs out, which a
+// single reader's clock brings at no message of its own, goes by time: before the first media
+// datagram whose newest earlier input time has reached it, media waiting below the peers'
+// release floors (their earliest deadlines). Live, bindings apply as they arrive.
 //
 // Nobody polls: a thread with nothing to do (a shard, a lossless producer waiting for room, the
 // caller of run_on_shards) sleeps on a Doorbell, and every event that can unblock it rings it.
