@@ -183,10 +183,10 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
     }
     if (!args.json_path.empty()) {
         if (args.json_path == "-") {
-            std::cout << doc.dump(2) << "\n";
+            std::cout << report::render_json(doc);
         } else {
             std::ofstream out(args.json_path);
-            out << doc.dump(2) << "\n";
+            out << report::render_json(doc);
             if (!out) {
                 std::fprintf(stderr, "hepd: cannot write %s\n", args.json_path.c_str());
                 return kExitDataError;

@@ -215,6 +215,7 @@ void CaptureSource::raw(const L4Packet& p, PayloadClass kind, ByteSpan payload, 
     d.transport = p.transport == Transport::tcp ? shard::Transport::tcp : shard::Transport::udp;
     d.kind = kind;
     d.hep_payload_type = 0;
+    d.from_agent = false;  // the member may last have carried a HEP agent's datagram
     d.agent = 0;
     d.capture_id = 0;
     d.correlation_id = {};

@@ -51,14 +51,10 @@ std::uint16_t ether_type_of_version(std::uint8_t first) noexcept {
     }
 }
 
-// Ethernet II with VLAN/QinQ tags; `truncated` is the error a short header gives (a capture's
-// own link layer and an Ethernet frame inside a tunnel fail differently).
-DecodeError strip_ethernet(ByteSpan d, NetworkLayer& n, DecodeError truncated) noexcept {
-    if (d.size() < 14) return truncated;
-    std::size_t off = 12;
-    std::uint16_t type = load_be16(d.data() + off);
-    off += 2;
-    // Keep the innermost VLAN id; bound the walk so a hostile frame cannot loop.
+// The 802.1Q/QinQ tags from `off` on, `type` the EtherType before them: keeps the innermost
+// VLAN id; the walk is bounded so a hostile frame cannot loop.
+DecodeError strip_vlan_tags(ByteSpan d, std::size_t off, std::uint16_t type, NetworkLayer& n,
+                            DecodeError truncated) noexcept {
     for (int depth = 0; depth < 4 && (type == kEtherVlan || type == kEtherQinQ || type == kEtherQinQOld); ++depth) {
         if (d.size() < off + 4) return truncated;
         n.vlan = load_be16(d.data() + off) & 0x0fff;
@@ -70,20 +66,28 @@ DecodeError strip_ethernet(ByteSpan d, NetworkLayer& n, DecodeError truncated) n
     return DecodeError::none;
 }
 
+// Ethernet II with VLAN/QinQ tags; `truncated` is the error a short header gives (a capture's
+// own link layer and an Ethernet frame inside a tunnel fail differently).
+DecodeError strip_ethernet(ByteSpan d, NetworkLayer& n, DecodeError truncated) noexcept {
+    if (d.size() < 14) return truncated;
+    std::size_t off = 12;
+    std::uint16_t type = load_be16(d.data() + off);
+    off += 2;
+    return strip_vlan_tags(d, off, type, n, truncated);
+}
+
 DecodeError strip_link(const Frame& frame, NetworkLayer& n) noexcept {
     const ByteSpan d = frame.data;
     switch (frame.link_type) {
     case LinkType::ethernet: return strip_ethernet(d, n, DecodeError::truncated_link);
+    // libpcap puts a VLAN tag the NIC took off back after the SLL header (tcpdump -i any on a
+    // trunk): protocol 0x8100, the tag, then the real EtherType.
     case LinkType::linux_sll:
         if (d.size() < 16) return DecodeError::truncated_link;
-        n.ether_type = load_be16(d.data() + 14);
-        n.bytes = d.subspan(16);
-        return DecodeError::none;
+        return strip_vlan_tags(d, 16, load_be16(d.data() + 14), n, DecodeError::truncated_link);
     case LinkType::linux_sll2:
         if (d.size() < 20) return DecodeError::truncated_link;
-        n.ether_type = load_be16(d.data());
-        n.bytes = d.subspan(20);
-        return DecodeError::none;
+        return strip_vlan_tags(d, 20, load_be16(d.data()), n, DecodeError::truncated_link);
     case LinkType::null_loopback: {
         if (d.size() < 4) return DecodeError::truncated_link;
         std::uint16_t type = family_ether_type(load_le32(d.data()));

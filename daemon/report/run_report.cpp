@@ -389,6 +389,10 @@ std::string histogram_span(const json& s) {
 }
 }  // namespace
 
+std::string render_json(const nlohmann::json& report) {
+    return report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
 std::string render_summary(const json& r) {
     const auto& run = r["run"];
     return r["capture"]["frames"].dump() + " frames in " + fixed(run["wall_seconds"].get<double>()) + " s (" +

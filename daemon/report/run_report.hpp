@@ -48,5 +48,8 @@ struct RunInputs {
 nlohmann::json build_report(const RunInfo& info, const RunInputs& inputs);
 std::string render_text(const nlohmann::json& report);
 std::string render_summary(const nlohmann::json& report);  // one line
+// The report as JSON text, with a newline. Call-IDs and tags are the packets' bytes: any that
+// are not UTF-8 come out with U+FFFD in their place.
+std::string render_json(const nlohmann::json& report);
 
 }  // namespace hepd::report

@@ -698,3 +698,34 @@ TEST_CASE("split: block boundaries, files that end on one, and a file cut short"
     }
     std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("a raw packet after a HEP one is no capture agent's copy", "[pcap][classify]") {
+    // A capture on a proxy that also mirrors HEP: only the agents' copies meet the duplicate
+    // filter, whatever came before a raw packet in the file.
+    auto reader = FileReader::open(test::fixture_path("kamailio-siptrace-hep3-udp.pcap"));
+    REQUIRE(reader);
+    FileReader walk = reader->clone();
+    Frame hep_frame;
+    REQUIRE(walk.next(hep_frame));
+    const std::string sip = "OPTIONS sip:a@example.net SIP/2.0\r\nCall-ID: raw-1\r\nCSeq: 1 OPTIONS\r\n\r\n";
+    std::vector<std::uint8_t> raw = {0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 6, 0x08, 0x00,  // Ethernet
+                                     0x45, 0, 0, 0, 0, 1, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+                                     0x13, 0xc4, 0x13, 0xc4, 0, 0, 0, 0};
+    store_be16(raw.data() + 14 + 2, static_cast<std::uint16_t>(28 + sip.size()));
+    store_be16(raw.data() + 34 + 4, static_cast<std::uint16_t>(8 + sip.size()));
+    raw.insert(raw.end(), sip.begin(), sip.end());
+    Frame raw_frame;
+    raw_frame.time = hep_frame.time;
+    raw_frame.data = ByteSpan(raw);
+
+    CaptureSource source{CaptureOptions{}};
+    std::vector<std::pair<PayloadClass, bool>> seen;  // kind, from an agent
+    auto sink = [&](const shard::Datagram& d) { seen.emplace_back(d.kind, d.from_agent); };
+    source.process(hep_frame, sink);
+    source.process(raw_frame, sink);
+    source.process(hep_frame, sink);
+    REQUIRE(seen.size() == 3);
+    CHECK(seen[0] == std::pair{PayloadClass::sip, true});
+    CHECK(seen[1] == std::pair{PayloadClass::sip, false});
+    CHECK(seen[2] == std::pair{PayloadClass::sip, true});
+}

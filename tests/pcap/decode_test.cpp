@@ -93,3 +93,44 @@ TEST_CASE("the one-pass UDP decode gives what the general path gives, or decline
     CHECK(t.taken > 1000);      // not vacuous: the fixtures are mostly plain UDP
     CHECK(t.taken < t.frames);  // and the rest reached the general path
 }
+
+TEST_CASE("SLL and SLL2 frames with the VLAN tag libpcap puts back decode as their untagged twins", "[pcap][decode]") {
+    // libpcap restores a tag the NIC took off after the cooked header (tcpdump -i any on a
+    // trunk): protocol 0x8100, the TCI, then the real EtherType.
+    const std::vector<std::uint8_t> ip = {0x45, 0,  0,  30, 0,    1,    0x40, 0,    64, 17, 0, 0, 10,  0,  0,
+                                          1,    10, 0,  0,  2,    0x13, 0xc4, 0x13, 0xd8, 0,  10, 0, 0, 'h', 'i'};
+    const auto frame_of = [&](LinkType link, std::vector<std::uint8_t> bytes) {
+        bytes.insert(bytes.end(), ip.begin(), ip.end());
+        return std::pair{link, bytes};
+    };
+    // SLL: packet type, ARPHRD_ETHER, address length and 8 address bytes, then the protocol.
+    const std::vector<std::uint8_t> sll = {0, 0, 0, 1, 0, 6, 2, 0, 0, 0, 0, 1, 0, 0};
+    // SLL2: the protocol first, reserved, interface index, ARPHRD, packet type, address length, address.
+    const std::vector<std::uint8_t> sll2_protocol_after = {0, 0, 0, 0, 0, 2, 0, 1, 0, 6, 2, 0, 0, 0, 0, 1, 0, 0};
+    const auto with = [](std::vector<std::uint8_t> head, std::vector<std::uint8_t> tail) {
+        head.insert(head.end(), tail.begin(), tail.end());
+        return head;
+    };
+    const std::vector<std::pair<LinkType, std::vector<std::uint8_t>>> untagged_and_tagged[] = {
+        {frame_of(LinkType::linux_sll, with(sll, {0x08, 0x00})),
+         frame_of(LinkType::linux_sll, with(sll, {0x81, 0x00, 0x00, 100, 0x08, 0x00}))},
+        {frame_of(LinkType::linux_sll2, with({0x08, 0x00}, sll2_protocol_after)),
+         frame_of(LinkType::linux_sll2, with(with({0x81, 0x00}, sll2_protocol_after), {0x00, 100, 0x08, 0x00}))},
+    };
+    for (const auto& twins : untagged_and_tagged) {
+        std::vector<L4Packet> got;
+        for (const auto& [link, bytes] : twins) {
+            Frame f;
+            f.link_type = link;
+            f.data = ByteSpan(bytes);
+            const auto p = decode_frame(f);
+            REQUIRE(p);
+            got.push_back(*p);
+            CHECK(std::string(as_text(p->payload)) == "hi");
+        }
+        CHECK(got[0].vlan == 0);
+        CHECK(got[1].vlan == 100);
+        CHECK(got[0].src == got[1].src);
+        CHECK(got[0].dst == got[1].dst);
+    }
+}

@@ -285,3 +285,17 @@ TEST_CASE("report: PDD and setup extremes cover the calls still ringing or up at
     CHECK(collector.duration().count == 1);
     CHECK(collector.failed_total() == 0);  // unfinished calls are not failed ones
 }
+
+TEST_CASE("report: the JSON text replaces packet bytes that are not UTF-8", "[report]") {
+    // Call-IDs and tags are whatever the packets held; the report must still be written.
+    Input in;
+    sip::Dialog refused;
+    refused.state = sip::DialogState::failed;
+    refused.set_invite_time(Timestamp::from_parts(1796013063, 0));
+    refused.final_status = 486;
+    in.collector.on_dialog_removed("bad\xff\xfe-id@test", "tag\xc3", refused, {}, false);
+    std::string text;
+    REQUIRE_NOTHROW(text = render_json(in.report()));
+    CHECK(contains(text, "bad\xef\xbf\xbd\xef\xbf\xbd-id@test"));  // U+FFFD for each byte
+    CHECK(nlohmann::json::parse(text)["dialogs"]["failed_total"] == 2);
+}
