@@ -188,6 +188,7 @@ int Daemon::start() {
     po.idle_tick_us = 1'000'000;  // an idle shard wakes once a second to expire what has timed out
     po.clock = &steady_;
     pipeline_ = std::make_unique<shard::Pipeline>(po, std::move(owned));
+    if (restored_) pipeline_->seed_clock(clock_.now());
     spdlog::info("{} reconstruction shards", shard_count);
 
     start_relays(po.producers);
@@ -223,6 +224,7 @@ void Daemon::restore_snapshot() {
         return;
     }
     const auto counts = snapshot::restore(*file, workers_);
+    restored_ = counts.restored() > 0;
     spdlog::info("restored {} records from {} ({} dialogs, {} streams, {} refused) into {} shards", counts.restored(),
                  snapshot_path_, counts.dialogs.restored, counts.streams.restored, counts.refused(), workers_.size());
     // The snapshot is the state of its moment: after a crash (or a long stop) the messages of the

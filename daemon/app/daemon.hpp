@@ -104,6 +104,7 @@ private:
     std::vector<std::unique_ptr<ingest::UdpReceiver>> udp_;
     std::vector<std::unique_ptr<ingest::TcpListener>> tcp_;
     SnapshotState snapshot_state_;
+    bool restored_ = false;  // the shards hold a snapshot's records (their clocks are seeded)
     // Each shard's record counts at the previous capture: how much of the next image to make
     // ready before the shards pause for it (capture_shards, on one thread at a time).
     std::vector<snapshot::RecordCounts> captured_counts_;

@@ -523,8 +523,10 @@ void StreamTable::insert_binding(const Endpoint& media, const Endpoint& peer, Bi
     const std::uint32_t b = store_binding(key, peer.port != 0 ? media_key(peer) : Endpoint{}, std::move(binding));
     if (b == kNone) return;
     bindings_[b].released = released;
+    // A restore inserts them oldest first, as they were applied: the last one is the newest, the
+    // one a sender no SDP named falls back to (binding_for).
     const std::uint32_t m = find_media(key);
-    if (m != kNone && media_[m].latest == kNone) media_[m].latest = b;
+    if (m != kNone) media_[m].latest = b;
 }
 
 void StreamTable::drop_released_unused() {

@@ -196,7 +196,8 @@ public:
     }
     bool insert(const StreamKey& key, const Stream& stream);  // false if the key is live
     // Binds (media, peer): media_key() of the other end, port 0 when unknown. `released`: its
-    // dialog has ended, it goes with its last stream.
+    // dialog has ended, it goes with its last stream. Bindings of one address go in the order they
+    // were applied (by time): the last is its newest.
     void insert_binding(const Endpoint& media, const Endpoint& peer, Binding binding, bool released = false);
     // After a restore: released bindings that no stream joined (their streams were not restored)
     // go now, as they would have when their last stream left.

@@ -71,6 +71,10 @@ public:
     void join() {
         if (thread_.joinable()) thread_.join();
     }
+    // Before start(): Pipeline::seed_clock().
+    void seed_clock(Timestamp now) noexcept {
+        if (clock_.us == 0) clock_ = now;
+    }
 
     // Links are created before start(); inbound from producers and from other shards.
     std::vector<std::unique_ptr<Link>> producer_links;  // owned here, written by producers
@@ -399,7 +403,8 @@ private:
         last_tick_ = now;
         const bool idle = !saw_traffic_;
         saw_traffic_ = false;
-        // No packet yet: nothing can expire. A clock stepped back: start again from here.
+        // No packet yet (and no restored state: seed_clock()): nothing can expire. A clock stepped
+        // back: start again from here.
         if (idle && clock_.us != 0 && elapsed > 0) {
             clock_.us += elapsed;
             worker().advance(clock_, *this);
@@ -968,6 +973,10 @@ Pipeline::~Pipeline() {
         for (auto& t : threads_) t->bell.ring();
         for (auto& t : threads_) t->join();
     }
+}
+
+void Pipeline::seed_clock(Timestamp now) {
+    for (auto& t : threads_) t->seed_clock(now);
 }
 
 void Pipeline::start() {

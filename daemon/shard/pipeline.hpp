@@ -110,6 +110,11 @@ public:
     Producer& producer(std::size_t i) noexcept { return *producers_[i]; }
     Worker& worker(std::size_t shard) noexcept { return *workers_[shard]; }
 
+    // Live mode, before start(): shards that hold restored state but will see no packet for a
+    // while start their packet clocks at `now` (wall time, which live packet times follow within
+    // hep.clock_offset_limit), so that their idle ticks expire what they hold. A shard's first
+    // packet otherwise starts its clock.
+    void seed_clock(Timestamp now);
     // Starts the shard threads (none with a single shard).
     void start();
     // Ends the run once every producer has flushed and stopped: delivers everything queued

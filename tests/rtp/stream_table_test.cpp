@@ -792,6 +792,38 @@ TEST_CASE("snapshot round trip: visit everything, insert it into a new table", "
     CHECK_FALSE(b.insert_reported(ReportedKey{CompactText("snap@x"), 4}, ReportedStream{}));
 }
 
+TEST_CASE("snapshot round trip: a shared address's newest binding stays its newest", "[rtp][stream][table][snapshot]") {
+    // Two calls answered from one media-server port; a sender no SDP named (behind NAT) joins the
+    // newer call, before a restart and after it.
+    StreamTable a(small_config());
+    const Endpoint carol_rtp{IpAddress::v4(0x0a000003), 32000};
+    for (const auto& [peer, call, at] : {std::tuple{alice, "older", 10}, std::tuple{carol_rtp, "newer", 20}}) {
+        MediaBinding b = media_binding(bob, call, at, {});
+        b.peer = peer;
+        a.bind(b);
+    }
+    struct Saved {
+        Endpoint media, peer;
+        Binding binding;
+        bool released;
+    };
+    std::vector<Saved> saved;
+    a.for_each_binding([&](const Endpoint& media, const Endpoint& peer, const Binding& binding, bool, bool released) {
+        saved.push_back({media, peer, binding, released});
+    });
+    // As snapshot::restore() does: oldest first.
+    std::sort(saved.begin(), saved.end(),
+              [](const Saved& x, const Saved& y) { return x.binding.time < y.binding.time; });
+    StreamTable b(small_config());
+    for (const Saved& s : saved) b.insert_binding(s.media, s.peer, s.binding, s.released);
+
+    const Endpoint nat{IpAddress::v4(0x0a000009), 50000};
+    send(a, nat, bob, 7, 3);
+    send(b, nat, bob, 7, 3);
+    CHECK(a.binding_of({nat, bob, 7})->call_id == "newer");
+    CHECK(b.binding_of({nat, bob, 7})->call_id == "newer");
+}
+
 TEST_CASE("statistics merge across shards", "[rtp][stream][stats]") {
     StreamTable a(small_config());
     StreamTable b(small_config());

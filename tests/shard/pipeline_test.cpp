@@ -411,6 +411,25 @@ TEST_CASE("tick() advances an idle shard's clock by the time elapsed on the inje
     CHECK_FALSE(run.workers[0]->backwards);
 }
 
+TEST_CASE("a shard restored from a snapshot ticks from the seeded time before any packet", "[shard][pipeline]") {
+    // Restored calls and streams must expire on a shard no packet reaches after the restart.
+    ManualClock wall(Timestamp{1'700'000'000'000'000});
+    PipelineOptions o;
+    o.threaded = true;
+    o.idle_tick_us = 3'600'000'000;  // only tick() ticks
+    o.clock = &wall;
+    auto run = make(2, o);
+    run.pipeline->seed_clock(Timestamp{1'700'000'000'000'000});
+    run.pipeline->start();
+    run.pipeline->run_on_shards([](std::size_t, Worker&) {});  // both threads run: their ticks count from here
+    wall.advance_us(4'000'000);
+    run.pipeline->tick();
+    std::vector<Timestamp> clocks(2);
+    run.pipeline->run_on_shards([&](std::size_t s, Worker& w) { clocks[s] = static_cast<RecordingWorker&>(w).clock; });
+    CHECK(clocks == std::vector<Timestamp>(2, Timestamp{1'700'000'004'000'000}));
+    run.pipeline->finish(Timestamp{});
+}
+
 TEST_CASE("run_on_shards wakes sleeping shards and runs on each one's own thread", "[shard][pipeline]") {
     PipelineOptions o;
     o.threaded = true;  // no idle tick: a lost wake-up would hang, not be rescued by a timeout
