@@ -802,7 +802,8 @@ Field relay_field() {
     f.key = "relay";
     f.override_kind = OverrideKind::file_only;
     f.parse = [](Config& c, Ctx& ctx, const Item& item) {
-        constexpr std::uint64_t kMinQueue = 128u << 10;  // two of the largest HEP messages
+        constexpr std::uint64_t kMinQueue = 128u
+                                            << 10;  // ~two of the largest HEP messages (relay::Relay::kMinQueueBytes)
         constexpr std::uint64_t kMaxQueue = 1u << 30;
         std::vector<RelayDestinationConfig> destinations;
         std::map<std::string, Where, std::less<>> names;

@@ -18,6 +18,7 @@
 #include "relay/relay_stats.hpp"
 #include "shard/doorbell.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -39,8 +40,8 @@ struct RelayOptions {
     std::string host;  // a literal address or a name (resolved at every connection attempt)
     std::uint16_t port = 9060;
     Transport transport = Transport::udp;
-    // Ring size per producer. A HEP message (at most 65,535 bytes) always fits an empty ring of
-    // 128 KiB or more.
+    // Ring size per producer, at least kMinQueueBytes: a HEP message (at most 65,535 bytes)
+    // always fits an empty ring.
     std::size_t queue_bytes = 4u << 20;
     std::size_t producers = 1;  // receive threads
     std::chrono::milliseconds reconnect_initial{100};
@@ -55,9 +56,13 @@ struct RelayOptions {
 class Relay {
 public:
     // The receive thread's side; push() is called from that thread only.
+    // A record is at most half its ring: two of the largest HEP messages with their headers.
+    static constexpr std::size_t kMinQueueBytes = 2 * (65535 + MessageRing::kHeaderBytes + 3);
+
     class Producer {
     public:
-        Producer(std::size_t queue_bytes, shard::Doorbell& bell) : ring_(queue_bytes), bell_(bell) {}
+        Producer(std::size_t queue_bytes, shard::Doorbell& bell)
+            : ring_(std::max(queue_bytes, kMinQueueBytes)), bell_(bell) {}
         // Copies `message` into the queue and wakes the sender if it sleeps; false (and counted
         // as queue_full) when the queue has no room.
         bool push(ByteSpan message) noexcept {

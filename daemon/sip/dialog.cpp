@@ -190,6 +190,9 @@ std::uint32_t message_fingerprint(const Message& m, Hop hop) noexcept {
          (std::uint64_t{static_cast<std::uint8_t>(m.method)} << 16) | m.status_code;
     h = mix64(h ^ (std::uint64_t{m.cseq.number} * 0xff51afd7ed558ccdULL));
     if (m.is_response() && m.to.has_tag) h = mix64(h ^ hash_text(m.to.tag));
+    // A retransmission repeats its body too: a callee's second 18x of the same transaction (the
+    // first without SDP, the next with it, or a new SDP) is a message of its own.
+    if (!m.body.empty()) h = mix64(h ^ hash_text(m.body));
     auto fp = static_cast<std::uint32_t>(h ^ (h >> 32));
     if (fp == 0) fp = 1;
     return fp;

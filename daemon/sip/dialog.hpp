@@ -189,7 +189,8 @@ std::uint32_t tag_id(std::string_view tag) noexcept;
 
 // Identity of a message within its transaction, as seen on one hop in one direction: top Via
 // branch + CSeq + method, and for a response also the status code and the To-tag (two forks
-// answer the same branch with the same code, and those are not retransmissions of each other).
+// answer the same branch with the same code, and those are not retransmissions of each other),
+// and the body (a callee's two different 183s are two messages).
 // Seeing a fingerprint twice means a retransmission; the copy a proxy relays on another hop
 // differs by the hop (and usually the branch).
 std::uint32_t message_fingerprint(const Message& message, Hop hop) noexcept;

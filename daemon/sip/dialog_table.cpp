@@ -437,7 +437,9 @@ void DialogTable::on_invite_response(Dialog& d, std::size_t hop_index, const Mes
         d.pending_q850 = q850_of(m);
         // Nothing else happens in a challenged transaction: if no retry comes, the call ended
         // with the challenge. Other pending failures end the call when their timer runs out.
-        d.set_time(DialogTime::end, is_challenge(code) ? now : Timestamp{});
+        // A 422 the caller got (on its own hop) is over as well, unless it retries.
+        const bool reached_caller = is_challenge(code) || (hop_index == 0 && is_retried_failure(code));
+        d.set_time(DialogTime::end, reached_caller ? now : Timestamp{});
         const auto wait = is_challenge(code) ? config_.challenge_timeout : config_.invite_timeout;
         set_deadline(d, std::max(d.time(DialogTime::deadline), plus(now, wait)));
         return;

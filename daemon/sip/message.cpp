@@ -440,8 +440,10 @@ Reason parse_reason(std::string_view reason_value) noexcept {
     for_each_param(params, [&](std::string_view name, std::string_view value, bool) {
         if (!have_cause && matches_name(name, "cause", "cause")) {
             have_cause = true;
-            if (const auto cause = parse_uint<std::uint16_t>(value)) {
-                reason.cause = *cause;
+            // Q.850 causes are 0..127; a larger number is kept as one (clamped below kNoCause,
+            // 0xffff, which means none) so that it still counts, as "other".
+            if (const auto cause = parse_uint<std::uint32_t>(value)) {
+                reason.cause = static_cast<std::uint16_t>(std::min<std::uint32_t>(*cause, 0xfffe));
                 reason.has_cause = true;
             }
         } else if (!have_text && matches_name(name, "text", "text")) {

@@ -353,3 +353,15 @@ TEST_CASE("relay: a name that does not resolve is not_connected, retried", "[rel
     CHECK(r.figures().connected == 0);
     CHECK(r.url() == "udp://relay-test.invalid:9");
 }
+
+TEST_CASE("relay: the smallest queue allowed takes the largest HEP message", "[relay]") {
+    // hepd.yaml allows queue_bytes down to 128 KiB; a HEP message may be 65,535 bytes.
+    RelayOptions o;
+    o.host = "127.0.0.1";
+    o.port = 9;
+    o.queue_bytes = 128u << 10;
+    Relay relay(o);
+    const std::vector<std::uint8_t> largest(65535, 0x48);
+    CHECK(relay.producer(0).push(ByteSpan(largest)));
+    CHECK(relay.producer(0).push(ByteSpan(largest)));
+}

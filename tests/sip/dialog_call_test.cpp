@@ -543,6 +543,50 @@ TEST_CASE("dialog: the INVITE a 3xx redirected is a new call", "[sip][dialog]") 
     CHECK(h.gauge_sum() == 1);
 }
 
+TEST_CASE("dialog: a callee's second 183, now with SDP, is no retransmission", "[sip][dialog]") {
+    // Gateways send 183 without SDP, then 183 with it (early media): same branch, code and tag.
+    Harness h;
+    const Sip inv;
+    h.send(inv, A, B, ms(0));
+    const Sip progress = inv.with_to_tag("tb").resp(183);
+    CHECK(h.send(progress, B, A, ms(100)) == Disposition::dialog_updated);
+    CHECK(h.send(progress.with_body("v=0\no=- 1 1 IN IP4 10.0.0.3\ns=-\nc=IN IP4 10.0.0.3\nt=0 0\n"
+                                    "m=audio 30000 RTP/AVP 8\n"),
+                 B, A, ms(200)) == Disposition::dialog_updated);
+    CHECK(h.dialog()->retransmissions == 0);
+    REQUIRE_FALSE(h.sink.got.empty());
+    CHECK(h.sink.got.back().binding.media == ep("10.0.0.3:30000"));
+    CHECK(h.send(progress, B, A, ms(300)) == Disposition::retransmission);  // the first one again
+}
+
+TEST_CASE("dialog: a 422 the caller got and did not retry ends the call at the 422", "[sip][dialog]") {
+    Harness h;
+    const Sip inv;
+    h.send(inv, A, B, ms(0));
+    h.send(inv.with_to_tag("t").resp(422), B, A, ms(500));
+    h.table.expire(ms(500 + 32'000));
+    const Dialog* d = h.dialog();
+    REQUIRE(d != nullptr);
+    CHECK(d->state == DialogState::failed);
+    CHECK(d->final_status == 422);
+    CHECK(d->time(DialogTime::end) == ms(500));
+    CHECK(h.stats().srd[static_cast<std::size_t>(SetupResult::failure)].count() == 1);
+}
+
+TEST_CASE("dialog: a Q.850 cause beyond 16 bits still counts, as other", "[sip][dialog]") {
+    Harness h;
+    for (const auto& [call, cause] : {std::pair{"c-65535", "65535"}, std::pair{"c-70000", "70000"}}) {
+        Sip inv;
+        inv.call_id = call;
+        h.send(inv, A, B, ms(0));
+        h.send(inv.with_to_tag("t").resp(486).with_extra(std::string("Reason: Q.850;cause=") + cause + "\r\n"), B, A,
+               ms(100));
+        REQUIRE(h.dialog(call) != nullptr);
+        CHECK(h.dialog(call)->q850_cause != kNoCause);
+    }
+    CHECK(h.stats().q850_causes[kQ850Slots - 1].value() == 2);  // "other"
+}
+
 TEST_CASE("dialog: the callee hangs up (BYE with the callee's tag in From)", "[sip][dialog]") {
     Harness h;
     const Sip inv_a;

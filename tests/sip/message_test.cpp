@@ -270,7 +270,10 @@ TEST_CASE("Reason header: Q.850 cause and text, preferred over SIP", "[sip][mess
         CHECK(r.text == "Normal call clearing");
         CHECK(parse_reason("").protocol == ReasonProtocol::none);
         CHECK(parse_reason(";cause=16").protocol == ReasonProtocol::none);
-        CHECK(parse_reason("Q.850;cause=99999").has_cause == false);
+        // Beyond Q.850's 0..127 a number still counts (as "other"), kept below kNoCause.
+        CHECK(parse_reason("Q.850;cause=99999").has_cause);
+        CHECK(parse_reason("Q.850;cause=99999").cause == 0xfffe);
+        CHECK_FALSE(parse_reason("Q.850;cause=1x").has_cause);
     }
 }
 
