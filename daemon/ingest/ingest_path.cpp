@@ -1,5 +1,7 @@
 #include "ingest/ingest_path.hpp"
 
+#include <algorithm>
+
 namespace hepd::ingest {
 
 IngestPath::IngestPath(IngestControl& control, DatagramSink& sink, const Clock& wall, IngestPathOptions options)
@@ -27,6 +29,15 @@ void IngestPath::refresh(Timestamp steady_now) {
 bool IngestPath::allows(const IpAddress& peer) {
     refresh(control_.steady_clock().now());
     return policy_->allow.allows(peer);
+}
+
+std::chrono::microseconds IngestPath::read_window() const noexcept {
+    const auto refill = [](std::uint64_t rate, std::uint64_t burst) {
+        if (rate == 0) return std::chrono::microseconds::max();
+        return std::chrono::microseconds(burst == 0 ? 1'000'000 : static_cast<std::int64_t>(burst * 1'000'000 / rate));
+    };
+    const RateLimits& l = policy_->limits;
+    return std::min({max_batch_age_, refill(l.rate, l.burst), refill(l.per_agent_rate, l.per_agent_burst)});
 }
 
 void IngestPath::process(std::span<const Packet> batch, intake::Carrier carrier) {

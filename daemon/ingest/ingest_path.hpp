@@ -77,6 +77,11 @@ public:
     // Hands the partial batches over (sink flush) and counts what the sink dropped.
     void flush();
     std::chrono::microseconds max_batch_age() const noexcept { return max_batch_age_; }
+    // How long a receive thread may leave datagrams in the kernel and read them at once: at most
+    // max_batch_age, and, with rate limits, the time a bucket takes to refill its burst. A batch
+    // meets the buckets at one clock reading, so a window any longer would refuse the part of
+    // a sender's traffic under its rate that the burst cannot hold.
+    std::chrono::microseconds read_window() const noexcept;
 
     // Whether `peer` passes the allow list now (TCP asks when a connection is accepted).
     bool allows(const IpAddress& peer);

@@ -324,7 +324,7 @@ private:
                         blind_for /= 2;
                     } else if (datagrams > 0 && found < budget / 4) {
                         // Only traffic is evidence: a quiet spell says nothing of the next burst.
-                        blind_for = std::min(blind_for * 2, max_age);
+                        blind_for = std::min<Clock::duration>(blind_for * 2, path_.read_window());
                     }
                 }
             }
@@ -332,7 +332,8 @@ private:
                 if (path_.holds_partial()) path_.flush();
             } else if (!was_pending && path_.holds_partial()) {
                 due = woke + max_age;
-                blind_for = std::max(blind_for, kFirstBlind);
+                blind_for =
+                    std::max<Clock::duration>(blind_for, std::min<Clock::duration>(kFirstBlind, path_.read_window()));
             }
         }
     }

@@ -337,3 +337,23 @@ TEST_CASE("max_batch_age 0 hands over after every batch; otherwise only flush() 
     CHECK(later.flushes == 1);
     CHECK_FALSE(b.holds_partial());
 }
+
+TEST_CASE("ingest path: a receive thread reads within the time a rate limit's bucket refills its burst",
+          "[ingest][rate]") {
+    // A batch meets the buckets at one clock reading: a sender under its rate whose packets wait
+    // longer than burst/rate in the kernel would find the bucket capped at its burst.
+    using std::chrono::microseconds;
+    ManualClock steady(Timestamp{0});
+    ManualClock wall(kWall);
+    CollectingSink sink;
+    const auto window = [&](IngestPolicy policy) {
+        IngestControl control(std::move(policy), steady);
+        IngestPath path(control, sink, wall);
+        return path.read_window();
+    };
+    CHECK(window(limits(0, 0)) == IngestPathOptions::kDefaultMaxBatchAge);     // no limit: max_batch_age
+    CHECK(window(limits(1000, 0)) == IngestPathOptions::kDefaultMaxBatchAge);  // burst 0: a second's worth
+    CHECK(window(limits(1000, 10)) == microseconds(10'000));                   // 10 tokens at 1,000/s
+    CHECK(window(limits(0, 0, 1000, 50)) == microseconds(50'000));             // per agent
+    CHECK(window(limits(100'000, 1'000, 1000, 50)) == microseconds(10'000));   // the tighter of the two
+}
