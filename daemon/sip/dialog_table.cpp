@@ -45,6 +45,18 @@ bool follows_redirect(const Dialog& d, const Message& m) noexcept {
            d.final_status < 400 && m.cseq.number > d.invite_cseq;
 }
 
+// The hop an answer to the caller's INVITE came back on. A caller that sends from one port and
+// names another in its Via without rport gets its answers there (RFC 3261 18.2.2): from the
+// address its INVITE went to, to its own address at another port. That is still its first hop.
+Hop answer_hop(const Dialog& d, Party side, const Message& m, const PacketMeta& meta, Hop hop) noexcept {
+    if (!m.is_response() || m.method != Method::invite || side != Party::caller || !(meta.src == d.callee()) ||
+        !(meta.dst.address == d.caller().address) || meta.dst.port == d.caller().port)
+        return hop;
+    PacketMeta as_sent = meta;
+    as_sent.dst = d.caller();
+    return hop_of(as_sent);
+}
+
 bool carries_sdp(const Message& m) noexcept {
     switch (m.method) {
     case Method::invite:
@@ -138,7 +150,8 @@ Disposition DialogTable::process(const Message& m, const PacketMeta& meta) {
     }
     if (at == Table::kNone) return on_unknown(m, meta, hop, call_hash, fingerprint);
     const Timestamp deadline = table_[at].time(DialogTime::deadline);
-    const Disposition done = on_dialog_message(at, side, m, meta, hop, fingerprint);
+    const Disposition done =
+        on_dialog_message(at, side, m, meta, answer_hop(table_[at], side, m, meta, hop), fingerprint);
     // Only a deadline brought forward needs arming: the armed one is a lower bound of a later one.
     if (table_[at].time(DialogTime::deadline) < deadline) queue_deadline(at);
     return done;

@@ -587,6 +587,21 @@ TEST_CASE("dialog: a Q.850 cause beyond 16 bits still counts, as other", "[sip][
     CHECK(h.stats().q850_causes[kQ850Slots - 1].value() == 2);  // "other"
 }
 
+TEST_CASE("dialog: an answer sent to the caller's Via port is the caller's answer", "[sip][dialog]") {
+    // RFC 3261 18.2.2: without rport, responses go to the port in the Via, not the source port.
+    Harness h;
+    const Sip inv;
+    h.send(inv, "10.0.0.1:40123", B, ms(0));
+    h.send(inv.with_to_tag("tb").resp(486), B, A, ms(500));  // A is 10.0.0.1:5060
+    const Dialog* d = h.dialog();
+    REQUIRE(d != nullptr);
+    CHECK(d->state == DialogState::failed);
+    CHECK(d->final_status == 486);
+    CHECK(d->hop_count == 1);
+    CHECK(d->time(DialogTime::end) == ms(500));
+    CHECK(h.stats().srd[static_cast<std::size_t>(SetupResult::failure)].count() == 1);
+}
+
 TEST_CASE("dialog: the callee hangs up (BYE with the callee's tag in From)", "[sip][dialog]") {
     Harness h;
     const Sip inv_a;
