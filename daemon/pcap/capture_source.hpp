@@ -128,7 +128,9 @@ private:
     void udp(const L4Packet& p, rtp::PacketKind kind, DatagramSink sink);
     void tcp(const L4Packet& p, DatagramSink sink);
     void hep(ByteSpan bytes, intake::Carrier carrier, Timestamp time, DatagramSink sink);
-    void raw(const L4Packet& p, PayloadClass kind, ByteSpan payload, Timestamp time, DatagramSink sink);
+    // Inlined into udp(), the per-packet path (GCC otherwise calls it: 10 instructions a packet).
+    [[gnu::always_inline]] inline void raw(const L4Packet& p, PayloadClass kind, ByteSpan payload, Timestamp time,
+                                           DatagramSink sink);
     void count(PacketClass c) noexcept { ++stats_.packets[static_cast<std::size_t>(c)]; }
     bool is_hep_port(std::uint16_t port) const noexcept { return test(hep_ports_, port); }
     bool is_sip_port(std::uint16_t port) const noexcept { return test(sip_ports_, port); }

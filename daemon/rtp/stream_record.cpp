@@ -140,7 +140,8 @@ bool is_voice(const RtpPacket& p) noexcept {
 
 // Whether arrival times and RTP timestamps of two packets of payload type `pt` moved apart by
 // more than kMaxTimestampJumpSeconds, under each clock the payload type may have.
-bool times_apart(std::uint8_t pt, std::int64_t arrival_delta_us, std::uint32_t timestamp_delta) noexcept {
+[[gnu::always_inline]] inline bool times_apart(std::uint8_t pt, std::int64_t arrival_delta_us,
+                                               std::uint32_t timestamp_delta) noexcept {
     const double arrival_delta = static_cast<double>(arrival_delta_us) / 1e6;
     const auto ticks = static_cast<double>(static_cast<std::int32_t>(timestamp_delta));
     const std::uint32_t assigned = static_payload(pt).clock_rate;
