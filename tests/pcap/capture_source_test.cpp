@@ -708,9 +708,9 @@ TEST_CASE("a raw packet after a HEP one is no capture agent's copy", "[pcap][cla
     Frame hep_frame;
     REQUIRE(walk.next(hep_frame));
     const std::string sip = "OPTIONS sip:a@example.net SIP/2.0\r\nCall-ID: raw-1\r\nCSeq: 1 OPTIONS\r\n\r\n";
-    std::vector<std::uint8_t> raw = {0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 6, 0x08, 0x00,  // Ethernet
-                                     0x45, 0, 0, 0, 0, 1, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
-                                     0x13, 0xc4, 0x13, 0xc4, 0, 0, 0, 0};
+    std::vector<std::uint8_t> raw = {0,    1, 2,  3, 4, 5, 0,    1,    2,    3,    4, 6, 0x08, 0x00,  // Ethernet
+                                     0x45, 0, 0,  0, 0, 1, 0x40, 0,    64,   17,   0, 0, 10,   0,
+                                     0,    1, 10, 0, 0, 2, 0x13, 0xc4, 0x13, 0xc4, 0, 0, 0,    0};
     store_be16(raw.data() + 14 + 2, static_cast<std::uint16_t>(28 + sip.size()));
     store_be16(raw.data() + 34 + 4, static_cast<std::uint16_t>(8 + sip.size()));
     raw.insert(raw.end(), sip.begin(), sip.end());

@@ -97,8 +97,8 @@ TEST_CASE("the one-pass UDP decode gives what the general path gives, or decline
 TEST_CASE("SLL and SLL2 frames with the VLAN tag libpcap puts back decode as their untagged twins", "[pcap][decode]") {
     // libpcap restores a tag the NIC took off after the cooked header (tcpdump -i any on a
     // trunk): protocol 0x8100, the TCI, then the real EtherType.
-    const std::vector<std::uint8_t> ip = {0x45, 0,  0,  30, 0,    1,    0x40, 0,    64, 17, 0, 0, 10,  0,  0,
-                                          1,    10, 0,  0,  2,    0x13, 0xc4, 0x13, 0xd8, 0,  10, 0, 0, 'h', 'i'};
+    const std::vector<std::uint8_t> ip = {0x45, 0,  0, 30, 0, 1,    0x40, 0,    64,   17, 0,  0, 10, 0,   0,
+                                          1,    10, 0, 0,  2, 0x13, 0xc4, 0x13, 0xd8, 0,  10, 0, 0,  'h', 'i'};
     const auto frame_of = [&](LinkType link, std::vector<std::uint8_t> bytes) {
         bytes.insert(bytes.end(), ip.begin(), ip.end());
         return std::pair{link, bytes};
