@@ -64,6 +64,9 @@ void IngestPath::process(std::span<const Packet> batch, intake::Carrier carrier)
         verdicts_[i] = v;
     }
     std::uint64_t granted = candidates == 0 ? 0 : control_.global_limit().take(candidates, steady_now);
+    // A TCP read follows the data's arrival; a UDP batch may have waited a read window, unless
+    // the socket stamped each datagram's arrival.
+    const bool read_on_arrival = carrier == intake::Carrier::tcp;
 
     for (std::size_t i = 0; i < batch.size(); ++i) {
         const Packet& p = batch[i];
@@ -77,7 +80,10 @@ void IngestPath::process(std::span<const Packet> batch, intake::Carrier carrier)
             continue;
         }
         --granted;
-        if (intake_.accept(p.bytes, carrier, wall_now, datagram_, p.from.address)) {
+        const intake::ReceiveTime received = p.waited_us == Packet::kNotStamped
+                                                 ? intake::ReceiveTime(wall_now, read_on_arrival)
+                                                 : intake::ReceiveTime(Timestamp{wall_now.us - p.waited_us}, true);
+        if (intake_.accept(p.bytes, carrier, received, datagram_, p.from.address)) {
             sink_.accepted_message(p.bytes);
             sink_.push(datagram_);
             holds_partial_ = true;

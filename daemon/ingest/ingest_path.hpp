@@ -23,8 +23,12 @@ namespace hepd::ingest {
 
 // One received HEP message and the address it came from.
 struct Packet {
+    static constexpr std::int64_t kNotStamped = -1;
     ByteSpan bytes;
     Endpoint from;
+    // How long it waited in the socket before the read that returned it (from the kernel's
+    // arrival stamp, when the socket stamps arrivals); kNotStamped otherwise.
+    std::int64_t waited_us = kNotStamped;
 };
 
 // Where accepted datagrams go: one sink per receive thread, called only from that thread. For
@@ -82,6 +86,10 @@ public:
     // meets the buckets at one clock reading, so a window any longer would refuse the part of
     // a sender's traffic under its rate that the burst cannot hold.
     std::chrono::microseconds read_window() const noexcept;
+
+    // Whether the receive thread should stamp arrivals (a sender's clock offset waits for an
+    // exact receive time: intake/sender_clocks.hpp).
+    bool wants_arrival_times() const noexcept { return intake_.wants_arrival_times(); }
 
     // Whether `peer` passes the allow list now (TCP asks when a connection is accepted).
     bool allows(const IpAddress& peer);

@@ -20,6 +20,9 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
+#include <cstring>
+#include <ctime>
 #include <exception>
 #include <optional>
 #include <stdexcept>
@@ -61,10 +64,19 @@ std::optional<std::uint32_t> read_kernel_drops(int fd) noexcept {
 
 // ---- UdpBatchSocket ----
 
+#if defined(__linux__) && defined(SO_TIMESTAMPNS)
+#define HEPD_ARRIVAL_STAMPS 1
+// Room for the one control message a stamped datagram carries.
+constexpr std::size_t kControlBytes = CMSG_SPACE(sizeof(timespec));
+#else
+constexpr std::size_t kControlBytes = 0;
+#endif
+
 struct UdpBatchSocket::Native {
     explicit Native(std::size_t n)
         : addresses(n),
-          iov(n)
+          iov(n),
+          control((n * kControlBytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t))
 #if defined(__linux__)
           ,
           headers(n)
@@ -74,6 +86,11 @@ struct UdpBatchSocket::Native {
 
     std::vector<sockaddr_storage> addresses;
     std::vector<iovec> iov;
+    // kControlBytes a datagram, aligned for cmsghdr (CMSG_SPACE keeps every slot aligned).
+    std::vector<std::max_align_t> control;
+    unsigned char* control_at(std::size_t i) noexcept {
+        return reinterpret_cast<unsigned char*>(control.data()) + i * kControlBytes;
+    }
 #if defined(__linux__)
     std::vector<mmsghdr> headers;
 #endif
@@ -138,6 +155,45 @@ std::size_t UdpBatchSocket::receive_buffer_bytes() const {
     return static_cast<std::size_t>(size.value());
 }
 
+void UdpBatchSocket::stamp_arrivals(bool on) noexcept {
+#if defined(HEPD_ARRIVAL_STAMPS)
+    if (on == stamping_) return;
+    if (!try_int_option(socket_, SOL_SOCKET, SO_TIMESTAMPNS, on ? 1 : 0)) return;
+    stamping_ = on;
+    Native& n = *native_;
+    for (std::size_t i = 0; i < batch_size_; ++i) n.headers[i].msg_hdr.msg_control = on ? n.control_at(i) : nullptr;
+#else
+    (void)on;
+#endif
+}
+
+namespace {
+
+#if defined(HEPD_ARRIVAL_STAMPS)
+std::int64_t realtime_ns() noexcept {
+    timespec t{};
+    ::clock_gettime(CLOCK_REALTIME, &t);
+    return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+// How long the datagram of `h` waited before `read_ns` (CLOCK_REALTIME, as the kernel's stamps);
+// kNotStamped when it carries no stamp or one taken after `call_ns`, when the read began: the
+// kernel stamps a datagram at the read when it arrived before stamping was on (the switch takes
+// effect a little later), and such a stamp is the read time, not the arrival.
+std::int64_t waited_us(msghdr& h, std::int64_t call_ns, std::int64_t read_ns) noexcept {
+    for (cmsghdr* c = CMSG_FIRSTHDR(&h); c != nullptr; c = CMSG_NXTHDR(&h, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS) continue;
+        timespec t{};
+        std::memcpy(&t, CMSG_DATA(c), sizeof t);
+        const std::int64_t arrived_ns = static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+        return arrived_ns < call_ns ? (read_ns - arrived_ns) / 1000 : Packet::kNotStamped;
+    }
+    return Packet::kNotStamped;
+}
+#endif
+
+}  // namespace
+
 std::span<const Packet> UdpBatchSocket::receive() noexcept {
     Native& n = *native_;
     const int fd = socket_.native_handle();
@@ -146,9 +202,13 @@ std::span<const Packet> UdpBatchSocket::receive() noexcept {
     for (std::size_t i = 0; i < batch_size_; ++i) {
         msghdr& h = n.headers[i].msg_hdr;
         h.msg_namelen = sizeof(sockaddr_storage);
+        h.msg_controllen = stamping_ ? kControlBytes : 0;
         h.msg_flags = 0;
         n.headers[i].msg_len = 0;
     }
+#if defined(HEPD_ARRIVAL_STAMPS)
+    const std::int64_t call_ns = stamping_ ? realtime_ns() : 0;
+#endif
     int r;
     do {
         r = ::recvmmsg(fd, n.headers.data(), static_cast<unsigned>(batch_size_), MSG_DONTWAIT, nullptr);
@@ -162,7 +222,14 @@ std::span<const Packet> UdpBatchSocket::receive() noexcept {
         packets_[i].bytes =
             ByteSpan(slots_.get() + i * kSlotStride, std::min<std::size_t>(n.headers[i].msg_len, kSlotBytes));
         packets_[i].from = from_sockaddr(n.addresses[i]);
+        packets_[i].waited_us = Packet::kNotStamped;
     }
+#if defined(HEPD_ARRIVAL_STAMPS)
+    if (stamping_ && got > 0) {
+        const std::int64_t read_ns = realtime_ns();
+        for (std::size_t i = 0; i < got; ++i) packets_[i].waited_us = waited_us(n.headers[i].msg_hdr, call_ns, read_ns);
+    }
+#endif
 #else
     // Portable fallback: one recvmsg per datagram, still bounded by batch_size.
     for (; got < batch_size_; ++got) {
@@ -354,6 +421,7 @@ private:
             for (const auto& p : packets) bytes += p.bytes.size();
             try {
                 path_.process(packets, intake::Carrier::udp);
+                socket_.stamp_arrivals(path_.wants_arrival_times());
             } catch (const std::exception& e) {
                 // Only the sink can throw (allocation failure); the batch is lost, the thread lives.
                 log_throttled(failure_log_, steady_.now(), spdlog::level::err, [&](auto level, std::uint64_t more) {

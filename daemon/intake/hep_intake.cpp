@@ -67,7 +67,7 @@ void HepIntake::count_queue_full(std::uint64_t n) noexcept {
     if (n != 0) stats_.dropped[static_cast<std::size_t>(DropReason::queue_full)].add(n);
 }
 
-bool HepIntake::accept(ByteSpan bytes, Carrier carrier, Timestamp now, shard::Datagram& out,
+bool HepIntake::accept(ByteSpan bytes, Carrier carrier, ReceiveTime now, shard::Datagram& out,
                        const IpAddress& sender) noexcept {
     count_received(bytes, carrier);
 
@@ -91,7 +91,7 @@ bool HepIntake::accept(ByteSpan bytes, Carrier carrier, Timestamp now, shard::Da
         payload = *inflated;
     }
 
-    const auto when = hep::normalise_timestamp(message_, now);
+    const auto when = hep::normalise_timestamp(message_, now.at);
     if (when.fixup != hep::TimestampFixup::none) stats_.timestamp_fixups[static_cast<std::size_t>(when.fixup)].add();
 
     const auto cls = options_.payload_types.payload_class(message_.payload_type);

@@ -37,10 +37,10 @@ public:
     explicit HepIntake(IntakeOptions options);
 
     // Decodes `bytes` (one HEP message) from `sender`, received at `now` (live: the injected wall
-    // clock; offline: the capture's frame time). On success fills
+    // clock, exact or a batch's read time; offline: the capture's frame time). On success fills
     // `out` (views into `bytes` or this intake's inflate buffer, valid until the next call),
     // counts it as handed over and returns true; on failure counts the reason and returns false.
-    bool accept(ByteSpan bytes, Carrier carrier, Timestamp now, shard::Datagram& out,
+    bool accept(ByteSpan bytes, Carrier carrier, ReceiveTime now, shard::Datagram& out,
                 const IpAddress& sender = {}) noexcept;
 
     // A packet refused before decoding (rate limit, allow list): still counted as received, so
@@ -59,6 +59,8 @@ public:
     const AgentMap& agents() const noexcept { return options_.agents; }
     // Live only; nullptr offline.
     const SenderClocks* sender_clocks() const noexcept { return clocks_ ? &*clocks_ : nullptr; }
+    // Whether receive times should be exact arrivals from now on (see sender_clocks.hpp).
+    bool wants_arrival_times() const noexcept { return clocks_ && clocks_->provisional() > 0; }
 
 private:
     void count_received(ByteSpan bytes, Carrier carrier) noexcept;

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -35,16 +36,24 @@ std::int64_t SenderClocks::offset_for(std::int64_t raw_us) const noexcept {
     return std::llabs(raw_us) > options_.offset_limit_us ? raw_us : 0;
 }
 
-Timestamp SenderClocks::correct(const SenderKey& sender, Timestamp capture_time, Timestamp receive_time,
+void SenderClocks::measure(SenderClock& c, std::int64_t raw_us, bool exact) noexcept {
+    c.measured_us = raw_us;
+    c.offset_us = offset_for(raw_us);
+    const bool provisional = c.offset_us != 0 && !exact;
+    if (provisional != c.provisional) provisional ? ++provisional_ : --provisional_;
+    c.provisional = provisional;
+}
+
+Timestamp SenderClocks::correct(const SenderKey& sender, Timestamp capture_time, ReceiveTime received,
                                 std::uint16_t agent, std::string_view agent_name, SenderClockStats& stats) {
     const std::size_t a = agent < kMaxAgents ? agent : 0;
+    const Timestamp receive_time = received.at;
     const std::int64_t raw = receive_time.us - capture_time.us;
     const std::uint64_t h = hash_sender(sender);
     std::uint32_t at = table_.find(h, [&](const SenderKey& k) { return k == sender; });
     if (at == LruTable<SenderKey, SenderClock, SenderKeyHash>::kNone) {
         SenderClock c;
-        c.measured_us = raw;
-        c.offset_us = offset_for(raw);
+        measure(c, raw, received.exact);
         if (c.offset_us != 0) {
             c.note = Note::shifted;
             stats.offset_exceeded[a].add();
@@ -52,6 +61,7 @@ Timestamp SenderClocks::correct(const SenderKey& sender, Timestamp capture_time,
         auto [index, evicted] = table_.insert(sender, c);
         at = index;
         if (evicted) {
+            if (evicted->value.provisional) --provisional_;
             stats.evictions.add();
             log_throttled(eviction_log_, receive_time, spdlog::level::warn, [&](auto level, std::uint64_t more) {
                 spdlog::log(level,
@@ -66,10 +76,16 @@ Timestamp SenderClocks::correct(const SenderKey& sender, Timestamp capture_time,
         if (std::llabs(raw - c.offset_us) > options_.offset_limit_us) {
             stats.steps[a].add();
             c.previous_offset_us = c.offset_us;
-            c.measured_us = raw;
-            c.offset_us = offset_for(raw);
+            measure(c, raw, received.exact);
             c.note = Note::stepped;
             if (c.offset_us != 0) stats.offset_exceeded[a].add();
+        } else if (c.provisional && received.exact) {
+            // The shift was taken from a batch's read time, later than the datagram's arrival
+            // by the time it waited to be read. An arrival can only lower it: a datagram on the
+            // wire longer than the first one says nothing of the wait. Not a step: not counted.
+            c.offset_us = std::min(c.offset_us, raw);
+            c.provisional = false;
+            --provisional_;
         }
     }
     SenderClock& c = table_[at];

@@ -23,6 +23,15 @@
 // Times the timestamp fix-ups already replaced by the receive time (missing, zero, outside
 // [now - 10 years, now + 24 h]) never come here: they are on the receive clock already.
 //
+// The receive time of a UDP datagram is the time its batch was read, which can be up to
+// max_batch_age after it arrived (the receive thread reads in windows). An offset measured from
+// it would carry that delay for good, and a sender's mirrored copies would then miss another
+// agent's copies in the duplicate filter. So a shift measured from a batch's time is provisional:
+// while any sender's is, the receive thread asks the kernel for each datagram's arrival time
+// (SO_TIMESTAMPNS, about 12 % of the kernel's receive cost, hence only then), and the sender's
+// next datagram with an exact time lowers the offset to its own, when that is lower (the read
+// delay only ever adds). Only the datagrams before that one (one batch's worth) carry the delay.
+//
 // A sender is its capture id (when it sends one) and the address it sends from. One table per
 // receive thread (single writer, no locks); with SO_REUSEPORT a sender's packets reach one
 // thread as long as its source port is fixed. The table is capped: the least recently active
@@ -52,6 +61,16 @@ struct SenderKeyHash {
     std::uint64_t operator()(const SenderKey& key) const noexcept;
 };
 
+// When a datagram was received, on the injected wall clock. `exact` when it is the datagram's
+// own arrival (a kernel timestamp, a TCP read, a capture's frame time) rather than the time the
+// batch it came in was read.
+struct ReceiveTime {
+    ReceiveTime(Timestamp time, bool is_exact = true) noexcept
+        : at(time), exact(is_exact) {}  // NOLINT: a Timestamp is exact
+    Timestamp at;
+    bool exact;
+};
+
 struct SenderClockOptions {
     std::int64_t offset_limit_us = 5'000'000;  // hep.clock_offset_limit
     std::size_t max_senders = 4096;
@@ -66,10 +85,14 @@ public:
     explicit SenderClocks(SenderClockOptions options = {});
 
     // The time the shards use for a packet from `sender` captured at `capture_time` (after the
-    // timestamp fix-ups) and received at `receive_time` (the injected wall clock). `agent` is
-    // the packet's agent index (counters) and `agent_name` its label (log lines).
-    Timestamp correct(const SenderKey& sender, Timestamp capture_time, Timestamp receive_time, std::uint16_t agent,
+    // timestamp fix-ups) and received at `received`. `agent` is the packet's agent index
+    // (counters) and `agent_name` its label (log lines).
+    Timestamp correct(const SenderKey& sender, Timestamp capture_time, ReceiveTime received, std::uint16_t agent,
                       std::string_view agent_name, SenderClockStats& stats);
+
+    // Senders whose shift was measured from a batch's read time and waits for an exact receive
+    // time: while there are any, the receive thread stamps arrivals.
+    std::size_t provisional() const noexcept { return provisional_; }
 
     // The offset now added to `sender`'s times (0 while within the limit); nullopt when the
     // sender is not in the table.
@@ -87,15 +110,19 @@ private:
         std::int64_t previous_offset_us = 0;  // before the last step (for its log line)
         std::int64_t measured_us = 0;         // receive - capture at the last measurement
         Note note = Note::none;               // a log line still to write
+        bool provisional = false;             // shifted, measured from a batch's read time
     };
 
     // The offset to apply for a sender measured at `raw_us`.
     std::int64_t offset_for(std::int64_t raw_us) const noexcept;
     void log_note(const SenderKey& sender, SenderClock& clock, Timestamp receive_time, std::string_view agent_name);
+    // Measures `clock` from `raw_us` (receive - capture) taken at a time `exact` or not.
+    void measure(SenderClock& clock, std::int64_t raw_us, bool exact) noexcept;
 
     SenderClockOptions options_;
     LruTable<SenderKey, SenderClock, SenderKeyHash> table_;
     Timestamp next_log_{};
+    std::size_t provisional_ = 0;
     LogThrottle eviction_log_;
 };
 

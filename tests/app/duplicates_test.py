@@ -10,7 +10,11 @@ capture with each raw packet twice (one agent on two interfaces) keeps its copie
 drops them with `duplicates.same_source` (and the network's own duplicates with them).
 
 Live: the two agents send one call's SIP over HEP; hepd_duplicates_total counts the copies and no
-retransmission is counted.
+retransmission is counted. Then eight agents whose clocks are an hour behind each mirror a call
+that the right-clocked agent also sends: their shift must be measured from their datagrams'
+arrival, not from the time the receive thread read them (up to a read window, 100 ms, later), or
+their copies miss the 50 ms duplicate window. Each skewed agent first appears while the right one
+keeps the receive thread in its read windows (100 datagrams/s).
 
   duplicates_test.py HEPD HEPD_CORPUS
 """
@@ -191,10 +195,54 @@ def live(work):
         check("live: clean exit", daemon.stop(), 0)
 
 
+def live_skewed(work):
+    config = write_config(os.path.join(work, "skewed.yaml"), "log_level: info\n")
+    daemon = Daemon(HEPD, work, config, time.monotonic() + 60)
+    skewed = list(range(301, 309))
+    hour = 3600 * US
+    try:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        to = ("127.0.0.1", daemon.hep_port)
+        # Each skewed agent's first datagram at its own phase of the read windows, a second one
+        # 300 ms later; the right-clocked agent sends every 10 ms throughout.
+        start = time.monotonic()
+        events = sorted([(0.5 + i * 0.037, a, "first") for i, a in enumerate(skewed)] +
+                        [(0.8 + i * 0.037, a, "second") for i, a in enumerate(skewed)])
+        n = 0
+        while events:
+            elapsed = time.monotonic() - start
+            while events and events[0][0] <= elapsed:
+                _, agent, which = events.pop(0)
+                s.sendto(hep3(sip("OPTIONS", f"alone-{which}-{agent}@test"), now_us() - hour, agent), to)
+            s.sendto(hep3(sip("OPTIONS", f"steady-{n}@test"), now_us(), 101), to)
+            n += 1
+            time.sleep(0.01)
+        messages = ["INVITE", "180", "200", "ACK", "BYE", "200BYE"]
+        for agent in skewed:
+            for kind in messages:
+                text = sip(kind, f"skewed-mirror-{agent}@test")
+                at = now_us()
+                s.sendto(hep3(text, at, 101), to)
+                s.sendto(hep3(text, at + MIRROR_DELAY_US - hour, agent), to)
+                time.sleep(0.002)
+        s.close()
+        want = len(skewed) * len(messages)
+        got = daemon.wait_metric(want, "hepd_duplicates_total", kind="sip")
+        check("live, skewed agents: every mirrored copy counted as a duplicate", got, want)
+        x = daemon.scrape()
+        check("live, skewed agents: no retransmissions", x.get("hepd_sip_retransmissions_total"), 0)
+        check("live, skewed agents: each offset counted once", x.get("hepd_hep_clock_offset_exceeded_total"),
+              len(skewed))
+        check("live, skewed agents: no clock steps", x.get("hepd_hep_clock_steps_total"), 0)
+    finally:
+        check("live, skewed agents: clean exit", daemon.stop(), 0)
+
+
 work = tempfile.mkdtemp(prefix="hepd-duplicates-test.")
 try:
     offline(work)
     live(work)
+    live_skewed(work)
 finally:
     shutil.rmtree(work, ignore_errors=True)
 sys.exit(1 if failures else 0)

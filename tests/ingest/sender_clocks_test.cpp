@@ -247,6 +247,70 @@ TEST_CASE("senders are told apart by capture id and address; the table is capped
     CHECK(eviction_lines == 2);
 }
 
+TEST_CASE("a shift measured from a batch's read time is provisional until an exact arrival", "[ingest][clock]") {
+    ManualClock wall(kStart);
+    SenderClocks clocks({5 * kSecond, 2});
+    SenderClockStats stats;
+    const auto b = sender("10.0.0.2", 2);
+    const std::int64_t t = kStart.us;
+
+    // B is an hour behind. Its first datagram arrived at t but its batch was read 80 ms later:
+    // the shift includes those 80 ms, and the whole batch carries them.
+    CHECK(clocks.correct(b, Timestamp{t - kHour}, ReceiveTime(Timestamp{t + 80'000}, false), 0, "b", stats).us ==
+          t + 80'000);
+    CHECK(
+        clocks.correct(b, Timestamp{t + 10'000 - kHour}, ReceiveTime(Timestamp{t + 80'000}, false), 0, "b", stats).us ==
+        t + 90'000);
+    CHECK(clocks.provisional() == 1);
+    CHECK(clocks.offset_us(b) == kHour + 80'000);
+
+    // Its next datagram's arrival is exact (stamped at t + 200 ms, 40 µs on the wire): the
+    // shift is lowered to it, without counting a step or a new offset.
+    CHECK(clocks.correct(b, Timestamp{t + 200'000 - kHour}, ReceiveTime(Timestamp{t + 200'040}, true), 0, "b", stats)
+              .us == t + 200'040);
+    CHECK(clocks.provisional() == 0);
+    CHECK(clocks.offset_us(b) == kHour + 40);
+    // From then on the shift holds, whatever the batches' read times.
+    CHECK(clocks.correct(b, Timestamp{t + 300'000 - kHour}, ReceiveTime(Timestamp{t + 390'000}, false), 0, "b", stats)
+              .us == t + 300'040);
+    CHECK(clocks.provisional() == 0);
+    CHECK(stats.offset_exceeded[0].value() == 1);
+    CHECK(sum(stats.steps) == 0);
+
+    // An exact arrival can only lower a provisional shift: a datagram delivered late (here 2 s
+    // on the wire) leaves it as it is, and ends the wait all the same.
+    const auto late = sender("10.0.0.9", 9);
+    clocks.correct(late, Timestamp{t - kHour}, ReceiveTime(Timestamp{t + 5'000}, false), 0, "late", stats);
+    CHECK(clocks.provisional() == 1);
+    CHECK(clocks
+              .correct(late, Timestamp{t + 100'000 - kHour}, ReceiveTime(Timestamp{t + 2'100'000}, true), 0, "late",
+                       stats)
+              .us == t + 105'000);
+    CHECK(clocks.offset_us(late) == kHour + 5'000);
+    CHECK(clocks.provisional() == 0);
+    clocks.correct(b, Timestamp{t + 400'000 - kHour}, ReceiveTime(Timestamp{t + 400'040}, false), 0, "b",
+                   stats);  // b the most recently active again: `late` goes first below
+
+    // A sender within the limit is never shifted, so never provisional.
+    const auto a = sender("10.0.0.1", 1);
+    clocks.correct(a, Timestamp{t}, ReceiveTime(Timestamp{t + 90'000}, false), 0, "a", stats);
+    CHECK(clocks.provisional() == 0);
+
+    // A step measured from a batch's read time is provisional again.
+    wall.advance_us(kHour);
+    clocks.correct(b, Timestamp{t - 2 * kHour}, ReceiveTime(Timestamp{t + 50'000}, false), 0, "b", stats);
+    CHECK(sum(stats.steps) == 1);
+    CHECK(clocks.provisional() == 1);
+
+    // An evicted provisional sender no longer waits (capacity 2: a, b; c evicts the older, a;
+    // d evicts b).
+    clocks.correct(sender("10.0.0.3", 3), Timestamp{t - kHour}, ReceiveTime(Timestamp{t}, false), 0, "c", stats);
+    CHECK(clocks.provisional() == 2);
+    clocks.correct(sender("10.0.0.4", 4), Timestamp{t}, ReceiveTime(Timestamp{t}, false), 0, "d", stats);
+    CHECK_FALSE(clocks.offset_us(b).has_value());
+    CHECK(clocks.provisional() == 1);
+}
+
 TEST_CASE("stats merge adds the clock counters", "[ingest][clock]") {
     SenderClockStats x;
     SenderClockStats y;
@@ -317,6 +381,41 @@ TEST_CASE("live path: two agents, one an hour behind, end up on one clock", "[in
     CHECK(sink.got[1].time == kStart);                           // measured at B's first packet: its receive time
     CHECK(path.stats().clocks.offset_exceeded[0].value() == 1);  // B (agent "other")
     CHECK(sum(path.stats().clocks.steps) == 0);
+}
+
+TEST_CASE("live path: a datagram's stamped wait makes its receive time exact", "[ingest][clock]") {
+    ManualClock steady(Timestamp{0});
+    ManualClock wall(kStart);
+    IngestControl control(IngestPolicy{}, steady);
+    CollectingSink sink;
+    IngestPathOptions options;
+    options.intake = live_options();
+    IngestPath path(control, sink, wall, options);
+    const Endpoint agent_b{ip("10.0.0.2"), 9060};
+    CHECK_FALSE(path.wants_arrival_times());
+
+    // B, an hour behind, first in an unstamped batch read 70 ms after it arrived: shifted by
+    // 1 h + 70 ms for now, and the path asks for stamps.
+    path.process(std::vector<Packet>{{options_at(kStart.us - kHour - 70'000, 2), agent_b}}, Carrier::udp);
+    CHECK(sink.got.back().time == kStart);
+    CHECK(path.wants_arrival_times());
+
+    // Its next datagram stamped: it waited 60 ms of a batch read at kStart + 1 s.
+    wall.advance_us(kSecond);
+    const std::int64_t arrived = wall.now().us - 60'000;
+    path.process(std::vector<Packet>{{options_at(arrived - kHour, 2), agent_b, 60'000}}, Carrier::udp);
+    CHECK(sink.got.back().time.us == arrived);
+    CHECK_FALSE(path.wants_arrival_times());
+    // And every later one lands on its own arrival, stamped or not.
+    wall.advance_us(kSecond);
+    path.process(std::vector<Packet>{{options_at(wall.now().us - 90'000 - kHour, 2), agent_b}}, Carrier::udp);
+    CHECK(sink.got.back().time.us == wall.now().us - 90'000);
+    CHECK(sum(path.stats().clocks.steps) == 0);
+
+    // TCP reads follow the data's arrival: exact without stamps.
+    const Endpoint agent_c{ip("10.0.0.3"), 9060};
+    path.process(std::vector<Packet>{{options_at(wall.now().us - 2 * kHour, 3), agent_c}}, Carrier::tcp);
+    CHECK_FALSE(path.wants_arrival_times());
 }
 
 TEST_CASE("live path: times the fix-ups replaced never reach the sender clocks", "[ingest][clock]") {

@@ -119,6 +119,58 @@ TEST_CASE("recvmmsg: 1,000 waiting datagrams come back in batches of 64, in orde
     CHECK(socket.stats().receive_errors == 0);
 }
 
+TEST_CASE("arrival stamps: each datagram's wait in the socket, only while asked for", "[ingest][net][udp]") {
+    asio::io_context io;
+    UdpBatchSocket socket(io, Endpoint{ip("127.0.0.1"), 0}, false, 1u << 20, 64);
+    const Endpoint at = socket.local_endpoint();
+    asio::ip::udp::socket sender(io);
+    sender.open(asio::ip::udp::v4());
+    const asio::ip::udp::endpoint to(to_asio(at.address), at.port);
+    const auto payload = numbered(1);
+    const auto send_and_read_after = [&](std::chrono::milliseconds wait) {
+        sender.send_to(asio::buffer(payload), to);
+        std::this_thread::sleep_for(wait);
+        std::vector<Packet> got;
+        for (int i = 0; i < 100 && got.empty(); ++i) {
+            for (const auto& p : socket.receive()) got.push_back(p);
+            if (got.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        return got;
+    };
+
+    // Off by default: nothing stamped.
+    CHECK_FALSE(socket.stamps_arrivals());
+    auto got = send_and_read_after(std::chrono::milliseconds(5));
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].waited_us == Packet::kNotStamped);
+
+    socket.stamp_arrivals(true);
+    if (!socket.stamps_arrivals() || !socket.counts_kernel_drops()) {
+        // qemu-user emulates neither SO_TIMESTAMPNS's control messages nor SO_MEMINFO.
+        WARN("no arrival stamps on this system (an emulator?): the receive thread reads batch times only");
+        return;
+    }
+    // The kernel starts stamping a little after the switch; a datagram that arrived before it is
+    // stamped at the read, and that stamp is not taken for an arrival. Each datagram below waits
+    // at least 30 ms: every stamped one says so, and stamps come.
+    std::size_t stamped = 0;
+    for (int round = 0; round < 20 && stamped < 3; ++round) {
+        got = send_and_read_after(std::chrono::milliseconds(30));
+        REQUIRE(got.size() == 1);
+        if (got[0].waited_us == Packet::kNotStamped) continue;
+        ++stamped;
+        CHECK(got[0].waited_us >= 30'000);
+        CHECK(got[0].waited_us < 10'000'000);
+    }
+    CHECK(stamped == 3);
+
+    socket.stamp_arrivals(false);
+    CHECK_FALSE(socket.stamps_arrivals());
+    got = send_and_read_after(std::chrono::milliseconds(5));
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].waited_us == Packet::kNotStamped);
+}
+
 TEST_CASE("kernel drops on an overflowing socket are counted once it is drained", "[ingest][net][udp]") {
     asio::io_context io;
     UdpBatchSocket socket(io, Endpoint{ip("127.0.0.1"), 0}, false, 4096, 64);
