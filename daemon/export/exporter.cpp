@@ -121,7 +121,8 @@ Exporter::Exporter(const ExporterOptions& options, std::shared_ptr<prometheus::C
     try {
         exposer_ = std::make_unique<prometheus::Exposer>(
             std::vector<std::string>{"listening_ports", listening_ports_spec(options.listen), "num_threads",
-                                     std::to_string(options.threads == 0 ? 1 : options.threads)});
+                                     std::to_string(options.threads == 0 ? 1 : options.threads), "request_timeout_ms",
+                                     std::to_string(options.request_timeout.count())});
     } catch (const std::exception&) {
         throw ExporterError("cannot serve metrics on " + where + ": " + bind_failure_reason(options.listen));
     }

@@ -4,6 +4,7 @@
 // address, so main can report it and exit.
 #include "core/address.hpp"
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -27,7 +28,13 @@ struct ExporterOptions {
     // [::] then means every address of both families. Port 0 picks a free port (tests).
     Endpoint listen{IpAddress::v4(0u), 9469};
     std::string path = "/metrics";
-    std::size_t threads = 2;  // HTTP worker threads: scrapes are rare and short
+    // HTTP worker threads. Scrapes are rare and short, but civetweb gives each connection a
+    // worker until its request has come: a client that connects and sends nothing holds one
+    // for the request timeout, so a scrape waits only when more clients than this idle at once.
+    std::size_t threads = 4;
+    // How long a connection may take to send its request (civetweb's default, 30 s, let two
+    // idle connections hold every scrape past Prometheus' 10 s scrape timeout).
+    std::chrono::milliseconds request_timeout{3000};
 };
 
 class Exporter {

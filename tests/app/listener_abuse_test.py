@@ -15,6 +15,9 @@
 4. A burst far above hep.rate_limit: exactly what the token bucket cannot cover is dropped with
    reason rate_limit (bounds derived from the rate, the burst and the measured duration), and
    /metrics answers before, during and after the burst.
+5. More clients than the metrics endpoint has workers connect to it and send nothing (a port
+   scanner, a TCP health check): a scrape is still answered within Prometheus' default scrape
+   timeout (10 s), and the idle clients are closed by hepd.
 
 The C++ tests cover the pieces in isolation (tests/ingest/listeners_test.cpp: a cap of 1 and one
 idle timeout on a bare listener; tests/ingest/token_bucket_test.cpp: the bucket on a hand-driven
@@ -37,6 +40,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from hepd_live import check, chunk, Daemon, failures, hep3, now_us, sip  # noqa: E402
@@ -568,11 +572,35 @@ hep:
             print("--- hepd log\n" + d.text()[-3000:], flush=True)
 
 
+# ---- 5. idle clients on the metrics port ------------------------------------------------------
+
+def idle_metrics_clients(work):
+    clients = 6  # more than the endpoint's 4 workers
+    print(f"== {clients} clients idle on the metrics port, then a scrape", flush=True)
+    d = start(work, "metrics-idle", "log_level: info\n", 40)
+    idle = []
+    try:
+        check("scrape before", d.try_scrape() is not None, True)
+        idle = [socket.create_connection(("127.0.0.1", d.metrics_port), timeout=5) for _ in range(clients)]
+        time.sleep(0.2)  # every idle client accepted and handed to a worker first
+        t = time.monotonic()
+        with urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/metrics", timeout=9) as r:
+            answered = r.status == 200 and b"hepd_" in r.read()
+        check("a scrape answered within Prometheus' 10 s scrape timeout", answered, True)
+        print(f"   scrape took {time.monotonic() - t:.2f} s", flush=True)
+        check("the idle clients closed by hepd", len(wait_closed(idle, clients, d.deadline)), clients)
+        check("exit status after SIGTERM", d.stop(), 0)
+    finally:
+        for c in idle:
+            c.close()
+        d.stop()
+
+
 def main():
     work = tempfile.mkdtemp(prefix="hepd-abuse-")
     began = time.monotonic()
     try:
-        for part in (idle_connections, slow_sender, unique_flood, rate_limit_burst):
+        for part in (idle_connections, slow_sender, unique_flood, rate_limit_burst, idle_metrics_clients):
             t = time.monotonic()
             try:
                 part(work)
