@@ -66,7 +66,7 @@ void keep_voice_reference(Stream& s, std::int64_t voice_arrival) noexcept {
 
 }  // namespace
 
-SeqVerdict observe_packet(Stream& s, const RtpPacket& p, Timestamp arrival) {
+SeqVerdict observe_packet(Stream& s, const RtpPacket& p, Timestamp arrival, Timing timing) {
     const std::int64_t t = arrival.us;
     const std::int64_t voice_arrival = s.last_voice_arrival_us();  // before `last` moves
     if (s.packets == 0) {
@@ -87,6 +87,10 @@ SeqVerdict observe_packet(Stream& s, const RtpPacket& p, Timestamp arrival) {
         ++s.duplicates;
     } else if (verdict == SeqVerdict::late) {
         ++s.out_of_order;
+    }
+    if (verdict == SeqVerdict::jump || timing == Timing::stray) {
+        keep_voice_reference(s, voice_arrival);
+        return verdict;
     }
 
     if (is_event_shaped(p)) {

@@ -178,9 +178,19 @@ struct Stream {
     friend bool operator==(const Stream&, const Stream&) = default;
 };
 
+// What a packet says of its stream's timing.
+enum class Timing : std::uint8_t {
+    in_line,  // a member of the stream: jitter (A.8) and the voice reference follow it
+    stray,    // judged out of line (a held packet the next one did not confirm): counted, no timing
+};
+
 // Updates `stream` with one packet that arrived at `arrival`; returns the sequence verdict.
-// Allocates the stream's extras at its first voice packet of a dynamic payload type.
-SeqVerdict observe_packet(Stream& stream, const RtpPacket& packet, Timestamp arrival);
+// Allocates the stream's extras at its first voice packet of a dynamic payload type. A packet
+// A.1 ignores (a jump its successor did not confirm) and a stray count as packets and bytes but
+// leave jitter and the voice reference alone: one packet with its numbers or timestamp far out
+// of line is the sender's slip, not delay variation, and through max jitter it would set the
+// stream's MOS for its whole life.
+SeqVerdict observe_packet(Stream& stream, const RtpPacket& packet, Timestamp arrival, Timing timing = Timing::in_line);
 
 // A voice packet whose RTP timestamp and arrival time disagree by more than this (under every
 // clock the payload type may have) breaks the stream: sipp replaying the same sequence and

@@ -143,7 +143,7 @@ void StreamTable::on_rtp(const PacketMeta& meta, const RtpPacket& packet) {
     case Continuity::breaks: hold(at, packet, meta.time); return;
     case Continuity::stray: {
         const TakenPacket held = take_held(stream);
-        measure(at, held.packet, held.arrival);
+        measure(at, held.packet, held.arrival, Timing::stray);
         // This packet may itself be the first of a restart: judge it afresh, by its sequence
         // number (the stray's timestamp is no reference).
         if (classify(streams_[at].stream, packet, meta.time, false) == Continuity::breaks) {
@@ -164,10 +164,10 @@ void StreamTable::on_rtp(const PacketMeta& meta, const RtpPacket& packet) {
     }
 }
 
-void StreamTable::measure(std::uint32_t at, const RtpPacket& packet, Timestamp arrival) {
+void StreamTable::measure(std::uint32_t at, const RtpPacket& packet, Timestamp arrival, Timing timing) {
     Stream& stream = streams_[at].stream;
     const bool had_extras = stream.extras.allocated();
-    const SeqVerdict verdict = observe_packet(stream, packet, arrival);
+    const SeqVerdict verdict = observe_packet(stream, packet, arrival, timing);
     count_extras(had_extras, stream);
     if (verdict == SeqVerdict::duplicate) {
         stats_.duplicate_packets.add();
@@ -220,7 +220,7 @@ void StreamTable::end_stream(std::uint32_t at, FinishReason reason) {
     // A packet held for the next one to judge counts as the stray it turned out to be.
     if (streams_[at].stream.held().valid) {
         const TakenPacket held = take_held(streams_[at].stream);
-        measure(at, held.packet, held.arrival);
+        measure(at, held.packet, held.arrival, Timing::stray);
     }
     finish_stream(at, reason);
     if (streams_[at].stream.extras.allocated()) --extras_count_;

@@ -304,7 +304,7 @@ private:
     Endpoint media_address(std::uint32_t m) const noexcept { return endpoints_.unpack(media_.entry(m).key.address); }
     Endpoint peer_of(std::uint32_t b) const noexcept { return endpoints_.unpack(bindings_.entry(b).key.peer); }
     std::uint32_t create_stream(const StreamKey& key, std::uint64_t hash, bool count_start, Timestamp now);
-    void measure(std::uint32_t at, const RtpPacket& packet, Timestamp arrival);
+    void measure(std::uint32_t at, const RtpPacket& packet, Timestamp arrival, Timing timing = Timing::in_line);
     void hold(std::uint32_t at, const RtpPacket& packet, Timestamp arrival);
     void count_extras(bool had, const Stream& stream) noexcept;
     ReceiverView& receiver_view(std::uint32_t at);           // made at the first report, and counted

@@ -243,6 +243,32 @@ TEST_CASE("a restart needs the next packet to follow the held one in timestamp t
     CHECK(stray->stream.packets == 100);
     CHECK(stray->summary.expected == 99);  // A.1: counted from the packet that validated the source
     CHECK(stray->summary.lost == 0);
+    // The stray is the sender's slip, not delay variation: the timing of its neighbours, paced
+    // exactly, says jitter 0 and the best MOS.
+    CHECK(stray->summary.max_jitter_ms == 0.0);
+    CHECK(stray->summary.mos == Approx(4.41).margin(0.01));
+}
+
+TEST_CASE("a packet far out of line in sequence and timestamp leaves the timing alone",
+          "[rtp][stream][table][restart]") {
+    // A leftover of a switched or replayed source with the stream's SSRC: RFC 3550 A.1 ignores
+    // it (a jump its successor does not confirm); it must not reach the A.8 estimate either.
+    StreamTable t(small_config());
+    RecordingSink sink;
+    t.set_sink(&sink);
+    for (int i = 0; i < 500; ++i) {
+        t.on_rtp(meta_at(i * 20'000LL, alice, bob),
+                 make_rtp(0, static_cast<std::uint16_t>(100 + i), static_cast<std::uint32_t>(i * 160), 1));
+        if (i == 250) t.on_rtp(meta_at(i * 20'000LL + 5'000, alice, bob), make_rtp(0, 30'000, 123'456'789U, 1));
+    }
+    t.finish_all(Timestamp{kBaseUs + 20'000'000});
+    REQUIRE(sink.finished.size() == 1);
+    const Finished& f = sink.finished[0];
+    CHECK(f.stream.packets == 501);
+    CHECK(f.summary.lost == 0);
+    CHECK(f.summary.max_jitter_ms == 0.0);
+    CHECK(f.summary.mos == Approx(4.41).margin(0.01));
+    CHECK(t.stats().streams_finished[static_cast<std::size_t>(FinishReason::restarted)].value() == 0);
 }
 
 TEST_CASE("a packet held when its stream ends counts as the stray it was", "[rtp][stream][table][restart]") {
