@@ -145,6 +145,7 @@ int run_pcap(const PcapArgs& args, const config::Config& cfg) {
     // With one shard this thread did all the work; with several it only waited for the shards.
     info.reader_cpu_seconds = thread_cpu_seconds();
     info.shard_cpu_seconds = pipeline.shard_cpu_seconds();
+    info.bindings_waiting_peak = pipeline.bindings_waiting_peak();
     info.table_bytes = shard::total_table_memory_bytes(workers);
 
     // The shard threads have ended: their tables and statistics are this thread's to read now.

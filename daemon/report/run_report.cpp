@@ -120,6 +120,7 @@ json build_report(const RunInfo& info, const RunInputs& in) {
     run["rss_anon_bytes"] = info.rss_anon_bytes;
     run["reader_cpu_seconds"] = info.reader_cpu_seconds;
     run["shard_cpu_seconds"] = info.shard_cpu_seconds;
+    run["bindings_waiting_peak"] = info.bindings_waiting_peak;
     json tables = json::object();
     for (std::size_t t = 0; t < shard::kTableNames.size(); ++t)
         tables[std::string(shard::kTableNames[t])] = info.table_bytes[t];

@@ -28,6 +28,8 @@ struct RunInfo {
     // and of each shard thread (none with one shard).
     double reader_cpu_seconds = 0;
     std::vector<double> shard_cpu_seconds;
+    // The most SDP bindings one shard held back at once for its peers (several shards only).
+    std::size_t bindings_waiting_peak = 0;
     // What the shards' tables held at the end of the input, summed over shards, by table
     // (shard::kTableNames): hepd_table_memory_bytes's figures.
     std::array<std::int64_t, 4> table_bytes{};

@@ -102,9 +102,10 @@ public:
     // run_readers: published with `progress`, a packet time before which this shard sends no
     // more ends of bindings (at_deadline): every one due before it is on its link.
     std::atomic<std::int64_t> release_floor{std::numeric_limits<std::int64_t>::max()};
-    Counter binding_drops;   // written by this shard's thread only
-    Counter wakeups;         // likewise
-    double cpu_seconds = 0;  // the thread's own, written as it ends (read after join)
+    Counter binding_drops;         // written by this shard's thread only
+    Counter wakeups;               // likewise
+    double cpu_seconds = 0;        // the thread's own, written as it ends (read after join)
+    std::size_t waiting_peak = 0;  // ordered mode: most bindings queued at once (read after join)
 
     std::size_t depth() const noexcept {
         std::size_t n = 0;
@@ -285,11 +286,13 @@ private:
             h.binding.call_id_text = &h.call_id;
             worker().bind(h.binding);
             waiting_[best].pop_front();
+            --waiting_count_;
         }
     }
 
     void hold_binding(std::size_t from, const MediaBinding& binding) {
         waiting_[from].push_back(HeldBinding::of(binding));
+        waiting_peak = std::max(waiting_peak, ++waiting_count_);
         if (binding.at_deadline) {
             waiting_first_time_ = std::min(waiting_first_time_, binding.input_clock.us);
         } else {
@@ -561,6 +564,8 @@ public:
 private:
     // How often (in datagrams read) a reading shard tells its peers how far it has read.
     static constexpr std::uint64_t kPublishEvery = 64;
+    // Bindings a reading shard with no media held lets wait for its peers before it waits too.
+    static constexpr std::size_t kMaxWaitingBindings = 4096;
 
     void run_reading() {
         waiting_.resize(shard_links.size());
@@ -648,9 +653,30 @@ private:
     void publish_and_catch_up() {
         publish_reading();
         if (held_.empty()) {
+            apply_settled_bindings();
             catch_up_clock();
         } else {
             drain_own_held(false);
+        }
+    }
+
+    // With no own media held, the bindings and ends that every later own media datagram comes
+    // after are applied now, not before the next such datagram: a shard that gets no media
+    // (a SIP-only capture) would otherwise queue every SDP offer of the run (~700 bytes each).
+    // They go in the order they would have gone then; only the ones all peers have sent by
+    // now go (bindings before their progress, ends due before their release floor).
+    // And a peer far behind (descheduled, or slow) holds back what this shard queued: past
+    // kMaxWaitingBindings the shard waits for it rather than read on and queue without bound.
+    void apply_settled_bindings() {
+        while (true) {
+            horizon_ = peers_progress();
+            release_horizon_ = peers_release_floor();
+            drain_shard_links();
+            const std::uint64_t limit = horizon_ >= std::min(next_order_, peer_sip_end_) ? next_order_ : horizon_;
+            const std::int64_t due_by = std::min(watermark_.us, release_horizon_ - 1);
+            apply_bindings_before(limit, Timestamp{due_by});
+            if (waiting_count_ <= kMaxWaitingBindings) return;
+            wait_for_peers(next_order_, watermark_);
         }
     }
 
@@ -751,6 +777,7 @@ private:
     ByteSpan stable_;  // Feed::stable_input()
     std::unique_ptr<BatchPool> own_pool_;
     std::vector<std::deque<HeldBinding>> waiting_;  // by sending shard (ordered mode)
+    std::size_t waiting_count_ = 0;                 // bindings in waiting_
     std::uint64_t waiting_first_ = UINT64_MAX;      // at most the lowest order waiting there
     std::int64_t waiting_first_time_ = std::numeric_limits<std::int64_t>::max();  // and time of an end waiting
     std::int64_t release_horizon_ = std::numeric_limits<std::int64_t>::min();     // peers' release floor as last read
@@ -1057,6 +1084,12 @@ std::uint64_t Pipeline::binding_drops() const noexcept {
 
 std::uint64_t Pipeline::wakeups(std::size_t shard) const noexcept {
     return threads_.empty() ? 0 : threads_[shard]->wakeups.value();
+}
+
+std::size_t Pipeline::bindings_waiting_peak() const noexcept {
+    std::size_t n = 0;
+    for (const auto& t : threads_) n = std::max(n, t->waiting_peak);
+    return n;
 }
 
 std::vector<double> Pipeline::shard_cpu_seconds() const {

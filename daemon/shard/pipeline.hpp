@@ -159,6 +159,9 @@ public:
     // CPU seconds each shard thread used, once finish() has joined them (empty without shard
     // threads: the producer's thread did the shards' work).
     std::vector<double> shard_cpu_seconds() const;
+    // Ordered mode: the most bindings one shard held for its peers at once, once finish() has
+    // joined the threads (they wait in input order until the media after them come).
+    std::size_t bindings_waiting_peak() const noexcept;
 
 private:
     struct Link;
