@@ -575,7 +575,11 @@ void StreamTable::apply_binding(const Endpoint& media, const Endpoint& peer, Bin
             continue;
         }
         if (slot.binding == kNone) {
-            if (known_peer && slot.stream.last.us >= time.us - kLateBindingWindowUs) {
+            // Media may overtake their signalling on the way through the shards (live, a batch
+            // age apart): an answer joins the pair's stream that is still running, an offer the
+            // address's stream that began just before it, not one that was there before the call.
+            const std::int64_t since = time.us - kLateBindingWindowUs;
+            if (known_peer ? slot.stream.last.us >= since : slot.stream.first.us >= since) {
                 stats_.late_bindings.add();
                 log_throttled(logs_.bindings, time, spdlog::level::debug, [&](auto level, std::uint64_t more) {
                     spdlog::log(level,

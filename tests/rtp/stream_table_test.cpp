@@ -370,6 +370,34 @@ Outcome run_call(int packets_before) {
 
 }  // namespace
 
+TEST_CASE("an offer overtaken by its media joins the stream that began just before it",
+          "[rtp][stream][table][binding]") {
+    // Live, the media of a quickly answered call can reach their shard before the offer's
+    // binding from the SIP shard (a batch age apart). The offer's address alone (no peer yet)
+    // then meets an unbound stream that began after the offer was sent: that is its call's.
+    StreamTable t(small_config());
+    RecordingSink sink;
+    t.set_sink(&sink);
+    for (int i = 0; i < 5; ++i)
+        t.on_rtp(meta_at(100'000 + i * 20'000LL, bob, alice),
+                 make_rtp(8, static_cast<std::uint16_t>(i), static_cast<std::uint32_t>(i * 160), 0x0B));
+    t.bind(media_binding(alice, "call-1@example", 50'000, {codec(8, "PCMA", 8000)}));
+    // A stream to the address that began long before the offer is another call's: it ends.
+    t.on_rtp(meta_at(200'000, carol, bob), make_rtp(8, 1, 160, 0x0C));
+    t.on_rtp(meta_at(5'000'000, carol, bob), make_rtp(8, 2, 320, 0x0C));
+    t.bind(media_binding(bob, "call-2@example", 5'100'000, {codec(8, "PCMA", 8000)}));
+    t.finish_all(Timestamp{kBaseUs + 6'000'000});
+    CHECK(t.stats().late_bindings.value() == 1);
+    const Finished* joined = sink.by_ssrc(0x0B);
+    REQUIRE(joined != nullptr);
+    CHECK(joined->bound);
+    CHECK(joined->call_id == "call-1@example");
+    CHECK(joined->reason == FinishReason::flushed);
+    const Finished* older = sink.by_ssrc(0x0C);
+    REQUIRE(older != nullptr);
+    CHECK(older->reason == FinishReason::rebound);
+}
+
 TEST_CASE("binding first or packets first give the same streams", "[rtp][stream][table][binding]") {
     const Outcome first = run_call(0);
     CHECK(first.late_bindings == 0);
