@@ -80,7 +80,7 @@ void log_summary(const intake::IntakeStats& s, std::string_view when) {
 // SIGHUP: re-read the file, apply the command line's flags again (as at start-up, so that only
 // what the file changed is compared) and apply what can change live; say what could not.
 void reload(const std::string& path, const std::vector<Override>& overrides, config::Config& current,
-            ingest::IngestControl& control, peer::PeerDirectory& peers) {
+            ingest::IngestControl& control, peer::PeerDirectory& peers, metrics::Collector* collector) {
     if (path.empty()) {
         spdlog::warn("SIGHUP: no --config file to reload (running on the embedded defaults)");
         return;
@@ -92,8 +92,9 @@ void reload(const std::string& path, const std::vector<Override>& overrides, con
         spdlog::error("SIGHUP: configuration not reloaded: {}", e.what());
         return;
     }
-    control.update(app::ingest_policy(next));
+    control.update(app::ingest_policy(next, control.policy().get()));
     app::publish_peers(peers, next, control.policy()->agents);
+    if (collector != nullptr) collector->publish_agent_names(metrics::agent_names(control.policy()->agents));
     set_log_level(config::to_string(next.log_level));
     std::vector<std::string> fixed;
     if (!(next.hep.listen == current.hep.listen && next.hep.udp == current.hep.udp && next.hep.tcp == current.hep.tcp))
@@ -418,7 +419,7 @@ void Daemon::wait_signal() {
     signals_->async_wait([this](boost::system::error_code ec, int signo) {
         if (ec) return;
         if (signo == SIGHUP) {
-            reload(config_path_, overrides_, cfg_, *control_, peers_);
+            reload(config_path_, overrides_, cfg_, *control_, peers_, collector_.get());
             wait_signal();
             return;
         }

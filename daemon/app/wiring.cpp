@@ -65,7 +65,7 @@ records::RecordWriterOptions record_writer_options(const config::Config& cfg) {
 }
 
 // Configuration -> what ingest can change on SIGHUP (rate limits, auth key, allow list, agents).
-ingest::IngestPolicy ingest_policy(const config::Config& cfg) {
+ingest::IngestPolicy ingest_policy(const config::Config& cfg, const ingest::IngestPolicy* in_use) {
     ingest::IngestPolicy p;
     p.limits.rate = cfg.hep.rate_limit.rate;
     p.limits.burst = cfg.hep.rate_limit.burst;
@@ -85,10 +85,11 @@ ingest::IngestPolicy ingest_policy(const config::Config& cfg) {
         case config::AgentConfig::Selector::cidr: rules.push_back(intake::AgentRule::by_source(a.name, a.cidr)); break;
         }
     }
-    p.agents = intake::AgentMap(std::move(rules));
+    p.agents =
+        intake::AgentMap(std::move(rules), in_use != nullptr ? in_use->agents.names() : std::vector<std::string>{});
     if (p.agents.ignored_rules() > 0)
-        spdlog::warn("{} agent entries ignored: at most {} agent names are labelled", p.agents.ignored_rules(),
-                     intake::AgentMap::kMaxNames);
+        spdlog::warn("{} agent entries ignored: at most {} agent names are labelled{}", p.agents.ignored_rules(),
+                     intake::AgentMap::kMaxNames, in_use != nullptr ? " since start-up (a restart renumbers)" : "");
     return p;
 }
 

@@ -19,7 +19,8 @@ pcap::CaptureOptions capture_options(const config::Config& cfg);
 // records: with its path resolved under state.dir.
 records::RecordWriterOptions record_writer_options(const config::Config& cfg);
 // What ingest can change on SIGHUP: rate limits, auth key, allow list, agent names.
-ingest::IngestPolicy ingest_policy(const config::Config& cfg);
+// `in_use`: on a reload, the policy running now (its agents keep their indices).
+ingest::IngestPolicy ingest_policy(const config::Config& cfg, const ingest::IngestPolicy* in_use = nullptr);
 // One relay destination, fed by `producers` receive threads.
 relay::RelayOptions relay_options(const config::RelayDestinationConfig& destination, std::size_t producers);
 // Publishes the configuration's peer groups (agents resolved through `agents`, the same

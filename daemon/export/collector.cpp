@@ -104,6 +104,17 @@ Collector::Collector(CollectorOptions options) : options_(std::move(options)) {
         for (std::size_t j = 0; j < i; ++j)
             if (names[i] == names[j]) throw std::invalid_argument("agent names: \"" + names[i] + "\" appears twice");
     }
+    std::copy(names.begin(), names.end(), agent_names_.begin());
+    agent_count_.store(names.size(), std::memory_order_release);
+}
+
+void Collector::publish_agent_names(const std::vector<std::string>& names) {
+    const std::size_t known = agent_count_.load(std::memory_order_relaxed);
+    const std::size_t count = std::min(names.size(), agent_names_.size());
+    if (count <= known) return;
+    std::copy(names.begin() + static_cast<std::ptrdiff_t>(known), names.begin() + static_cast<std::ptrdiff_t>(count),
+              agent_names_.begin() + static_cast<std::ptrdiff_t>(known));
+    agent_count_.store(count, std::memory_order_release);
 }
 
 void Collector::add_shard(const shard::ShardWorker& worker) { shards_.push_back(&worker); }
@@ -174,7 +185,7 @@ void Collector::collect_intake(Writer& out, const intake::IntakeStats& in) const
     out.by_enum<hep::TimestampFixup>("kind", in.timestamp_fixups, 1);  // 0 is "none": nothing fixed
 
     // Every configured agent, zeros included: the set is closed and small (the configuration's).
-    const auto& names = options_.agent_names;
+    const auto names = agent_names();
     auto by_agent_label = [&](const std::array<StatCounter, kMaxAgents>& counts) {
         std::array<std::uint64_t, kMaxAgents> by_agent{};
         for (std::size_t a = 0; a < kMaxAgents; ++a) by_agent[agent_label(a)] += value_of(counts[a]);
@@ -285,7 +296,7 @@ void Collector::collect_shards(Writer& out) const {
 }
 
 void Collector::collect_sip(Writer& out, const sip::DialogStats& d) const {
-    const auto& names = options_.agent_names;
+    const auto names = agent_names();
     auto method_name = [](std::size_t m) { return to_string(static_cast<sip::Method>(m)); };
 
     // method x agent (x status class) is large and mostly empty: only series seen are exported.

@@ -6,14 +6,17 @@
 // Thread-safety: register every source (add_*, set_*) before the exporter starts serving;
 // afterwards Collect() only reads, from the HTTP server's threads, possibly two at a time. The
 // sources must outlive the exporter (destroy or stop() the Exporter first).
+#include "core/packet_meta.hpp"
 #include "records/drop_reason.hpp"
 
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -116,7 +119,13 @@ public:
 
     std::vector<prometheus::MetricFamily> Collect() const override;
 
-    const std::vector<std::string>& agent_names() const noexcept { return options_.agent_names; }
+    // The `agent` label by agent index, as now.
+    std::span<const std::string> agent_names() const noexcept {
+        return {agent_names_.data(), agent_count_.load(std::memory_order_acquire)};
+    }
+    // A reload's names (agent_names() of the new map, which keeps every index it had): the names
+    // at indices not named yet are added. From one thread at a time; scrapes may run meanwhile.
+    void publish_agent_names(const std::vector<std::string>& names);
 
 private:
     class Writer;
@@ -134,10 +143,13 @@ private:
     void collect_records(Writer& out) const;
     static void collect_process(Writer& out);
     std::size_t agent_label(std::size_t agent) const noexcept {
-        return agent < options_.agent_names.size() ? agent : 0;
+        return agent < agent_count_.load(std::memory_order_acquire) ? agent : 0;
     }
 
     CollectorOptions options_;
+    // Written before agent_count_ is raised, never after (scrapes read them without a lock).
+    std::array<std::string, kMaxAgents> agent_names_;
+    std::atomic<std::size_t> agent_count_{0};
     std::vector<const shard::ShardWorker*> shards_;
     std::vector<const intake::IntakeStats*> intakes_;
     std::vector<const ingest::TcpStats*> tcp_;

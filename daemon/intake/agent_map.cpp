@@ -28,7 +28,8 @@ AgentRule AgentRule::by_source(std::string name, Cidr network) {
     return r;
 }
 
-AgentMap::AgentMap(std::vector<AgentRule> rules) {
+AgentMap::AgentMap(std::vector<AgentRule> rules, const std::vector<std::string>& earlier) : names_(earlier) {
+    if (names_.size() > kMaxNames) names_.resize(kMaxNames);
     for (auto& rule : rules) {
         auto found = std::find(names_.begin(), names_.end(), rule.name);
         if (found == names_.end()) {

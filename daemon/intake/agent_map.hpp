@@ -35,8 +35,10 @@ public:
 
     AgentMap() = default;  // names nobody: every packet is "other"
     // Indices follow the order in which names first appear (1, 2, ...); several rules may give
-    // the same name.
-    explicit AgentMap(std::vector<AgentRule> rules);
+    // the same name. `earlier` (a reload: the names of the map in use) keeps every name it has
+    // at its index, rules or not, and new names come after them: an index names one agent for
+    // the life of the process, so that the counters kept by index stay with their label.
+    explicit AgentMap(std::vector<AgentRule> rules, const std::vector<std::string>& earlier = {});
 
     // What the sender says about itself wins over where it sends from: a capture id rule, then a
     // node name rule, then the longest source prefix holding `sender`. 0 when nothing matches.
@@ -49,6 +51,8 @@ public:
     // Names including "other" at index 0.
     std::size_t size() const noexcept { return names_.size() + 1; }
     std::string_view name(std::size_t index) const noexcept;
+    // The names of indices 1, 2, ... (what a reload passes as `earlier`).
+    const std::vector<std::string>& names() const noexcept { return names_; }
     std::size_t ignored_rules() const noexcept { return ignored_rules_; }
 
 private:

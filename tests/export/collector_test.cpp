@@ -260,6 +260,26 @@ TEST_CASE("the agent label: names by index, unnamed indices count as other", "[e
     test::check_label_hygiene(y, 1);
 }
 
+TEST_CASE("the agent label after a reload: names are added, never moved", "[export][agents]") {
+    shard::ShardWorker worker{shard::ShardConfig{}};
+    metrics::CollectorOptions o;
+    o.agent_names = {"other", "kam1", "kam2"};
+    metrics::Collector collector(o);
+    collector.add_shard(worker);
+    send_sip(worker, options_request(1), 2, 1'000'000);
+    // A SIGHUP'd file drops kam1 and adds pbx: the new map keeps kam1 at 1, kam2 at 2 and puts
+    // pbx at 3 (AgentMap's `earlier`); a list that would move a name changes nothing known.
+    collector.publish_agent_names({"other", "kam1", "kam2", "pbx"});
+    collector.publish_agent_names({"other", "kam2"});
+    send_sip(worker, options_request(2), 3, 2'000'000);
+    send_sip(worker, options_request(3), 2, 3'000'000);
+    const Exposition x = to_exposition(collector.Collect());
+    CHECK(x.at("hepd_sip_requests_total", {{"method", "OPTIONS"}, {"agent", "kam2"}}) == 2);
+    CHECK(x.at("hepd_sip_requests_total", {{"method", "OPTIONS"}, {"agent", "pbx"}}) == 1);
+    CHECK(!x.value("hepd_sip_requests_total", {{"method", "OPTIONS"}, {"agent", "other"}}));
+    CHECK(collector.agent_names().size() == 4);
+}
+
 TEST_CASE("a second agent's copy: hepd_duplicates_total, not a request, datagram or retransmission",
           "[export][duplicates]") {
     shard::ShardWorker worker{shard::ShardConfig{}};

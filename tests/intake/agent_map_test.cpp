@@ -65,3 +65,29 @@ TEST_CASE("agent map: the label set is capped, 'other' is reserved", "[ingest][a
     CHECK(map.lookup(32, {}, {}) == 0);
     CHECK(map.lookup(40, {}, {}) == 0);
 }
+
+TEST_CASE("agent map: a reload keeps every name at its index, new names after them", "[ingest][agent]") {
+    // The counters are kept by index and labelled by name: an index must name one agent for the
+    // life of the process, whatever a SIGHUP'd file removes, reorders or adds.
+    std::vector<AgentRule> first{AgentRule::by_capture_id("kam1", 2001), AgentRule::by_capture_id("kam2", 2002)};
+    const AgentMap before(std::move(first));
+    REQUIRE(before.lookup(2002, {}, {}) == 2);
+
+    std::vector<AgentRule> second{AgentRule::by_capture_id("pbx", 3000), AgentRule::by_capture_id("kam2", 2002)};
+    const AgentMap after(std::move(second), before.names());
+    CHECK(after.lookup(2002, {}, {}) == 2);  // kam2 stays 2 (it would be 1 of a fresh map)
+    CHECK(after.lookup(3000, {}, {}) == 3);  // the new name after the earlier ones
+    CHECK(after.lookup(2001, {}, {}) == 0);  // kam1's rule is gone: other
+    CHECK(after.name(1) == "kam1");          // its index keeps its name (and its counts)
+    CHECK(after.name(2) == "kam2");
+    CHECK(after.name(3) == "pbx");
+    CHECK(after.size() == 4);
+
+    // The cap counts the earlier names too.
+    std::vector<std::string> many;
+    for (int i = 1; i <= 31; ++i) many.push_back("a" + std::to_string(i));
+    const AgentMap full({AgentRule::by_capture_id("late", 7)}, many);
+    CHECK(full.size() == kMaxAgents);
+    CHECK(full.ignored_rules() == 1);
+    CHECK(full.lookup(7, {}, {}) == 0);
+}
