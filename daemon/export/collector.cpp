@@ -613,7 +613,8 @@ void Collector::collect_records(Writer& out) const {
     out.add(as_double(f.bytes));
     out.counter("hepd_records_rotations_total", "Times the call-record file was rotated.");
     out.add(as_double(f.rotations));
-    out.counter("hepd_records_write_errors_total", "Failed opens, writes, renames and removals of call-record files.");
+    out.counter("hepd_records_write_errors_total",
+                "Failed opens, writes, truncations, renames and removals of call-record files.");
     out.add(as_double(f.write_errors));
     out.counter("hepd_records_dropped_total",
                 "Dialogs, streams or lines that did not reach the call-record file, by reason.");

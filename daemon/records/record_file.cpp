@@ -47,6 +47,7 @@ bool RecordFile::open(Timestamp now) {
 void RecordFile::close() {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
+    cut_ = false;  // a cut line left in a closed file stays there: the next file starts clean
 }
 
 void RecordFile::append(std::string_view line, Timestamp now) {
@@ -67,25 +68,73 @@ void RecordFile::append(std::string_view line, Timestamp now) {
 
 void RecordFile::flush() {
     if (buffer_.empty()) return;
+    if (fd_ < 0) {
+        // The file could not be (re)opened: counted as a write error already.
+        lost(buffered_lines_);
+        return;
+    }
+    // The writes append at the end of the file; a failure cuts the file back to a line's end.
+    struct stat st {};
+    const std::uint64_t start =
+        ::fstat(fd_, &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : size_ - buffer_.size();
+    std::size_t first = 0;  // where the buffered lines start
+    if (cut_ && !cut_off()) {
+        // The cut line stays: end it, so that the lines after it still parse on their own.
+        buffer_.insert(0, 1, '\n');
+        first = 1;
+    }
     std::size_t done = 0;
-    while (done < buffer_.size() && fd_ >= 0) {
-        const ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
+    while (done < buffer_.size()) {
+        const ssize_t n = options_.write ? options_.write(fd_, buffer_.data() + done, buffer_.size() - done)
+                                         : ::write(fd_, buffer_.data() + done, buffer_.size() - done);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
-            const int err = errno;
+            const int err = n == 0 ? ENOSPC : errno;
             ++stats_.write_errors;
-            stats_.lost_lines += buffered_lines_;  // a line cut short counts as lost too
+            // Lines written whole before the failure stay; a line cut short goes, and is lost.
+            const std::size_t last = buffer_.rfind('\n', done == 0 ? 0 : done - 1);
+            const std::size_t whole = done == 0 || last == std::string::npos ? 0 : last + 1;
+            const auto kept = static_cast<std::uint64_t>(
+                whole > first ? std::count(buffer_.begin() + static_cast<std::ptrdiff_t>(first),
+                                           buffer_.begin() + static_cast<std::ptrdiff_t>(whole), '\n')
+                              : 0);
+            const std::uint64_t lines_lost = buffered_lines_ - kept;
             spdlog::error("call records: write to {} failed: {} ({} lines lost)", options_.path, error_text(err),
-                          buffered_lines_);
-            size_ -= buffer_.size() - done;
-            buffer_.clear();
-            buffered_lines_ = 0;
+                          lines_lost);
+            stats_.lines += buffered_lines_ - lines_lost;
+            stats_.bytes += whole > first ? whole - first : 0;
+            if (done > 0) {  // else the file is as it was, a cut line included
+                good_size_ = start + whole;
+                cut_ = whole < done;
+                if (cut_) cut_off();
+            }
+            size_ = start + whole;
+            lost(lines_lost);
             return;
         }
         done += static_cast<std::size_t>(n);
     }
     stats_.lines += buffered_lines_;
-    stats_.bytes += done;
+    stats_.bytes += done - first;
+    size_ = start + done;
+    cut_ = false;
+    buffer_.clear();
+    buffered_lines_ = 0;
+}
+
+// Truncates the file to its last whole line, after a write that stopped inside a line.
+bool RecordFile::cut_off() {
+    if (::ftruncate(fd_, static_cast<off_t>(good_size_)) == 0) {
+        cut_ = false;
+        return true;
+    }
+    ++stats_.write_errors;
+    spdlog::error("call records: cannot cut the partial line off {}: {}", options_.path, error_text(errno));
+    return false;
+}
+
+void RecordFile::lost(std::uint64_t lines) {
+    stats_.lost_lines += lines;
     buffer_.clear();
     buffered_lines_ = 0;
 }

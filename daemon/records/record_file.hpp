@@ -2,10 +2,14 @@
 // The call-record file: lines appended to one file, rotated by size and by age. Rotation renames
 // the file to PATH.YYYYMMDDTHHMMSSZ (the moment of rotation; -2, -3... for more in one second),
 // starts a new one and deletes the oldest rotated files beyond `keep`. A failed write (disk
-// full) loses the lines of that write, counted; the next write tries again. Used by one thread.
+// full) loses the lines it did not write whole, counted, and the part of a line it wrote is cut
+// off the file again; the next write tries again. Used by one thread.
 #include "core/time.hpp"
 
+#include <sys/types.h>
+
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -17,14 +21,16 @@ struct RecordFileOptions {
     std::int64_t max_age_us = 3600LL * 1'000'000;  // 0 = by size only
     std::uint32_t keep = 24;
     std::size_t buffer_bytes = 64u << 10;  // lines are written when this much is buffered, or on flush()
+    // write(2) unless set: tests stand in a disk that fills up part-way through a write.
+    std::function<ssize_t(int fd, const void* data, std::size_t size)> write;
 };
 
 struct RecordFileStats {
     std::uint64_t lines = 0;  // written to the file
     std::uint64_t bytes = 0;
     std::uint64_t rotations = 0;
-    std::uint64_t write_errors = 0;  // failed open, write, rename
-    std::uint64_t lost_lines = 0;    // lines of failed writes
+    std::uint64_t write_errors = 0;  // failed open, write, rename, truncation
+    std::uint64_t lost_lines = 0;    // lines a failed write did not write whole
 };
 
 class RecordFile {
@@ -47,6 +53,8 @@ private:
     void rotate(Timestamp now);
     void prune();
     void close();
+    bool cut_off();
+    void lost(std::uint64_t lines);
 
     RecordFileOptions options_;
     RecordFileStats stats_;
@@ -55,6 +63,8 @@ private:
     Timestamp opened_;
     std::string buffer_;
     std::uint64_t buffered_lines_ = 0;
+    bool cut_ = false;             // a failed write left part of a line after good_size_
+    std::uint64_t good_size_ = 0;  // the file's size up to its last whole line, after a failed write
 };
 
 }  // namespace hepd::records

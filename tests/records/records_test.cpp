@@ -12,8 +12,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -493,6 +495,69 @@ TEST_CASE("record file: a full disk loses the lines, counted, and never throws",
     f.flush();  // tried again, fails again
     CHECK(f.stats().write_errors == 2);
     CHECK(f.stats().lost_lines == 3);
+}
+
+// A disk with `space` bytes left: write(2) writes what fits, then fails with ENOSPC, as the
+// kernel does on a full file system.
+struct FillingDisk {
+    std::size_t space = 0;
+    ssize_t operator()(int fd, const void* data, std::size_t size) {
+        if (space == 0) {
+            errno = ENOSPC;
+            return -1;
+        }
+        const ssize_t n = ::write(fd, data, std::min(size, space));
+        if (n > 0) space -= static_cast<std::size_t>(n);
+        return n;
+    }
+};
+
+TEST_CASE("record file: a write cut short by a full disk leaves only whole lines; the next write goes on",
+          "[records]") {
+    TempDir dir;
+    auto disk = std::make_shared<FillingDisk>();
+    RecordFileOptions o;
+    o.path = (dir.path / "calls.jsonl").string();
+    o.max_age_us = 0;
+    o.write = [disk](int fd, const void* data, std::size_t size) { return (*disk)(fd, data, size); };
+    auto line = [](int n) {
+        return R"({"n":)" + std::to_string(n) +
+               R"(,"pad":"xxxxxxxxxxxxxxxxxxxxxxxxxxxx"})"
+               "\n";
+    };
+    const std::size_t len = line(0).size();  // one digit: every line the same length
+    RecordFile f(o);
+
+    // Room for two lines and a half: the third is cut, and cut off again.
+    disk->space = 2 * len + len / 2;
+    for (int n = 1; n <= 3; ++n) f.append(line(n), Timestamp{n});
+    f.flush();
+    CHECK(f.stats().write_errors == 1);
+    CHECK(f.stats().lines == 2);
+    CHECK(f.stats().lost_lines == 1);
+    CHECK(f.stats().bytes == 2 * len);
+    CHECK(fs::file_size(o.path) == 2 * len);
+
+    // A few bytes more: a cut in the first line of a write leaves the file as it was.
+    disk->space = 5;
+    for (int n = 4; n <= 5; ++n) f.append(line(n), Timestamp{n});
+    f.flush();
+    CHECK(f.stats().write_errors == 2);
+    CHECK(f.stats().lines == 2);
+    CHECK(f.stats().lost_lines == 3);
+    CHECK(fs::file_size(o.path) == 2 * len);
+
+    // Space again: the next lines follow the last whole one.
+    disk->space = 1 << 20;
+    f.append(line(6), Timestamp{6});
+    f.flush();
+    CHECK(f.stats().write_errors == 2);
+    CHECK(f.stats().lines == 3);
+    CHECK(f.stats().bytes == 3 * len);
+    CHECK(f.stats().bytes == fs::file_size(o.path));
+    std::vector<int> numbers;
+    for (const std::string& text : lines_of(o.path)) numbers.push_back(Json::parse(text)["n"].get<int>());
+    CHECK(numbers == std::vector<int>{1, 2, 6});
 }
 
 TEST_CASE("writer: a full shard queue drops the event and counts it; the rest is written after the hold", "[records]") {
