@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -146,10 +147,13 @@ void RecordFile::rotate(Timestamp now) {
     std::string stamp = format_iso8601(now).substr(0, 19) + "Z";
     std::erase_if(stamp, [](char c) { return c == '-' || c == ':'; });
     const std::string base = options_.path + "." + stamp;
-    std::string aside = base;
+    // Within one second each rotation takes the next number, even where prune() has freed an
+    // earlier one: a reused name would sort the newest file among the oldest.
+    std::uint64_t n = stamp == last_stamp_ ? last_n_ + 1 : 1;
+    auto aside = [&base](std::uint64_t k) { return k == 1 ? base : base + "-" + std::to_string(k); };
     std::error_code ec;
-    for (int n = 2; fs::exists(aside, ec) && n < 1000; ++n) aside = base + "-" + std::to_string(n);
-    fs::rename(options_.path, aside, ec);
+    while (fs::exists(aside(n), ec)) ++n;
+    fs::rename(options_.path, aside(n), ec);
     if (ec) {
         // The file goes on growing rather than losing lines; tried again at the next line.
         ++stats_.write_errors;
@@ -157,35 +161,58 @@ void RecordFile::rotate(Timestamp now) {
         return;
     }
     ++stats_.rotations;
+    last_stamp_ = std::move(stamp);
+    last_n_ = n;
     prune();
 }
 
-// Rotated files sort by their names: the stamp, then -2, -3... for more in the same second.
+// Rotated files sort by their stamp, then by the number after it: none (the first of its second),
+// then -2, -3... -10, compared as numbers ("-10" after "-9").
+namespace {
+
+struct RotatedName {
+    std::string_view stamp;
+    std::uint64_t n = 1;
+};
+
+// `rest` is the name after "PATH."; anything but STAMP-DIGITS (at most 9) sorts as a stamp.
+RotatedName rotated_name(std::string_view rest) {
+    const std::size_t dash = rest.rfind('-');
+    if (dash == std::string_view::npos || dash + 1 == rest.size() || dash + 1 + 9 < rest.size()) return {rest};
+    std::uint64_t n = 0;
+    for (const char c : rest.substr(dash + 1)) {
+        if (c < '0' || c > '9') return {rest};
+        n = n * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    return {rest.substr(0, dash), n};
+}
+
+}  // namespace
+
 void RecordFile::prune() {
     const fs::path current(options_.path);
     const std::string prefix = current.filename().string() + ".";
     fs::path dir = current.parent_path();
     if (dir.empty()) dir = ".";
-    std::vector<fs::path> rotated;
+    std::vector<std::string> rotated;  // file names
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
-        const std::string name = entry.path().filename().string();
-        if (name.size() > prefix.size() && name.starts_with(prefix)) rotated.push_back(entry.path());
+        std::string name = entry.path().filename().string();
+        if (name.size() > prefix.size() && name.starts_with(prefix)) rotated.push_back(std::move(name));
     }
     if (ec || rotated.size() <= options_.keep) return;
-    std::sort(rotated.begin(), rotated.end(), [](const fs::path& a, const fs::path& b) {
-        // "-2" sorts after the plain stamp it follows: compare stamps first, then suffix length.
-        const std::string x = a.filename().string();
-        const std::string y = b.filename().string();
-        return x.size() != y.size() &&
-                       x.compare(0, std::min(x.size(), y.size()), y, 0, std::min(x.size(), y.size())) == 0
-                   ? x.size() < y.size()
-                   : x < y;
+    std::sort(rotated.begin(), rotated.end(), [&prefix](const std::string& a, const std::string& b) {
+        const RotatedName x = rotated_name(std::string_view(a).substr(prefix.size()));
+        const RotatedName y = rotated_name(std::string_view(b).substr(prefix.size()));
+        if (x.stamp != y.stamp) return x.stamp < y.stamp;
+        if (x.n != y.n) return x.n < y.n;
+        return a < b;
     });
     for (std::size_t i = 0; i + options_.keep < rotated.size(); ++i) {
-        if (!fs::remove(rotated[i], ec) && ec) {
+        const fs::path victim = dir / rotated[i];
+        if (!fs::remove(victim, ec) && ec) {
             ++stats_.write_errors;
-            spdlog::warn("call records: cannot remove {}: {}", rotated[i].string(), ec.message());
+            spdlog::warn("call records: cannot remove {}: {}", victim.string(), ec.message());
         }
     }
 }

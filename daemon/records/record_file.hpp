@@ -63,6 +63,8 @@ private:
     Timestamp opened_;
     std::string buffer_;
     std::uint64_t buffered_lines_ = 0;
+    std::string last_stamp_;  // of the last rotation, and its number (1: no -N)
+    std::uint64_t last_n_ = 0;
     bool cut_ = false;             // a failed write left part of a line after good_size_
     std::uint64_t good_size_ = 0;  // the file's size up to its last whole line, after a failed write
 };

@@ -497,6 +497,29 @@ TEST_CASE("record file: a full disk loses the lines, counted, and never throws",
     CHECK(f.stats().lost_lines == 3);
 }
 
+TEST_CASE("record file: keep_files keeps the newest when more than nine rotations share a second", "[records]") {
+    TempDir dir;
+    RecordFileOptions o;
+    o.path = (dir.path / "calls.jsonl").string();
+    o.max_bytes = 100;
+    o.max_age_us = 0;
+    o.keep = 3;
+    o.buffer_bytes = 1;
+    const std::string line(60, 'x');
+    {
+        RecordFile f(o);
+        // One line a file, all in one second: rotated as the stamp, then -2 ... -12, never
+        // reusing a name that keep_files freed.
+        for (int i = 0; i < 13; ++i) f.append(line + "\n", Timestamp{1'700'000'000'000'000});
+        CHECK(f.stats().rotations == 12);
+    }
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir.path)) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    CHECK(names == std::vector<std::string>{"calls.jsonl", "calls.jsonl.20231114T221320Z-10",
+                                            "calls.jsonl.20231114T221320Z-11", "calls.jsonl.20231114T221320Z-12"});
+}
+
 // A disk with `space` bytes left: write(2) writes what fits, then fails with ENOSPC, as the
 // kernel does on a full file system.
 struct FillingDisk {
