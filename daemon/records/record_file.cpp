@@ -51,12 +51,12 @@ void RecordFile::close() {
     cut_ = false;  // a cut line left in a closed file stays there: the next file starts clean
 }
 
+bool RecordFile::too_old(Timestamp now) const noexcept {
+    return options_.max_age_us > 0 && now.us - opened_.us >= options_.max_age_us;
+}
+
 void RecordFile::append(std::string_view line, Timestamp now) {
-    if (fd_ >= 0 && size_ > 0) {
-        const bool too_big = size_ + line.size() > options_.max_bytes;
-        const bool too_old = options_.max_age_us > 0 && now.us - opened_.us >= options_.max_age_us;
-        if (too_big || too_old) rotate(now);
-    }
+    if (fd_ >= 0 && size_ > 0 && (size_ + line.size() > options_.max_bytes || too_old(now))) rotate(now);
     if (fd_ < 0 && !open(now)) {
         ++stats_.lost_lines;
         return;
@@ -65,6 +65,10 @@ void RecordFile::append(std::string_view line, Timestamp now) {
     ++buffered_lines_;
     size_ += line.size();
     if (buffer_.size() >= options_.buffer_bytes) flush();
+}
+
+void RecordFile::tick(Timestamp now) {
+    if (fd_ >= 0 && size_ > 0 && too_old(now)) rotate(now);
 }
 
 void RecordFile::flush() {

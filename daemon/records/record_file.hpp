@@ -44,12 +44,16 @@ public:
     // `line` ends with '\n'. `now` is wall time: it dates rotations and measures the file's age.
     void append(std::string_view line, Timestamp now);
     void flush();
+    // Called by the writer about once a second: rotates a file past max_age even when no line
+    // comes to do it (an empty file is not rotated).
+    void tick(Timestamp now);
 
     const RecordFileStats& stats() const noexcept { return stats_; }
     const std::string& path() const noexcept { return options_.path; }
 
 private:
     bool open(Timestamp now);
+    bool too_old(Timestamp now) const noexcept;
     void rotate(Timestamp now);
     void prune();
     void close();

@@ -104,6 +104,8 @@ void RecordWriter::write(std::vector<CallRecord>& records) {
 }
 
 bool RecordWriter::poll() {
+    // Rotation by age here too: append() alone would leave an idle file open past its age.
+    file_.tick(wall_.now());
     const std::int64_t now = steady_.now().us;
     const bool any = drain(now);
     joiner_.take_due(now, due_);

@@ -618,6 +618,38 @@ TEST_CASE("writer: a full shard queue drops the event and counts it; the rest is
     CHECK(w.stats().bytes.value() == fs::file_size(o.file.path));
 }
 
+TEST_CASE("writer: max_file_age rotates an idle file, without waiting for the next record", "[records]") {
+    TempDir dir;
+    ManualClock steady(Timestamp{1'000'000'000});
+    ManualClock wall(Timestamp{1'700'000'000'000'000});
+    RecordWriterOptions o;
+    o.file.path = (dir.path / "calls.jsonl").string();
+    o.file.max_age_us = 60'000'000;
+    o.join.hold_us = 0;
+    o.flush_interval_us = 0;
+    RecordWriter w(o, 1, steady, wall);
+    const auto d = answered_call("idle", "a", 1'000'000);
+    w.shard(0).on_dialog_removed(d.call_id, d.from_tag, d.dialog, d.caller, false);
+    w.poll();
+    REQUIRE(w.stats().written.value() == 1);
+    steady.advance_us(59'000'000);
+    wall.advance_us(59'000'000);
+    w.poll();
+    CHECK(w.stats().rotations.value() == 0);
+    // No record comes; the writer's next pass past the age rotates the file.
+    steady.advance_us(1'000'000);
+    wall.advance_us(1'000'000);
+    w.poll();
+    CHECK(w.stats().rotations.value() == 1);
+    CHECK(dir.names() == std::vector<std::string>{"calls.jsonl.20231114T221420Z"});
+    CHECK(lines_of((dir.path / "calls.jsonl.20231114T221420Z").string()).size() == 1);
+    // An empty file is not rotated, however long nothing comes.
+    steady.advance_us(600'000'000);
+    wall.advance_us(600'000'000);
+    w.poll();
+    CHECK(w.stats().rotations.value() == 1);
+}
+
 TEST_CASE("writer: stop writes the held records and counts the streams still waiting", "[records]") {
     TempDir dir;
     ManualClock steady(Timestamp{1'000'000'000});
