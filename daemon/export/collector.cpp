@@ -616,6 +616,9 @@ void Collector::collect_records(Writer& out) const {
     out.counter("hepd_records_write_errors_total",
                 "Failed opens, writes, truncations, renames and removals of call-record files.");
     out.add(as_double(f.write_errors));
+    out.counter("hepd_records_reopens_total",
+                "Times the call-record file was found removed or replaced (rm, logrotate) and opened again.");
+    out.add(as_double(f.reopens));
     out.counter("hepd_records_dropped_total",
                 "Dialogs, streams or lines that did not reach the call-record file, by reason.");
     for (std::size_t r = 0; r < f.dropped.size(); ++r)

@@ -19,7 +19,9 @@ namespace hepd::records {
 
 namespace fs = std::filesystem;
 
-RecordFile::RecordFile(RecordFileOptions options) : options_(std::move(options)) {
+RecordFile::RecordFile(RecordFileOptions options) : options_(std::move(options)) { make_directory(); }
+
+void RecordFile::make_directory() {
     std::error_code ec;
     const fs::path parent = fs::path(options_.path).parent_path();
     if (!parent.empty()) fs::create_directories(parent, ec);
@@ -34,13 +36,17 @@ RecordFile::~RecordFile() {
 bool RecordFile::open(Timestamp now) {
     if (fd_ >= 0) return true;
     fd_ = ::open(options_.path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+    if (fd_ < 0 && errno == ENOENT) {
+        make_directory();  // removed with the file
+        fd_ = ::open(options_.path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+    }
     if (fd_ < 0) {
         ++stats_.write_errors;
         spdlog::error("call records: cannot open {}: {}", options_.path, error_text(errno));
         return false;
     }
     struct stat st {};
-    size_ = ::fstat(fd_, &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+    size_ = (::fstat(fd_, &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0) + buffer_.size();
     opened_ = now;  // an existing file's age counts from this start: its lines may be from before
     return true;
 }
@@ -61,6 +67,7 @@ void RecordFile::append(std::string_view line, Timestamp now) {
         ++stats_.lost_lines;
         return;
     }
+    if (size_ == 0) opened_ = now;  // an empty file (one opened again) ages from its first line
     buffer_.append(line);
     ++buffered_lines_;
     size_ += line.size();
@@ -68,7 +75,30 @@ void RecordFile::append(std::string_view line, Timestamp now) {
 }
 
 void RecordFile::tick(Timestamp now) {
-    if (fd_ >= 0 && size_ > 0 && too_old(now)) rotate(now);
+    if (fd_ < 0) return;
+    if (size_ > 0 && too_old(now)) {
+        rotate(now);
+        return;
+    }
+    // Once a second (or when the wall clock stepped back).
+    if (now.us >= checked_.us && now.us - checked_.us < 1'000'000) return;
+    checked_ = now;
+    reopen_if_moved(now);
+}
+
+// rm, a shipper removing what it shipped or logrotate without copytruncate leave this process
+// writing to a file no one reads: the path is opened again, and the buffered lines go there.
+void RecordFile::reopen_if_moved(Timestamp now) {
+    struct stat open_file {};
+    struct stat at_path {};
+    if (::fstat(fd_, &open_file) != 0) return;
+    const bool gone = ::stat(options_.path.c_str(), &at_path) != 0;
+    if (gone && errno != ENOENT && errno != ENOTDIR) return;  // can't tell (EACCES...): keep writing
+    if (!gone && at_path.st_dev == open_file.st_dev && at_path.st_ino == open_file.st_ino) return;
+    ++stats_.reopens;
+    spdlog::warn("call records: {} was {}; writing to a new file there", options_.path, gone ? "removed" : "replaced");
+    close();
+    open(now);  // on failure, counted; the next line tries again
 }
 
 void RecordFile::flush() {

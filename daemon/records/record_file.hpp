@@ -3,7 +3,8 @@
 // the file to PATH.YYYYMMDDTHHMMSSZ (the moment of rotation; -2, -3... for more in one second),
 // starts a new one and deletes the oldest rotated files beyond `keep`. A failed write (disk
 // full) loses the lines it did not write whole, counted, and the part of a line it wrote is cut
-// off the file again; the next write tries again. Used by one thread.
+// off the file again; the next write tries again. A file removed or replaced under it (rm,
+// logrotate) is noticed by tick() and the path opened again. Used by one thread.
 #include "core/time.hpp"
 
 #include <sys/types.h>
@@ -31,6 +32,7 @@ struct RecordFileStats {
     std::uint64_t rotations = 0;
     std::uint64_t write_errors = 0;  // failed open, write, rename, truncation
     std::uint64_t lost_lines = 0;    // lines a failed write did not write whole
+    std::uint64_t reopens = 0;       // the file was removed or replaced and opened again at its path
 };
 
 class RecordFile {
@@ -45,14 +47,17 @@ public:
     void append(std::string_view line, Timestamp now);
     void flush();
     // Called by the writer about once a second: rotates a file past max_age even when no line
-    // comes to do it (an empty file is not rotated).
+    // comes to do it (an empty file is not rotated), and opens the path again when the file was
+    // removed or replaced (checked at most once a second).
     void tick(Timestamp now);
 
     const RecordFileStats& stats() const noexcept { return stats_; }
     const std::string& path() const noexcept { return options_.path; }
 
 private:
+    void make_directory();
     bool open(Timestamp now);
+    void reopen_if_moved(Timestamp now);
     bool too_old(Timestamp now) const noexcept;
     void rotate(Timestamp now);
     void prune();
@@ -65,6 +70,7 @@ private:
     int fd_ = -1;
     std::uint64_t size_ = 0;  // of the open file, buffered lines included
     Timestamp opened_;
+    Timestamp checked_;  // the last look for a removed or replaced file
     std::string buffer_;
     std::uint64_t buffered_lines_ = 0;
     std::string last_stamp_;  // of the last rotation, and its number (1: no -N)

@@ -104,7 +104,8 @@ void RecordWriter::write(std::vector<CallRecord>& records) {
 }
 
 bool RecordWriter::poll() {
-    // Rotation by age here too: append() alone would leave an idle file open past its age.
+    // Rotation by age here too: append() alone would leave an idle file open past its age. And a
+    // removed or replaced file is opened again before this pass's lines are written.
     file_.tick(wall_.now());
     const std::int64_t now = steady_.now().us;
     const bool any = drain(now);
@@ -126,6 +127,7 @@ void RecordWriter::publish() {
     if (f.rotations > stats_.rotations.value()) stats_.rotations.add(f.rotations - stats_.rotations.value());
     if (f.write_errors > stats_.write_errors.value())
         stats_.write_errors.add(f.write_errors - stats_.write_errors.value());
+    if (f.reopens > stats_.reopens.value()) stats_.reopens.add(f.reopens - stats_.reopens.value());
     if (f.lost_lines > published_lost_) {
         stats_.dropped[static_cast<std::size_t>(DropReason::write_error)].add(f.lost_lines - published_lost_);
         published_lost_ = f.lost_lines;

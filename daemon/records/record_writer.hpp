@@ -34,6 +34,7 @@ struct RecordStats {
     Counter bytes;
     Counter rotations;
     Counter write_errors;
+    Counter reopens;  // the file was removed or replaced under the writer and opened again
     std::array<Counter, kDropReasonCount> dropped{};
     Counter unbound_streams;  // finished streams that no SDP bound to a call (not records)
     Gauge held;               // dialogs waiting out their hold

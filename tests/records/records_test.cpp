@@ -650,6 +650,62 @@ TEST_CASE("writer: max_file_age rotates an idle file, without waiting for the ne
     CHECK(w.stats().rotations.value() == 1);
 }
 
+TEST_CASE("writer: a removed or replaced record file is opened again at its path", "[records]") {
+    TempDir dir;
+    ManualClock steady(Timestamp{1'000'000'000});
+    ManualClock wall(Timestamp{1'700'000'000'000'000});
+    RecordWriterOptions o;
+    o.file.path = (dir.path / "calls.jsonl").string();
+    o.join.hold_us = 0;
+    o.flush_interval_us = 0;
+    RecordWriter w(o, 1, steady, wall);
+    auto call = [&](const std::string& id) {
+        const auto d = answered_call(id, "a", 1'000'000);
+        w.shard(0).on_dialog_removed(d.call_id, d.from_tag, d.dialog, d.caller, false);
+        steady.advance_us(1'000'000);
+        wall.advance_us(1'000'000);
+        w.poll();
+    };
+    auto ids = [](const fs::path& path) {
+        std::vector<std::string> out;
+        for (const std::string& text : lines_of(path.string())) out.push_back(Json::parse(text)["call_id"]);
+        return out;
+    };
+    call("before");
+    fs::remove(o.file.path);  // rm, or a shipper removing what it shipped
+    call("after-rm");
+    CHECK(ids(o.file.path) == std::vector<std::string>{"after-rm"});
+    fs::rename(o.file.path, o.file.path + ".1");  // logrotate without copytruncate: renamed, created anew
+    std::ofstream(o.file.path).close();
+    call("after-logrotate");
+    CHECK(ids(o.file.path + ".1") == std::vector<std::string>{"after-rm"});
+    CHECK(ids(o.file.path) == std::vector<std::string>{"after-logrotate"});
+    CHECK(w.stats().written.value() == 3);
+    CHECK(w.stats().write_errors.value() == 0);
+    CHECK(w.stats().reopens.value() == 2);
+    // The directory too: created again.
+    fs::remove_all(dir.path);
+    call("after-rm-r");
+    CHECK(ids(o.file.path) == std::vector<std::string>{"after-rm-r"});
+    CHECK(w.stats().reopens.value() == 3);
+    CHECK(w.stats().write_errors.value() == 0);
+    // Opened again empty and left so past max_file_age: the file ages from its first line, so
+    // that line is not rotated away at the next pass.
+    fs::remove(o.file.path);
+    steady.advance_us(1'000'000);
+    wall.advance_us(1'000'000);
+    w.poll();
+    CHECK(w.stats().reopens.value() == 4);
+    steady.advance_us(2 * o.file.max_age_us);
+    wall.advance_us(2 * o.file.max_age_us);
+    call("late");
+    steady.advance_us(1'000'000);
+    wall.advance_us(1'000'000);
+    w.poll();
+    CHECK(w.stats().rotations.value() == 0);
+    CHECK(ids(o.file.path) == std::vector<std::string>{"late"});
+}
+
 TEST_CASE("writer: stop writes the held records and counts the streams still waiting", "[records]") {
     TempDir dir;
     ManualClock steady(Timestamp{1'000'000'000});
