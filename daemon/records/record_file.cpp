@@ -35,14 +35,20 @@ RecordFile::~RecordFile() {
 
 bool RecordFile::open(Timestamp now) {
     if (fd_ >= 0) return true;
+    if (now < open_retry_at_) return false;
     fd_ = ::open(options_.path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
     if (fd_ < 0 && errno == ENOENT) {
         make_directory();  // removed with the file
         fd_ = ::open(options_.path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
     }
     if (fd_ < 0) {
+        const int err = errno;
         ++stats_.write_errors;
-        spdlog::error("call records: cannot open {}: {}", options_.path, error_text(errno));
+        open_retry_at_ = Timestamp{now.us + 1'000'000};
+        log_throttled(open_log_, now, spdlog::level::err, [&](auto level, std::uint64_t more) {
+            spdlog::log(level, "call records: cannot open {}: {} (tried again once a second; {} more failures)",
+                        options_.path, error_text(err), more);
+        });
         return false;
     }
     struct stat st {};

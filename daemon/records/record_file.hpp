@@ -5,12 +5,14 @@
 // full) loses the lines it did not write whole, counted, and the part of a line it wrote is cut
 // off the file again; the next write tries again. A file removed or replaced under it (rm,
 // logrotate) is noticed by tick() and the path opened again. Used by one thread.
+#include "core/log.hpp"
 #include "core/time.hpp"
 
 #include <sys/types.h>
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -71,6 +73,10 @@ private:
     std::uint64_t size_ = 0;  // of the open file, buffered lines included
     Timestamp opened_;
     Timestamp checked_;  // the last look for a removed or replaced file
+    // A path that cannot be opened (read-only, a sandbox without it) is tried again once a
+    // second, not at every line, and logged once an interval.
+    Timestamp open_retry_at_{std::numeric_limits<std::int64_t>::min()};
+    LogThrottle open_log_;
     std::string buffer_;
     std::uint64_t buffered_lines_ = 0;
     std::string last_stamp_;  // of the last rotation, and its number (1: no -N)

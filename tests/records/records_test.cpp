@@ -497,6 +497,20 @@ TEST_CASE("record file: a full disk loses the lines, counted, and never throws",
     CHECK(f.stats().lost_lines == 3);
 }
 
+TEST_CASE("record file: a path that cannot be opened is tried once a second, not per line", "[records]") {
+    RecordFileOptions o;
+    o.path = "/dev/null/calls.jsonl";  // ENOTDIR, as EROFS under a sandbox: never opens
+    o.max_age_us = 0;
+    RecordFile f(o);
+    for (int i = 0; i < 100; ++i) f.append("line\n", Timestamp{1'000'000 + i * 1'000});
+    f.flush();
+    CHECK(f.stats().lost_lines == 100);
+    CHECK(f.stats().write_errors == 1);  // one failed open, not a hundred
+    f.append("line\n", Timestamp{2'000'001});
+    CHECK(f.stats().write_errors == 2);  // a second later, tried again
+    CHECK(f.stats().lost_lines == 101);
+}
+
 TEST_CASE("record file: keep_files keeps the newest when more than nine rotations share a second", "[records]") {
     TempDir dir;
     RecordFileOptions o;
