@@ -61,7 +61,11 @@ MediaEmitResult emit_media_bindings(const SessionDescription& sdp, const Compact
 
 // Content-Type is application/sdp (any case, parameters allowed).
 bool is_sdp_content_type(std::string_view content_type) noexcept;
-// Content-Type is multipart/* (SDP may hide inside; not extracted).
+// Content-Type is multipart/* (SDP may be one of its parts: sdp_part_of_multipart()).
 bool is_multipart_content_type(std::string_view content_type) noexcept;
+// The content of the first application/sdp part of a multipart body (RFC 2046 5.1; SIP-I/SIP-T
+// SDP beside ISUP, RFC 3204; SDP beside a PIDF-LO location, RFC 6442), a view into `body`;
+// nullopt without a boundary parameter, an SDP part, or the delimiter closing that part.
+std::optional<std::string_view> sdp_part_of_multipart(std::string_view content_type, std::string_view body) noexcept;
 
 }  // namespace hepd::sip

@@ -468,11 +468,17 @@ void DialogTable::on_invite_response(Dialog& d, std::size_t hop_index, const Mes
 
 void DialogTable::emit_sdp(std::uint32_t at, const Message& m, Hop hop, Timestamp now) {
     if (!carries_sdp(m) || m.body.empty()) return;
+    std::string_view body = m.body;
     if (!is_sdp_content_type(m.content_type)) {
-        if (is_multipart_content_type(m.content_type)) anomaly(DialogAnomaly::multipart_body_skipped);
-        return;
+        if (!is_multipart_content_type(m.content_type)) return;
+        const auto part = sdp_part_of_multipart(m.content_type, m.body);
+        if (!part) {
+            anomaly(DialogAnomaly::multipart_body_skipped);  // no SDP part, or one cut short
+            return;
+        }
+        body = *part;
     }
-    if (const auto error = parse_sdp_into(m.body, *sdp_)) {
+    if (const auto error = parse_sdp_into(body, *sdp_)) {
         stats_->sdp_errors[static_cast<std::size_t>(*error)].add();
         return;
     }

@@ -130,17 +130,38 @@ TEST_CASE("media: 183 with early media, unusable addresses, multipart and bad SD
         h.send(invite.with_to_tag("tt").req("INVITE", "z9hG4bK-h1", 2).with_body(held), A, B, ms(100));
         h.send(invite.with_to_tag("tt").req("INVITE", "z9hG4bK-h2", 3).with_body(named), A, B, ms(200));
         CHECK(h.sink.got.empty());
-        CHECK(h.stats().anomaly(DialogAnomaly::sdp_unusable_address) == 2);
+        // The hold is no anomaly (RFC 3264 8.4); the host name is.
+        CHECK(h.stats().anomaly(DialogAnomaly::sdp_unusable_address) == 1);
         CHECK(h.stats().media_bindings.value() == 0);
     }
-    SECTION("SDP inside multipart/mixed is skipped and counted") {
+    SECTION("SDP inside multipart/mixed (SIP-I: SDP beside ISUP) binds its media") {
         Sip mp = invite.with_to_tag("tt")
                      .req("INVITE", "z9hG4bK-m1", 2)
-                     .with_body("--b\nContent-Type: application/sdp\n\nv=0\n--b--\n");
-        mp.content_type = "multipart/mixed;boundary=b";
+                     .with_body(
+                         "--unique-boundary-1\nContent-Type: application/isup;version=itu-t92+\n"
+                         "Content-Disposition: signal;handling=optional\n\n\x01\x10\x49\x20\x7f\n"
+                         "--unique-boundary-1\ncontent-type:Application/SDP\n\n"
+                         "v=0\no=- 1 2 IN IP4 192.0.2.9\ns=-\nc=IN IP4 192.0.2.9\nt=0 0\n"
+                         "m=audio 7078 RTP/AVP 8\n\n--unique-boundary-1--\n");
+        mp.content_type = "multipart/mixed; boundary=\"unique-boundary-1\"";
         h.send(mp, A, B, ms(100));
+        REQUIRE(h.sink.got.size() == 1);
+        CHECK(h.sink.got[0].binding.media == ep("192.0.2.9:7078"));
+        CHECK(h.stats().anomaly(DialogAnomaly::multipart_body_skipped) == 0);
+    }
+    SECTION("multipart without an SDP part, or with one never closed, is skipped and counted") {
+        Sip none = invite.with_to_tag("tt")
+                       .req("INVITE", "z9hG4bK-m2", 2)
+                       .with_body("--b\nContent-Type: application/pidf+xml\n\n<presence/>\n--b--\n");
+        none.content_type = "multipart/mixed;boundary=b";
+        h.send(none, A, B, ms(100));
+        Sip cut = invite.with_to_tag("tt")
+                      .req("INVITE", "z9hG4bK-m3", 3)
+                      .with_body("--b\nContent-Type: application/sdp\n\nv=0\nc=IN IP4 192.0.2.9\n");
+        cut.content_type = "multipart/mixed;boundary=b";
+        h.send(cut, A, B, ms(200));
         CHECK(h.sink.got.empty());
-        CHECK(h.stats().anomaly(DialogAnomaly::multipart_body_skipped) == 1);
+        CHECK(h.stats().anomaly(DialogAnomaly::multipart_body_skipped) == 2);
     }
     SECTION("a body that is not SDP is counted by SDP error") {
         h.send(invite.with_to_tag("tt").req("INVITE", "z9hG4bK-b1", 2).with_body("hello\n"), A, B, ms(100));
@@ -154,6 +175,19 @@ TEST_CASE("media: 183 with early media, unusable addresses, multipart and bad SD
         CHECK(h.sink.got.empty());
         for (const auto& c : h.stats().sdp_errors) CHECK(c.value() == 0);
     }
+}
+
+TEST_CASE("media: the SDP part of a multipart body", "[sip][dialog][media]") {
+    const std::string_view body =
+        "preamble\r\n--xyz\r\n\r\nplain text part\r\n--xyz\r\n"
+        "Content-Type: application/sdp\r\n\r\nv=0\r\n\r\n--xyz--\r\nepilogue";
+    CHECK(sdp_part_of_multipart("multipart/mixed;boundary=xyz", body) == "v=0\r\n");
+    CHECK(sdp_part_of_multipart("multipart/mixed; charset=x; BOUNDARY = \"xyz\"", body) == "v=0\r\n");
+    CHECK(sdp_part_of_multipart("multipart/mixed;boundary=xy", body) == std::nullopt);  // "--xyz" is no "--xy" line
+    CHECK(sdp_part_of_multipart("multipart/mixed", body) == std::nullopt);
+    CHECK(sdp_part_of_multipart("multipart/mixed;boundary=", body) == std::nullopt);
+    CHECK(sdp_part_of_multipart("multipart/mixed;boundary=xyz", "--xyz--\r\n") == std::nullopt);
+    CHECK(sdp_part_of_multipart("multipart/mixed;boundary=xyz", "") == std::nullopt);
 }
 
 TEST_CASE("media: content types", "[sip][dialog][media]") {
