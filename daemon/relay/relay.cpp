@@ -2,6 +2,8 @@
 
 #include "core/log.hpp"
 #include "core/thread_name.hpp"
+#include "hep/decoder.hpp"
+#include "hep/encoder.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -33,6 +35,7 @@ int poll_ms(std::chrono::steady_clock::duration d) {
 }  // namespace
 
 Relay::Relay(RelayOptions options) : options_(std::move(options)) {
+    if (options_.transport == Transport::tcp) reencoded_.reserve(65535);
     const std::size_t n = std::max<std::size_t>(options_.producers, 1);
     producers_.reserve(n);
     for (std::size_t i = 0; i < n; ++i) producers_.push_back(std::make_unique<Producer>(options_.queue_bytes, bell_));
@@ -150,13 +153,32 @@ bool Relay::send_one(ByteSpan message) {
                 spdlog::debug("relay {}: send: {}", options_.name, error_text(errno));
             return drop(DropReason::send_error);
         }
-    } else if (!write_all(message)) {
-        disconnect(true);
-        return drop(DropReason::send_error);
+    } else {
+        message = framable(message);
+        if (message.empty()) return drop(DropReason::unframable);
+        if (!write_all(message)) {
+            disconnect(true);
+            return drop(DropReason::send_error);
+        }
     }
     stats_.messages.add();
     stats_.bytes.add(message.size());
     return true;
+}
+
+// The message as a stream receiver can cut it out of the byte stream (by the HEPv3 length), or an
+// empty span. A v3 message goes as it is; a v1/v2 one is decoded and encoded again as v3 (its
+// length byte and v2's two padding octets are all that is not carried over).
+ByteSpan Relay::framable(ByteSpan message) {
+    constexpr std::size_t v3_header = 6;
+    if (message.size() >= v3_header && (message[0] == 'H' || message[0] == 'E') &&
+        load_be16(message.data() + 4) == message.size())
+        return message;
+    hep::Message m;
+    if (message.empty() || (message[0] != 1 && message[0] != 2) || hep::decode_into(message, m)) return {};
+    reencoded_.clear();
+    if (!hep::encode_v3(m, reencoded_)) return {};  // over 65,535 bytes as v3
+    return {reencoded_.data(), reencoded_.size()};
 }
 
 bool Relay::write_all(ByteSpan message) {

@@ -1,7 +1,9 @@
 #pragma once
 // The HEP relay to one downstream collector (HOMER heplify-server, Kamailio sipcapture, another
 // hepd): every HEP message the receive threads accepted is forwarded as it was received, byte for
-// byte, over UDP or TCP.
+// byte, over UDP or TCP. One exception: HEPv1/v2 carry no total length, and stream receivers frame
+// HEP by the v3 one, so for a TCP destination such a message is re-encoded as HEPv3 (every field
+// the decoder reads is kept) or, when that is impossible, dropped as unframable.
 //
 // Each receive thread owns a Producer: a preallocated MessageRing it copies accepted messages
 // into (one memcpy; no allocation, lock or system call on the receive path; a full ring drops and
@@ -110,6 +112,7 @@ private:
     bool peer_closed();
     bool drain();
     bool send_one(ByteSpan message);
+    ByteSpan framable(ByteSpan message);
     bool write_all(ByteSpan message);
     bool wait_fd(short events, Clock::time_point deadline, bool give_up_on_stop = false);
     void pause(std::chrono::microseconds how_long);
@@ -130,6 +133,7 @@ private:
     bool failure_logged_ = false;
     std::chrono::milliseconds backoff_{0};
     Clock::time_point next_attempt_{};
+    std::vector<std::uint8_t> reencoded_;  // a v1/v2 message as v3, for TCP
 };
 
 }  // namespace hepd::relay

@@ -16,13 +16,16 @@ enum class DropReason : std::uint8_t {
     send_error,     // the socket refused the message (UDP: e.g. ICMP port unreachable; TCP: the
                     // connection broke while sending it)
     not_connected,  // no connection (TCP down, or the address does not resolve): dropped, not held
+    unframable,     // TCP only: a message a stream receiver cannot frame (a HEPv1/v2 one that does not
+                    // re-encode as HEPv3, e.g. over 65,535 bytes as v3); sent, it would break the stream
 };
-inline constexpr std::size_t kDropReasonCount = 3;
+inline constexpr std::size_t kDropReasonCount = 4;
 constexpr std::string_view to_string(DropReason r) noexcept {
     switch (r) {
     case DropReason::queue_full: return "queue_full";
     case DropReason::send_error: return "send_error";
     case DropReason::not_connected: return "not_connected";
+    case DropReason::unframable: return "unframable";
     }
     return "unknown";
 }
@@ -31,7 +34,7 @@ constexpr std::string_view to_string(DropReason r) noexcept {
 struct SenderStats {
     StatCounter messages;                                 // handed to the kernel whole
     StatCounter bytes;                                    // their bytes
-    std::array<StatCounter, kDropReasonCount> dropped{};  // send_error, not_connected (queue_full stays 0)
+    std::array<StatCounter, kDropReasonCount> dropped{};  // all but queue_full (that one stays 0)
     Gauge connected;                                      // 1 while connected (UDP: the address resolved)
     StatCounter reconnects;                               // connections made again after one was lost
     StatCounter connect_failures;                         // connection attempts that failed

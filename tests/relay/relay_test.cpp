@@ -3,6 +3,10 @@
 // closes the connection; a full queue.
 #include "relay/relay.hpp"
 
+#include "hep/decoder.hpp"
+#include "hep/encoder.hpp"
+#include "hep/framer.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <netinet/in.h>
@@ -50,6 +54,20 @@ Bytes message(std::size_t producer, std::uint32_t seq, std::size_t size) {
         m[0] = static_cast<std::uint8_t>(producer);
         for (int b = 0; b < 4; ++b) m[1 + b] = static_cast<std::uint8_t>(seq >> (8 * b));
     }
+    return m;
+}
+
+// The same as a HEPv3 frame (magic and total length in front), which a TCP relay sends as it is:
+// TCP destinations get only what a HEP stream receiver can frame.
+Bytes framed(std::size_t producer, std::uint32_t seq, std::size_t size) {
+    Bytes m = message(producer, seq, size);
+    REQUIRE(size >= 6);
+    m[0] = 'H';
+    m[1] = 'E';
+    m[2] = 'P';
+    m[3] = '3';
+    m[4] = static_cast<std::uint8_t>(size >> 8);
+    m[5] = static_cast<std::uint8_t>(size & 0xff);
     return m;
 }
 
@@ -130,6 +148,63 @@ Bytes receive_stream(const Socket& s, std::size_t size) {
         got.insert(got.end(), buffer.begin(), buffer.begin() + n);
     }
     return got;
+}
+
+// A SIP message as an agent sends it over HEP `version` (1, 2 or 3).
+Bytes hep_message(std::uint8_t version, std::uint32_t seq, std::size_t payload_size = 0, bool v6 = false) {
+    static const std::string sip = "OPTIONS sip:alice@example.net SIP/2.0\r\nCall-ID: relay-";
+    std::string text = sip + std::to_string(seq) + "\r\nContent-Length: 0\r\n\r\n";
+    if (payload_size > text.size()) text.resize(payload_size, 'x');
+    hep::Message m;
+    m.ip_family = v6 ? hep::family_ipv6 : hep::family_ipv4;
+    m.ip_protocol = 17;
+    if (v6) {
+        std::array<std::uint8_t, 16> a{0x20, 0x01, 0x0d, 0xb8};
+        a[15] = 1;
+        m.src.address = IpAddress::v6(a);
+        a[15] = 2;
+        m.dst.address = IpAddress::v6(a);
+    } else {
+        m.src.address = IpAddress::v4(0x0a000001);
+        m.dst.address = IpAddress::v4(0x0a000002);
+    }
+    m.src.port = 5060;
+    m.dst.port = static_cast<std::uint16_t>(5000 + seq);
+    m.payload_type = 1;
+    m.payload = ByteSpan(reinterpret_cast<const std::uint8_t*>(text.data()), text.size());
+    for (const auto f :
+         {hep::Field::ip_family, hep::Field::ip_protocol, hep::Field::src_address, hep::Field::dst_address,
+          hep::Field::src_port, hep::Field::dst_port, hep::Field::payload_type, hep::Field::payload})
+        m.mark(f);
+    if (version != 1) {
+        m.seconds = 1700000000 + seq;
+        m.micros = seq * 1000;
+        m.capture_id = 2001;
+        for (const auto f : {hep::Field::seconds, hep::Field::micros, hep::Field::capture_id}) m.mark(f);
+    }
+    Bytes out;
+    REQUIRE((version == 3 ? hep::encode_v3(m, out) : hep::encode_legacy(m, version, out)));
+    return out;
+}
+
+// Cuts a TCP relay's stream the way a HEP receiver does (hepd's own framer); stops at the first
+// frame that does not cut.
+std::vector<Bytes> frames_of(const Bytes& stream, bool& clean) {
+    const hep::StreamFramer framer;
+    std::vector<Bytes> frames;
+    std::size_t at = 0;
+    clean = true;
+    while (at < stream.size()) {
+        const auto st = framer.next(ByteSpan(stream.data() + at, stream.size() - at));
+        if (!st.is_frame()) {
+            clean = false;
+            break;
+        }
+        frames.emplace_back(stream.begin() + static_cast<std::ptrdiff_t>(at),
+                            stream.begin() + static_cast<std::ptrdiff_t>(at + st.size));
+        at += st.size;
+    }
+    return frames;
 }
 
 RelayOptions options_for(Transport t, std::uint16_t port, std::size_t producers = 1) {
@@ -213,7 +288,7 @@ TEST_CASE("relay over TCP: the stream is the messages back to back, byte for byt
     std::uint32_t count = 0;
     std::uint64_t refused = 0;  // pushes that found the queue full (on a loaded machine), counted as drops
     for (std::uint32_t seq = 0; seq < 2000; ++seq) {
-        const auto m = message(0, seq, seq == 1000 ? 65535 : 6 + seq % 1400);
+        const auto m = framed(0, seq, seq == 1000 ? 65535 : 6 + seq % 1400);
         // Pushes wait for room: a full queue is another test's subject.
         REQUIRE(eventually([&] {
             if (r.producer(0).push(m)) return true;
@@ -234,6 +309,73 @@ TEST_CASE("relay over TCP: the stream is the messages back to back, byte for byt
     CHECK(dropped(r, DropReason::not_connected) == 0);
 }
 
+TEST_CASE("relay over TCP: HEPv1/v2 messages go as HEPv3, so that the stream still frames", "[relay][tcp][degraded]") {
+    // v1/v2 carry no total length and stream receivers frame by the v3 one: sent as received, one
+    // v2 message would end the downstream connection and lose what followed it.
+    const Socket listener = bound(SOCK_STREAM);
+    Relay r(options_for(Transport::tcp, port_of(listener)));
+    r.start();
+    const Socket conn = accept_one(listener);
+    REQUIRE(eventually([&] { return r.figures().connected == 1; }));
+
+    std::vector<Bytes> pushed;
+    for (std::uint32_t seq = 0; seq < 60; ++seq) {
+        const std::uint8_t version = seq % 3 == 0 ? 3 : seq % 3 == 1 ? 2 : 1;
+        pushed.push_back(hep_message(version, seq, 0, seq % 4 == 1));
+    }
+    // Not re-encodable (v3 adds chunk headers: over 65,535 bytes) and not HEP at all: dropped.
+    const Bytes too_long = hep_message(2, 1000, 65500);
+    const Bytes junk(100, 0x00);
+    std::vector<Bytes> want;  // the messages as decoded from what was pushed, as v3
+    std::uint64_t want_bytes = 0;
+    for (std::size_t i = 0; i < pushed.size(); ++i) {
+        REQUIRE(eventually([&] { return r.producer(0).push(pushed[i]); }));
+        if (i == 10) REQUIRE(r.producer(0).push(too_long));
+        if (i == 20) REQUIRE(r.producer(0).push(junk));
+        auto m = hep::decode(pushed[i]);
+        REQUIRE(m);
+        m->version = 3;
+        Bytes v3;
+        REQUIRE(hep::encode_v3(*m, v3));
+        want_bytes += v3.size();
+        want.push_back(std::move(v3));
+    }
+    const Bytes stream = receive_stream(conn, want_bytes);
+    bool clean = false;
+    const auto frames = frames_of(stream, clean);
+    CHECK(clean);
+    REQUIRE(frames.size() == want.size());
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+        const auto got = hep::decode(frames[i]);
+        REQUIRE(got);
+        auto expected = hep::decode(pushed[i]);
+        REQUIRE(expected);
+        expected->version = 3;  // everything else as the agent sent it
+        CHECK(*got == *expected);
+        if (pushed[i][0] == 'H') CHECK(frames[i] == pushed[i]);  // v3 stays byte for byte
+    }
+    REQUIRE(eventually([&] { return r.figures().messages == pushed.size(); }));
+    const auto f = r.figures();
+    CHECK(f.bytes == want_bytes);
+    CHECK(dropped(r, DropReason::unframable) == 2);
+    CHECK(dropped(r, DropReason::send_error) == 0);
+    CHECK(dropped(r, DropReason::not_connected) == 0);
+    CHECK(f.connected == 1);
+    CHECK(f.reconnects == 0);
+}
+
+TEST_CASE("relay over UDP: HEPv1/v2 messages go byte for byte as received", "[relay][udp]") {
+    const Socket receiver = bound(SOCK_DGRAM);
+    Relay r(options_for(Transport::udp, port_of(receiver)));
+    r.start();
+    REQUIRE(eventually([&] { return r.figures().connected == 1; }));
+    const std::vector<Bytes> sent{hep_message(1, 1), hep_message(2, 2), hep_message(3, 3), hep_message(2, 4, 0, true)};
+    for (const auto& m : sent) REQUIRE(r.producer(0).push(m));
+    CHECK(receive_datagrams(receiver, sent.size()) == sent);
+    r.stop();
+    CHECK(r.figures().messages == sent.size());
+}
+
 TEST_CASE("relay: a full queue refuses and counts, never blocks; what fitted is sent", "[relay][queue_full]") {
     const Socket listener = bound(SOCK_STREAM);
     auto o = options_for(Transport::tcp, port_of(listener));
@@ -243,7 +385,7 @@ TEST_CASE("relay: a full queue refuses and counts, never blocks; what fitted is 
     Bytes want;
     std::uint64_t refused = 0;
     for (std::uint32_t seq = 0; seq < 200; ++seq) {
-        auto m = message(0, seq, 1000);
+        auto m = framed(0, seq, 1000);
         if (r.producer(0).push(m)) {
             want.insert(want.end(), m.begin(), m.end());
             accepted.push_back(std::move(m));
@@ -273,7 +415,7 @@ TEST_CASE("relay over TCP: destination down, then back: drops counted, then rela
     CHECK(r.figures().connected == 0);
 
     // Down: pushing still succeeds at once (the receive threads never wait); the sender drops.
-    for (std::uint32_t seq = 0; seq < 50; ++seq) CHECK(r.producer(0).push(message(0, seq, 300)));
+    for (std::uint32_t seq = 0; seq < 50; ++seq) CHECK(r.producer(0).push(framed(0, seq, 300)));
     REQUIRE(eventually([&] { return dropped(r, DropReason::not_connected) == 50; }));
     CHECK(r.figures().messages == 0);
     CHECK(dropped(r, DropReason::queue_full) == 0);
@@ -284,7 +426,7 @@ TEST_CASE("relay over TCP: destination down, then back: drops counted, then rela
     REQUIRE(eventually([&] { return r.figures().connected == 1; }));
     Bytes want;
     for (std::uint32_t seq = 100; seq < 150; ++seq) {
-        const auto m = message(0, seq, 300);
+        const auto m = framed(0, seq, 300);
         CHECK(r.producer(0).push(m));
         want.insert(want.end(), m.begin(), m.end());
     }
@@ -300,7 +442,7 @@ TEST_CASE("relay over TCP: the collector closes the connection; the relay reconn
     r.start();
     Socket first = accept_one(listener);
     REQUIRE(eventually([&] { return r.figures().connected == 1; }));
-    const auto m1 = message(0, 1, 500);
+    const auto m1 = framed(0, 1, 500);
     REQUIRE(r.producer(0).push(m1));
     CHECK(receive_stream(first, m1.size()) == m1);
 
@@ -309,7 +451,7 @@ TEST_CASE("relay over TCP: the collector closes the connection; the relay reconn
     // before the next message, which goes to the new connection.
     const Socket second = accept_one(listener);
     REQUIRE(eventually([&] { return r.figures().reconnects == 1; }));
-    const auto m2 = message(0, 2, 700);
+    const auto m2 = framed(0, 2, 700);
     REQUIRE(r.producer(0).push(m2));
     CHECK(receive_stream(second, m2.size()) == m2);
     CHECK(eventually([&] { return r.figures().messages == 2; }));  // counted just after the send
