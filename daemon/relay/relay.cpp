@@ -90,6 +90,7 @@ void Relay::run() {
         // Seen before the drain: everything pushed before stop() is sent (or dropped) below.
         const bool last_round = stopping();
         if (fd_ >= 0 && options_.transport == Transport::tcp && peer_closed()) disconnect(true);
+        if (fd_ >= 0) note_stable();
         if (fd_ < 0 && !last_round && Clock::now() >= next_attempt_) connect_once();
         const bool worked = drain();
         if (last_round) break;
@@ -156,6 +157,12 @@ bool Relay::send_one(ByteSpan message) {
     } else {
         message = framable(message);
         if (message.empty()) return drop(DropReason::unframable);
+        // A young connection may be one the collector accepts only to close it: a message written
+        // after its close arrived would be lost yet counted relayed, so look before each write.
+        if (!stable_ && peer_closed()) {
+            disconnect(true);
+            return drop(DropReason::not_connected);
+        }
         if (!write_all(message)) {
             disconnect(true);
             return drop(DropReason::send_error);
@@ -281,10 +288,10 @@ bool Relay::connect_once() {
     if (fd_ < 0) {
         stats_.connect_failures.add();
         // Said once per outage; the attempts in between show in hepd_relay_connect_failures_total.
-        if (!failure_logged_) {
+        if (!outage_logged_) {
             spdlog::warn("relay {}: cannot connect to {} ({}); retrying with back-off up to {} s", options_.name, url(),
                          failure, std::chrono::duration<double>(options_.reconnect_max).count());
-            failure_logged_ = true;
+            outage_logged_ = true;
         }
         next_attempt_ = now + backoff_;
         backoff_ = std::min(backoff_ * 2, options_.reconnect_max);
@@ -292,23 +299,53 @@ bool Relay::connect_once() {
     }
     stats_.connected.set(1);
     if (ever_connected_) stats_.reconnects.add();
-    spdlog::info("relay {}: {} {}", options_.name, ever_connected_ ? "reconnected to" : "relaying to", url());
+    // Within a logged outage the connection is announced once it has held (note_stable): a
+    // collector that closes every connection at once would otherwise log each attempt. The
+    // back-off is not reset here either, for the same collector.
+    if (!outage_logged_)
+        spdlog::info("relay {}: {} {}", options_.name, ever_connected_ ? "reconnected to" : "relaying to", url());
     ever_connected_ = true;
-    failure_logged_ = false;
-    backoff_ = options_.reconnect_initial;
+    connected_at_ = now;
+    stable_ = !tcp;  // a UDP socket is never lost
     return true;
+}
+
+// A TCP connection that held for stable_after ends the outage: the back-off starts again.
+void Relay::note_stable() {
+    if (stable_ || Clock::now() - connected_at_ < options_.stable_after) return;
+    stable_ = true;
+    backoff_ = options_.reconnect_initial;
+    if (outage_logged_) spdlog::info("relay {}: reconnected to {}", options_.name, url());
+    outage_logged_ = false;
 }
 
 void Relay::disconnect(bool lost) {
     ::close(fd_);
     fd_ = -1;
     stats_.connected.set(0);
-    if (lost) {
+    if (!lost) return;
+    const auto now = Clock::now();
+    const auto held = now - connected_at_;
+    const bool was_stable = stable_ || held >= options_.stable_after;
+    stable_ = false;
+    if (was_stable) {
         spdlog::warn("relay {}: connection to {} lost{}", options_.name, url(), stopping() ? "" : "; reconnecting");
+        outage_logged_ = false;  // a failure to reconnect is a new outage, said once
         // The first retry comes at once: a collector restart is the common cause.
-        next_attempt_ = Clock::now();
+        next_attempt_ = now;
         backoff_ = options_.reconnect_initial;
+        return;
     }
+    // Closed right after it was made: a failed attempt, retried with the growing back-off.
+    stats_.connect_failures.add();
+    if (!outage_logged_) {
+        spdlog::warn("relay {}: {} closed the connection {} ms after it was made; retrying with back-off up to {} s",
+                     options_.name, url(), std::chrono::duration_cast<std::chrono::milliseconds>(held).count(),
+                     std::chrono::duration<double>(options_.reconnect_max).count());
+        outage_logged_ = true;
+    }
+    next_attempt_ = now + backoff_;
+    backoff_ = std::min(backoff_ * 2, options_.reconnect_max);
 }
 
 }  // namespace hepd::relay

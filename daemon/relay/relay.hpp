@@ -11,7 +11,9 @@
 // destination is down (TCP not connected, or its name does not resolve) queued messages are
 // dropped as not_connected rather than held: a relay that holds would replay stale traffic in a
 // burst, and a downstream collector times its calls by arrival as much as by capture time.
-// Connections are retried with exponential back-off, capped.
+// Connections are retried with exponential back-off, capped. The back-off starts again from
+// reconnect_initial only once a connection has held for stable_after: a collector that accepts and
+// closes at once (at its connection limit, a load balancer without a backend) is a failed attempt.
 //
 // The sender drains at most every drain_interval while traffic flows, so a busy relay wakes a few
 // hundred times a second, not once per packet; an idle one sleeps on its doorbell.
@@ -49,6 +51,9 @@ struct RelayOptions {
     std::chrono::milliseconds reconnect_initial{100};
     std::chrono::milliseconds reconnect_max{10000};
     std::chrono::milliseconds connect_timeout{3000};
+    // A TCP connection closed sooner than this after it was made counts as a failed attempt (the
+    // back-off goes on growing); one that held this long resets the back-off when it is lost.
+    std::chrono::milliseconds stable_after{5000};
     // A TCP message not written whole within this (the collector stopped reading) breaks the
     // connection: it is counted send_error and the relay reconnects.
     std::chrono::milliseconds write_timeout{5000};
@@ -109,6 +114,7 @@ private:
     void run();
     bool connect_once();
     void disconnect(bool lost);
+    void note_stable();
     bool peer_closed();
     bool drain();
     bool send_one(ByteSpan message);
@@ -130,7 +136,9 @@ private:
     // Sender thread only.
     int fd_ = -1;
     bool ever_connected_ = false;
-    bool failure_logged_ = false;
+    bool outage_logged_ = false;  // the current outage was logged: its further attempts are not
+    bool stable_ = false;         // the connection has held for stable_after
+    Clock::time_point connected_at_{};
     std::chrono::milliseconds backoff_{0};
     Clock::time_point next_attempt_{};
     std::vector<std::uint8_t> reencoded_;  // a v1/v2 message as v3, for TCP

@@ -8,15 +8,20 @@
 #include "hep/framer.hpp"
 
 #include <catch2/catch.hpp>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -206,6 +211,33 @@ std::vector<Bytes> frames_of(const Bytes& stream, bool& clean) {
     }
     return frames;
 }
+
+// Log lines written while it lives (spdlog's default logger swapped for a string sink); read them
+// once the relay stopped.
+class CapturedLog {
+public:
+    CapturedLog() : previous_(spdlog::default_logger()) {
+        auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out_);
+        sink->set_pattern("%v");
+        auto logger = std::make_shared<spdlog::logger>("captured", sink);
+        logger->set_level(spdlog::level::info);
+        spdlog::set_default_logger(logger);
+    }
+    ~CapturedLog() { spdlog::set_default_logger(previous_); }
+    CapturedLog(const CapturedLog&) = delete;
+    CapturedLog& operator=(const CapturedLog&) = delete;
+
+    std::vector<std::string> lines() const {
+        std::vector<std::string> v;
+        std::istringstream in(out_.str());
+        for (std::string l; std::getline(in, l);) v.push_back(l);
+        return v;
+    }
+
+private:
+    std::ostringstream out_;
+    std::shared_ptr<spdlog::logger> previous_;
+};
 
 RelayOptions options_for(Transport t, std::uint16_t port, std::size_t producers = 1) {
     RelayOptions o;
@@ -457,6 +489,55 @@ TEST_CASE("relay over TCP: the collector closes the connection; the relay reconn
     CHECK(eventually([&] { return r.figures().messages == 2; }));  // counted just after the send
     CHECK(r.figures().connected == 1);
     CHECK(dropped(r, DropReason::send_error) == 0);
+}
+
+TEST_CASE("relay over TCP: a collector that accepts and closes at once gets back-off, not a connection a message",
+          "[relay][tcp][degraded]") {
+    // A collector at its connection limit, a load balancer without a backend: every connection
+    // is accepted, then closed at once.
+    const Socket listener = bound(SOCK_STREAM);
+    std::atomic<bool> done{false};
+    std::atomic<int> connections{0};
+    std::thread collector([&] {
+        while (!done.load()) {
+            if (!readable(listener.fd(), 20)) continue;
+            const int fd = ::accept(listener.fd(), nullptr, nullptr);
+            if (fd < 0) continue;
+            ++connections;
+            ::close(fd);
+        }
+    });
+    std::uint64_t pushed = 0;
+    std::chrono::steady_clock::duration took{};
+    std::vector<std::string> log;
+    {
+        const CapturedLog captured;
+        Relay r(options_for(Transport::tcp, port_of(listener)));  // back-off 20 ms, doubling up to 200 ms
+        const auto start = std::chrono::steady_clock::now();
+        r.start();
+        for (std::uint32_t seq = 0; seq < 400; ++seq) {
+            if (r.producer(0).push(framed(0, seq, 300))) ++pushed;
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));  // a steady trickle of traffic
+        }
+        REQUIRE(eventually([&] { return r.figures().queued_bytes == 0; }));
+        r.stop();
+        took = std::chrono::steady_clock::now() - start;
+        const auto f = r.figures();
+        // Every message is relayed or counted; while the back-off runs they are not_connected.
+        CHECK(f.messages + dropped(r, DropReason::not_connected) + dropped(r, DropReason::send_error) == pushed);
+        CHECK(dropped(r, DropReason::not_connected) >= pushed / 2);
+        CHECK(f.connect_failures + 1 >= static_cast<std::uint64_t>(connections.load()));
+        log = captured.lines();
+    }
+    done = true;
+    collector.join();
+    // Attempts at 0, 20, 60, 140, 300 ms, then every 200 ms at most: a handful, not one a message.
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(took).count();
+    INFO("connections " << connections.load() << " in " << ms << " ms, " << pushed << " messages");
+    CHECK(connections.load() <= 6 + ms / 200);
+    // One outage: said once, not twice a message.
+    INFO(log.size() << " log lines, the first: " << (log.empty() ? "" : log.front()));
+    CHECK(log.size() <= 3);
 }
 
 TEST_CASE("relay over UDP: nobody listening: every message is sent or counted", "[relay][udp][degraded]") {
