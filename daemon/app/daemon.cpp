@@ -464,7 +464,8 @@ void Daemon::pet_watchdog() {
 void Daemon::shutdown() {
     snapshots_->stop();  // one under way completes; Pipeline::finish must not run beside a capture
     for (auto& r : udp_) r->stop();
-    for (auto& r : relays_) r->stop();  // after the last receive: what was accepted is sent or counted
+    // After the last receive: what was accepted is sent, within 2 s for all destinations, or counted.
+    relay::Relay::stop_all(relays_);
     for (auto& s : sinks_) s->flush();
     pipeline_->finish(clock_.now());
     // Dialogs that left the tables are in no snapshot: their records are written now.

@@ -589,7 +589,7 @@ void Collector::collect_relay(Writer& out) const {
     each([](const relay::RelayFigures& f) { return f.bytes; });
     out.counter("hepd_relay_dropped_messages_total",
                 "Accepted HEP messages not relayed, by destination and reason (queue_full, send_error, "
-                "not_connected, unframable).");
+                "not_connected, unframable, shutdown).");
     for (std::size_t i = 0; i < relays_.size(); ++i)
         for (std::size_t r = 0; r < relay::kDropReasonCount; ++r)
             out.add(as_double(figures[i].dropped[r]), {{"destination", relays_[i]->options().name},

@@ -57,16 +57,30 @@ void Relay::start() {
     });
 }
 
-void Relay::stop() {
+void Relay::request_stop(Clock::time_point deadline) {
     {
         std::lock_guard lock(pause_mutex_);
+        if (stopping()) return;  // the first deadline stands
+        stop_deadline_.store(deadline.time_since_epoch().count(), std::memory_order_release);
         stop_.store(true, std::memory_order_release);
     }
     pause_cv_.notify_all();
     bell_.ring();
+}
+
+void Relay::stop() {
+    request_stop(Clock::now() + kStopDrain);
     if (thread_.joinable()) thread_.join();
     if (fd_ >= 0) disconnect(false);
 }
+
+void Relay::stop_all(const std::vector<std::unique_ptr<Relay>>& relays, std::chrono::milliseconds drain) {
+    const auto deadline = Clock::now() + drain;
+    for (const auto& r : relays) r->request_stop(deadline);
+    for (const auto& r : relays) r->stop();
+}
+
+bool Relay::past_stop_deadline() const noexcept { return stopping() && Clock::now() >= stop_deadline(); }
 
 RelayFigures Relay::figures() const noexcept {
     RelayFigures f;
@@ -93,7 +107,11 @@ void Relay::run() {
         if (fd_ >= 0) note_stable();
         if (fd_ < 0 && !last_round && Clock::now() >= next_attempt_) connect_once();
         const bool worked = drain();
-        if (last_round) break;
+        if (last_round) {
+            if (const auto n = stats_.dropped[static_cast<std::size_t>(DropReason::shutdown)].value(); n > 0)
+                spdlog::warn("relay {}: {} messages still queued at the stop deadline were dropped", options_.name, n);
+            break;
+        }
         if (worked) pause(options_.drain_interval);  // let the next messages gather
         auto timeout = shard::Doorbell::kForever;
         if (fd_ < 0) {
@@ -146,6 +164,7 @@ bool Relay::send_one(ByteSpan message) {
         stats_.dropped[static_cast<std::size_t>(r)].add();
         return false;
     };
+    if (past_stop_deadline()) return drop(DropReason::shutdown);
     if (fd_ < 0) return drop(DropReason::not_connected);
     if (options_.transport == Transport::udp) {
         const ssize_t n = ::send(fd_, message.data(), message.size(), MSG_NOSIGNAL);
@@ -163,9 +182,10 @@ bool Relay::send_one(ByteSpan message) {
             disconnect(true);
             return drop(DropReason::not_connected);
         }
-        if (!write_all(message)) {
-            disconnect(true);
-            return drop(DropReason::send_error);
+        switch (write_all(message)) {
+        case Write::done: break;
+        case Write::failed: disconnect(true); return drop(DropReason::send_error);
+        case Write::out_of_time: disconnect(false); return drop(DropReason::shutdown);  // may leave a partial frame
         }
     }
     stats_.messages.add();
@@ -188,7 +208,7 @@ ByteSpan Relay::framable(ByteSpan message) {
     return {reencoded_.data(), reencoded_.size()};
 }
 
-bool Relay::write_all(ByteSpan message) {
+Relay::Write Relay::write_all(ByteSpan message) {
     const auto deadline = Clock::now() + options_.write_timeout;
     std::size_t done = 0;
     while (done < message.size()) {
@@ -200,26 +220,29 @@ bool Relay::write_all(ByteSpan message) {
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             if (!wait_fd(POLLOUT, deadline)) {
+                if (past_stop_deadline()) return Write::out_of_time;
                 spdlog::warn("relay {}: {} stopped reading for {} ms; reconnecting", options_.name, url(),
                              options_.write_timeout.count());
-                return false;
+                return Write::failed;
             }
             continue;
         }
         spdlog::warn("relay {}: sending to {}: {}", options_.name, url(), error_text(errno));
-        return false;
+        return Write::failed;
     }
-    return true;
+    return Write::done;
 }
 
 // Waits until fd_ is ready for `events` or the deadline passed, in slices, so that a connection
-// attempt ends at stop() (`give_up_on_stop`); a write in the last round may use its whole deadline.
+// attempt ends at stop() (`give_up_on_stop`); a write in the last round waits at most until the
+// stop deadline.
 bool Relay::wait_fd(short events, Clock::time_point deadline, bool give_up_on_stop) {
     while (true) {
         const auto now = Clock::now();
-        if (now >= deadline || (give_up_on_stop && stopping())) return false;
+        const auto until = std::min(deadline, stop_deadline());
+        if (now >= until || (give_up_on_stop && stopping())) return false;
         pollfd p{fd_, events, 0};
-        const int r = ::poll(&p, 1, poll_ms(deadline - now));
+        const int r = ::poll(&p, 1, poll_ms(until - now));
         if (r > 0) return (p.revents & events) != 0 || (p.revents & (POLLERR | POLLHUP)) != 0;
         if (r < 0 && errno != EINTR) return false;
     }

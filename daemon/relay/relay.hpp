@@ -62,6 +62,13 @@ struct RelayOptions {
 
 class Relay {
 public:
+    using Clock = std::chrono::steady_clock;
+
+    // At stop, what is still queued is sent for at most this long, for all destinations together
+    // (stop_all), then dropped and counted (shutdown): a slow collector must not hold hepd's exit
+    // and final snapshot past systemd's TimeoutStopSec.
+    static constexpr std::chrono::milliseconds kStopDrain{2000};
+
     // The receive thread's side; push() is called from that thread only.
     // A record is at most half its ring: two of the largest HEP messages with their headers.
     static constexpr std::size_t kMinQueueBytes = 2 * (65535 + MessageRing::kHeaderBytes + 3);
@@ -96,9 +103,15 @@ public:
 
     // Starts the sender thread (which connects at once).
     void start();
-    // Sends (or drops) what is queued, closes the connection and joins the sender (idempotent).
-    // The producers must not push any more.
+    // Asks the sender to finish and returns at once: what is queued is sent until `deadline`, the
+    // rest dropped (shutdown). The producers must not push any more.
+    void request_stop(Clock::time_point deadline);
+    // request_stop(now + kStopDrain) unless asked already; then joins the sender and closes the
+    // connection (idempotent).
     void stop();
+    // Stops every relay with one deadline for them all.
+    static void stop_all(const std::vector<std::unique_ptr<Relay>>& relays,
+                         std::chrono::milliseconds drain = kStopDrain);
 
     Producer& producer(std::size_t i) noexcept { return *producers_[i]; }
     std::size_t producers() const noexcept { return producers_.size(); }
@@ -109,7 +122,7 @@ public:
     RelayFigures figures() const noexcept;
 
 private:
-    using Clock = std::chrono::steady_clock;
+    enum class Write : std::uint8_t { done, failed, out_of_time };
 
     void run();
     bool connect_once();
@@ -119,7 +132,11 @@ private:
     bool drain();
     bool send_one(ByteSpan message);
     ByteSpan framable(ByteSpan message);
-    bool write_all(ByteSpan message);
+    Write write_all(ByteSpan message);
+    bool past_stop_deadline() const noexcept;
+    Clock::time_point stop_deadline() const noexcept {
+        return Clock::time_point(Clock::duration(stop_deadline_.load(std::memory_order_acquire)));
+    }
     bool wait_fd(short events, Clock::time_point deadline, bool give_up_on_stop = false);
     void pause(std::chrono::microseconds how_long);
     bool stopping() const noexcept { return stop_.load(std::memory_order_acquire); }
@@ -129,6 +146,7 @@ private:
     std::vector<std::unique_ptr<Producer>> producers_;
     SenderStats stats_;
     std::atomic<bool> stop_{false};
+    std::atomic<Clock::rep> stop_deadline_{Clock::time_point::max().time_since_epoch().count()};
     std::mutex pause_mutex_;
     std::condition_variable pause_cv_;
     std::thread thread_;

@@ -18,14 +18,16 @@ enum class DropReason : std::uint8_t {
     not_connected,  // no connection (TCP down, or the address does not resolve): dropped, not held
     unframable,     // TCP only: a message a stream receiver cannot frame (a HEPv1/v2 one that does not
                     // re-encode as HEPv3, e.g. over 65,535 bytes as v3); sent, it would break the stream
+    shutdown,       // still queued when the final drain at stop() ran out of time (Relay::kStopDrain)
 };
-inline constexpr std::size_t kDropReasonCount = 4;
+inline constexpr std::size_t kDropReasonCount = 5;
 constexpr std::string_view to_string(DropReason r) noexcept {
     switch (r) {
     case DropReason::queue_full: return "queue_full";
     case DropReason::send_error: return "send_error";
     case DropReason::not_connected: return "not_connected";
     case DropReason::unframable: return "unframable";
+    case DropReason::shutdown: return "shutdown";
     }
     return "unknown";
 }

@@ -554,6 +554,104 @@ TEST_CASE("relay over UDP: nobody listening: every message is sent or counted", 
     CHECK(f.dropped[static_cast<std::size_t>(DropReason::send_error)] > 0);  // port unreachable, reported
 }
 
+namespace {
+
+// A TCP collector that reads slowly (16 KiB every 10 ms, about 1.6 MB/s, through a small receive
+// buffer) until the relay closes the connection or the test ends.
+class SlowCollector {
+public:
+    SlowCollector() : listener_(bound(SOCK_STREAM)) {
+        const int small = 16 << 10;
+        ::setsockopt(listener_.fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+        thread_ = std::thread([this] {
+            // No Catch assertions on this thread: Catch is not thread-safe.
+            while (!done_.load() && !readable(listener_.fd(), 100)) {
+            }
+            const int conn = done_.load() ? -1 : ::accept(listener_.fd(), nullptr, nullptr);
+            if (conn < 0) return;
+            connected_ = true;
+            Bytes buffer(16 << 10);
+            while (!done_.load()) {
+                if (!readable(conn, 100)) continue;
+                if (::recv(conn, buffer.data(), buffer.size(), 0) <= 0) break;
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the collector's pace
+            }
+            ::close(conn);
+        });
+    }
+    ~SlowCollector() {
+        done_ = true;
+        thread_.join();
+    }
+    SlowCollector(const SlowCollector&) = delete;
+    SlowCollector& operator=(const SlowCollector&) = delete;
+    std::uint16_t port() const { return port_of(listener_); }
+    bool connected() const { return connected_.load(); }
+
+private:
+    Socket listener_;
+    std::atomic<bool> connected_{false};
+    std::atomic<bool> done_{false};
+    std::thread thread_;
+};
+
+// Queues 12 MB for the slow collector: some 7 s of its reading.
+std::uint64_t fill_for_slow_collector(Relay& r) {
+    std::uint64_t pushed = 0;
+    for (std::uint32_t seq = 0; seq < 200; ++seq) pushed += r.producer(0).push(framed(0, seq, 60000)) ? 1 : 0;
+    return pushed;
+}
+
+}  // namespace
+
+TEST_CASE("relay: stop() against a slow TCP collector ends within the drain deadline, the rest counted",
+          "[relay][tcp][degraded]") {
+    // hepd stops its relays before its final snapshot, within systemd's TimeoutStopSec.
+    SlowCollector collector;
+    auto o = options_for(Transport::tcp, collector.port());
+    o.queue_bytes = 16u << 20;
+    Relay r(o);
+    r.start();
+    REQUIRE(eventually([&] { return collector.connected() && r.figures().connected == 1; }));
+    const std::uint64_t pushed = fill_for_slow_collector(r);
+    CHECK(pushed == 200);
+    const auto start = std::chrono::steady_clock::now();
+    r.stop();  // sends for at most relay::kStopDrain (2 s)
+    const auto took = std::chrono::steady_clock::now() - start;
+    CHECK(took < std::chrono::milliseconds(3500));
+    const auto f = r.figures();
+    CHECK(dropped(r, DropReason::shutdown) > 0);
+    CHECK(f.messages + dropped(r, DropReason::shutdown) == pushed);
+    CHECK(dropped(r, DropReason::send_error) == 0);
+    CHECK(dropped(r, DropReason::not_connected) == 0);
+    CHECK(f.queued_bytes == 0);
+}
+
+TEST_CASE("relay: stop_all gives all destinations one drain deadline together", "[relay][tcp][degraded]") {
+    SlowCollector first;
+    SlowCollector second;
+    std::vector<std::unique_ptr<Relay>> relays;
+    for (const auto* c : {&first, &second}) {
+        auto o = options_for(Transport::tcp, c->port());
+        o.queue_bytes = 16u << 20;
+        relays.push_back(std::make_unique<Relay>(o));
+        relays.back()->start();
+    }
+    REQUIRE(eventually([&] { return first.connected() && second.connected(); }));
+    REQUIRE(eventually([&] { return relays[0]->figures().connected == 1 && relays[1]->figures().connected == 1; }));
+    std::vector<std::uint64_t> pushed;
+    for (auto& r : relays) pushed.push_back(fill_for_slow_collector(*r));
+    const auto start = std::chrono::steady_clock::now();
+    Relay::stop_all(relays, std::chrono::milliseconds(1000));
+    const auto took = std::chrono::steady_clock::now() - start;
+    CHECK(took < std::chrono::milliseconds(1800));  // one after the other would take 2 s
+    for (std::size_t i = 0; i < relays.size(); ++i) {
+        const auto f = relays[i]->figures();
+        CHECK(dropped(*relays[i], DropReason::shutdown) > 0);
+        CHECK(f.messages + dropped(*relays[i], DropReason::shutdown) == pushed[i]);
+    }
+}
+
 TEST_CASE("relay: stop() sends what is queued before it returns", "[relay][udp]") {
     const Socket receiver = bound(SOCK_DGRAM);
     Relay r(options_for(Transport::udp, port_of(receiver)));
