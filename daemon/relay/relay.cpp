@@ -362,9 +362,12 @@ void Relay::disconnect(bool lost) {
     // Closed right after it was made: a failed attempt, retried with the growing back-off.
     stats_.connect_failures.add();
     if (!outage_logged_) {
-        spdlog::warn("relay {}: {} closed the connection {} ms after it was made; retrying with back-off up to {} s",
-                     options_.name, url(), std::chrono::duration_cast<std::chrono::milliseconds>(held).count(),
-                     std::chrono::duration<double>(options_.reconnect_max).count());
+        spdlog::warn(
+            "relay {}: {} closed the connection (heard {} ms after connecting, within the {} s a connection "
+            "must hold); retrying with back-off up to {} s",
+            options_.name, url(), std::chrono::duration_cast<std::chrono::milliseconds>(held).count(),
+            std::chrono::duration<double>(options_.stable_after).count(),
+            std::chrono::duration<double>(options_.reconnect_max).count());
         outage_logged_ = true;
     }
     next_attempt_ = now + backoff_;
