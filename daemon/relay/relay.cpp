@@ -137,24 +137,21 @@ void Relay::pause(std::chrono::microseconds how_long) {
 
 bool Relay::drain() {
     bool worked = false;
-    bool cleared = false;
     for (auto& p : producers_) {
         MessageRing& ring = p->ring_;
         while (ring.has_message()) {
-            // A connected UDP socket keeps the refusal (ICMP port unreachable) of an earlier round's
-            // last datagram and fails the next send with it, which would then not be sent: once the
-            // collector is back, its first message would be lost. The error is read (and cleared)
-            // before each round; refusals within a round still fail their next send.
-            if (!cleared && fd_ >= 0 && options_.transport == Transport::udp) {
-                int pending = 0;
-                socklen_t len = sizeof pending;
-                ::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &pending, &len);
-                cleared = true;
-            }
             send_one(ring.front());
             ring.pop();
             worked = true;
         }
+    }
+    // The round's last datagram: a refusal already back is pending on the socket (reading it
+    // clears it); one that comes later is not seen (the next send retries past it).
+    if (unsettled_) {
+        int pending = 0;
+        socklen_t len = sizeof pending;
+        if (fd_ >= 0 && ::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &pending, &len) != 0) pending = 0;
+        settle_datagram(pending != 0);
     }
     return worked;
 }
@@ -166,31 +163,56 @@ bool Relay::send_one(ByteSpan message) {
     };
     if (past_stop_deadline()) return drop(DropReason::shutdown);
     if (fd_ < 0) return drop(DropReason::not_connected);
-    if (options_.transport == Transport::udp) {
-        const ssize_t n = ::send(fd_, message.data(), message.size(), MSG_NOSIGNAL);
-        if (n < 0 || static_cast<std::size_t>(n) != message.size()) {
-            if (spdlog::should_log(spdlog::level::debug))
-                spdlog::debug("relay {}: send: {}", options_.name, error_text(errno));
-            return drop(DropReason::send_error);
-        }
-    } else {
-        message = framable(message);
-        if (message.empty()) return drop(DropReason::unframable);
-        // A young connection may be one the collector accepts only to close it: a message written
-        // after its close arrived would be lost yet counted relayed, so look before each write.
-        if (!stable_ && peer_closed()) {
-            disconnect(true);
-            return drop(DropReason::not_connected);
-        }
-        switch (write_all(message)) {
-        case Write::done: break;
-        case Write::failed: disconnect(true); return drop(DropReason::send_error);
-        case Write::out_of_time: disconnect(false); return drop(DropReason::shutdown);  // may leave a partial frame
-        }
+    // UDP counts the datagram itself, one send late (send_datagram).
+    if (options_.transport == Transport::udp) return send_datagram(message) || drop(DropReason::send_error);
+    message = framable(message);
+    if (message.empty()) return drop(DropReason::unframable);
+    // A young connection may be one the collector accepts only to close it: a message written
+    // after its close arrived would be lost yet counted relayed, so look before each write.
+    if (!stable_ && peer_closed()) {
+        disconnect(true);
+        return drop(DropReason::not_connected);
+    }
+    switch (write_all(message)) {
+    case Write::done: break;
+    case Write::failed: disconnect(true); return drop(DropReason::send_error);
+    case Write::out_of_time: disconnect(false); return drop(DropReason::shutdown);  // may leave a partial frame
     }
     stats_.messages.add();
     stats_.bytes.add(message.size());
     return true;
+}
+
+// A connected UDP socket reports an ICMP refusal (port or host unreachable) of an earlier datagram
+// as the error of its next send, and that datagram is then not sent. So the refusal is counted
+// against the datagram sent before (held unsettled until now) and the current one is sent again,
+// once. True when the current datagram went out; it is then the unsettled one.
+bool Relay::send_datagram(ByteSpan message) {
+    ssize_t n = ::send(fd_, message.data(), message.size(), MSG_NOSIGNAL);
+    if (n < 0 && (errno == ECONNREFUSED || errno == EHOSTUNREACH || errno == ENETUNREACH || errno == EHOSTDOWN)) {
+        settle_datagram(true);
+        n = ::send(fd_, message.data(), message.size(), MSG_NOSIGNAL);
+    }
+    settle_datagram(false);
+    if (n < 0 || static_cast<std::size_t>(n) != message.size()) {
+        if (spdlog::should_log(spdlog::level::debug))
+            spdlog::debug("relay {}: send: {}", options_.name, error_text(errno));
+        return false;
+    }
+    unsettled_ = true;
+    unsettled_bytes_ = message.size();
+    return true;
+}
+
+void Relay::settle_datagram(bool refused) {
+    if (!unsettled_) return;
+    unsettled_ = false;
+    if (refused) {
+        stats_.dropped[static_cast<std::size_t>(DropReason::send_error)].add();
+        return;
+    }
+    stats_.messages.add();
+    stats_.bytes.add(unsettled_bytes_);
 }
 
 // The message as a stream receiver can cut it out of the byte stream (by the HEPv3 length), or an

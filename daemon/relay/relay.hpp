@@ -132,6 +132,8 @@ private:
     bool drain();
     bool send_one(ByteSpan message);
     ByteSpan framable(ByteSpan message);
+    bool send_datagram(ByteSpan message);
+    void settle_datagram(bool refused);
     Write write_all(ByteSpan message);
     bool past_stop_deadline() const noexcept;
     Clock::time_point stop_deadline() const noexcept {
@@ -160,6 +162,10 @@ private:
     std::chrono::milliseconds backoff_{0};
     Clock::time_point next_attempt_{};
     std::vector<std::uint8_t> reencoded_;  // a v1/v2 message as v3, for TCP
+    // UDP: the last datagram sent, counted once the next send (or the end of the round) tells
+    // whether it was refused.
+    bool unsettled_ = false;
+    std::size_t unsettled_bytes_ = 0;
 };
 
 }  // namespace hepd::relay

@@ -13,8 +13,8 @@ namespace hepd::relay {
 
 enum class DropReason : std::uint8_t {
     queue_full,     // the receive thread found the destination's queue full (sender behind or stalled)
-    send_error,     // the socket refused the message (UDP: e.g. ICMP port unreachable; TCP: the
-                    // connection broke while sending it)
+    send_error,     // the socket refused the message (UDP: e.g. ICMP port unreachable, reported on the
+                    // next send; TCP: the connection broke while sending it)
     not_connected,  // no connection (TCP down, or the address does not resolve): dropped, not held
     unframable,     // TCP only: a message a stream receiver cannot frame (a HEPv1/v2 one that does not
                     // re-encode as HEPv3, e.g. over 65,535 bytes as v3); sent, it would break the stream
@@ -34,7 +34,7 @@ constexpr std::string_view to_string(DropReason r) noexcept {
 
 // Written by the sender thread.
 struct SenderStats {
-    StatCounter messages;                                 // handed to the kernel whole
+    StatCounter messages;                                 // handed to the kernel whole (UDP: and not refused)
     StatCounter bytes;                                    // their bytes
     std::array<StatCounter, kDropReasonCount> dropped{};  // all but queue_full (that one stays 0)
     Gauge connected;                                      // 1 while connected (UDP: the address resolved)

@@ -652,6 +652,36 @@ TEST_CASE("relay: stop_all gives all destinations one drain deadline together", 
     }
 }
 
+TEST_CASE("relay over UDP: a refusal counts against the datagram it answers, the next datagram still goes",
+          "[relay][udp][degraded]") {
+    // A connected UDP socket reports an ICMP refusal as the error of its next send, which the
+    // kernel then does not send.
+    const std::uint16_t port = unused_port(SOCK_DGRAM);
+    Relay r(options_for(Transport::udp, port));
+    // Queued before the sender starts: all of them go in its first round, back to back.
+    constexpr std::uint64_t kRefused = 20;
+    for (std::uint32_t seq = 0; seq < kRefused; ++seq) REQUIRE(r.producer(0).push(message(0, seq, 200)));
+    r.start();
+    REQUIRE(eventually([&] { return r.figures().queued_bytes == 0; }));
+    REQUIRE(eventually([&] { return r.figures().messages + dropped(r, DropReason::send_error) == kRefused; }));
+    // Nobody listens: each datagram is refused (on loopback the refusal is back before the next
+    // send), and counted as such, not every other one.
+    CHECK(dropped(r, DropReason::send_error) == kRefused);
+    CHECK(r.figures().messages == 0);
+
+    // The collector comes up: from the next message on, everything arrives and counts as relayed.
+    const Socket receiver = bound(SOCK_DGRAM, port);
+    std::vector<Bytes> sent;
+    for (std::uint32_t seq = 100; seq < 110; ++seq) {
+        sent.push_back(message(0, seq, 200));
+        REQUIRE(r.producer(0).push(sent.back()));
+    }
+    CHECK(receive_datagrams(receiver, sent.size()) == sent);
+    r.stop();
+    CHECK(r.figures().messages == sent.size());
+    CHECK(dropped(r, DropReason::send_error) == kRefused);
+}
+
 TEST_CASE("relay: stop() sends what is queued before it returns", "[relay][udp]") {
     const Socket receiver = bound(SOCK_DGRAM);
     Relay r(options_for(Transport::udp, port_of(receiver)));
