@@ -342,8 +342,12 @@ int Daemon::serve_metrics() {
         metrics::CollectorOptions{metrics::agent_names(control_->policy()->agents), metrics::this_build(), &peers_});
     for (auto* w : workers_) collector_->add_shard(*w);
     collector_->add_intake(tcp_path_->stats());
+    collector_->add_source_limiter(tcp_path_->source_stats());
     for (const auto& r : udp_)
-        for (std::size_t i = 0; i < r->threads(); ++i) collector_->add_intake(r->path(i).stats());
+        for (std::size_t i = 0; i < r->threads(); ++i) {
+            collector_->add_intake(r->path(i).stats());
+            collector_->add_source_limiter(r->path(i).source_stats());
+        }
     for (const auto& l : tcp_) collector_->add_tcp(l->stats());
     for (const auto& r : relays_) collector_->add_relay(*r);
     collector_->set_pipeline(*pipeline_);

@@ -119,6 +119,7 @@ void Collector::publish_agent_names(const std::vector<std::string>& names) {
 
 void Collector::add_shard(const shard::ShardWorker& worker) { shards_.push_back(&worker); }
 void Collector::add_intake(const intake::IntakeStats& stats) { intakes_.push_back(&stats); }
+void Collector::add_source_limiter(const ingest::SourceLimiterStats& stats) { source_limiters_.push_back(&stats); }
 void Collector::add_tcp(const ingest::TcpStats& stats) { tcp_.push_back(&stats); }
 void Collector::set_pipeline(const shard::Pipeline& pipeline) { pipeline_ = &pipeline; }
 void Collector::set_kernel_drops(std::function<std::uint64_t()> read) { kernel_drops_ = std::move(read); }
@@ -547,7 +548,7 @@ std::string_view Collector::peer_name(std::uint8_t id) const noexcept {
 }
 
 void Collector::collect_evictions(Writer& out, const sip::DialogStats& d, const rtp::StreamStats& s,
-                                  const intake::IntakeStats& in, const shard::DuplicateStats& dup) {
+                                  const intake::IntakeStats& in, const shard::DuplicateStats& dup) const {
     out.counter("hepd_table_evictions_total", "Records evicted from a full table (at its cap), by table and reason.");
     out.add(as_double(value_of(d.dialog_evictions)), {{"table", "dialogs"}, {"reason", "cap"}});
     out.add(as_double(value_of(d.transaction_evictions)), {{"table", "transactions"}, {"reason", "cap"}});
@@ -556,6 +557,11 @@ void Collector::collect_evictions(Writer& out, const sip::DialogStats& d, const 
                 {{"table", to_string(static_cast<rtp::StreamTableKind>(t))}, {"reason", "cap"}});
     out.add(as_double(value_of(in.clocks.evictions)), {{"table", "hep_senders"}, {"reason", "cap"}});
     out.add(as_double(value_of(dup.evictions)), {{"table", "duplicates"}, {"reason", "cap"}});
+    // A sender evicted from the per-sender buckets comes back with a full burst: many source
+    // addresses (spoofed UDP) wear the per-agent rate limit down, and this shows it.
+    std::uint64_t limiter_evictions = 0;
+    for (const auto* l : source_limiters_) limiter_evictions += value_of(l->evictions);
+    out.add(as_double(limiter_evictions), {{"table", "hep_rate_limit"}, {"reason", "cap"}});
 }
 
 void Collector::collect_snapshot(Writer& out) const {

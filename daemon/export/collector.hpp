@@ -7,6 +7,7 @@
 // afterwards Collect() only reads, from the HTTP server's threads, possibly two at a time. The
 // sources must outlive the exporter (destroy or stop() the Exporter first).
 #include "core/packet_meta.hpp"
+#include "ingest/source_limiter.hpp"
 #include "records/drop_reason.hpp"
 
 #include <prometheus/collectable.h>
@@ -107,6 +108,8 @@ public:
     void add_shard(const shard::ShardWorker& worker);
     // One per receive thread (HepIntake::stats()).
     void add_intake(const intake::IntakeStats& stats);
+    // One per receive thread (IngestPath::source_stats(): the per-sender rate-limit buckets).
+    void add_source_limiter(const ingest::SourceLimiterStats& stats);
     // One per TCP listener (TcpListener::stats()).
     void add_tcp(const ingest::TcpStats& stats);
     // Queue depths and queue drops; absent in the offline mode.
@@ -136,8 +139,8 @@ private:
     void collect_rfc6076(Writer& out, const sip::DialogStats& d) const;
     void collect_rtp(Writer& out, const rtp::StreamStats& s) const;
     std::string_view peer_name(std::uint8_t id) const noexcept;
-    static void collect_evictions(Writer& out, const sip::DialogStats& d, const rtp::StreamStats& s,
-                                  const intake::IntakeStats& in, const shard::DuplicateStats& dup);
+    void collect_evictions(Writer& out, const sip::DialogStats& d, const rtp::StreamStats& s,
+                           const intake::IntakeStats& in, const shard::DuplicateStats& dup) const;
     static void collect_duplicates(Writer& out, const shard::DuplicateStats& dup);
     void collect_snapshot(Writer& out) const;
     void collect_relay(Writer& out) const;
@@ -153,6 +156,7 @@ private:
     std::atomic<std::size_t> agent_count_{0};
     std::vector<const shard::ShardWorker*> shards_;
     std::vector<const intake::IntakeStats*> intakes_;
+    std::vector<const ingest::SourceLimiterStats*> source_limiters_;
     std::vector<const ingest::TcpStats*> tcp_;
     const shard::Pipeline* pipeline_ = nullptr;
     std::function<std::uint64_t()> kernel_drops_;

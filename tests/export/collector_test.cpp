@@ -194,8 +194,9 @@ TEST_CASE("a collector with no sources still shows every fixed series at zero", 
     CHECK(x.find("hepd_hep_packets_total").size() == kPayloadClassCount);  // agent "other" only
     CHECK(x.at("hepd_hep_packets_total", {{"payload_type", "qos"}, {"agent", "other"}}) == 0);
     CHECK(x.find("hepd_rtcp_reports_total").size() == 3);
-    CHECK(x.find("hepd_table_evictions_total").size() == 7);
+    CHECK(x.find("hepd_table_evictions_total").size() == 8);
     CHECK(x.at("hepd_table_evictions_total", {{"table", "hep_senders"}, {"reason", "cap"}}) == 0);
+    CHECK(x.at("hepd_table_evictions_total", {{"table", "hep_rate_limit"}, {"reason", "cap"}}) == 0);
     CHECK(x.at("hepd_table_evictions_total", {{"table", "duplicates"}, {"reason", "cap"}}) == 0);
     CHECK(x.find("hepd_duplicates_total").size() == kPayloadClassCount);
     CHECK(x.at("hepd_duplicates_total", {{"kind", "rtcp_json"}}) == 0);
@@ -258,6 +259,19 @@ TEST_CASE("the agent label: names by index, unnamed indices count as other", "[e
     CHECK(y.at("hepd_sip_parse_errors_total", {{"reason", "bad_start_line"}}) == 1);
     CHECK(y.sum("hepd_sip_parse_errors_total") == 1);
     test::check_label_hygiene(y, 1);
+}
+
+TEST_CASE("per-sender rate-limit buckets evicted at their cap are counted", "[export][collector]") {
+    // Spoofed source addresses evict the buckets of real senders, which come back with a full
+    // burst: the eviction must show (it wears hep.rate_limit.per_agent_rate down).
+    ingest::SourceLimiterStats first;
+    ingest::SourceLimiterStats second;
+    first.evictions.add(3);
+    metrics::Collector collector;
+    collector.add_source_limiter(first);
+    collector.add_source_limiter(second);
+    const Exposition x = to_exposition(collector.Collect());
+    CHECK(x.at("hepd_table_evictions_total", {{"table", "hep_rate_limit"}, {"reason", "cap"}}) == 3);
 }
 
 TEST_CASE("the agent label after a reload: names are added, never moved", "[export][agents]") {
