@@ -71,10 +71,11 @@ void log_summary(const intake::IntakeStats& s, std::string_view when) {
         by_class += fmt::format("{}{} {}", c == 0 ? "" : ", ", to_string(cls), s.by_class(cls));
     }
     spdlog::info(
-        "{}: {} HEP packets received, {} accepted ({}), {} decode errors, {} dropped by the rate limit, "
-        "{} dropped for auth, {} not allowed",
-        when, s.received(), s.accepted(), by_class, decode_errors, s.drops(intake::DropReason::rate_limit),
-        s.drops(intake::DropReason::auth), s.drops(intake::DropReason::not_allowed));
+        "{}: {} HEP packets received, {} accepted, {} decode errors, {} dropped by the rate limit, "
+        "{} dropped for auth, {} not allowed, {} dropped by full shard queues; decoded by type: {}",
+        when, s.received(), s.accepted(), decode_errors, s.drops(intake::DropReason::rate_limit),
+        s.drops(intake::DropReason::auth), s.drops(intake::DropReason::not_allowed),
+        s.drops(intake::DropReason::queue_full), by_class);
 }
 
 // SIGHUP: re-read the file, apply the command line's flags again (as at start-up, so that only
