@@ -339,10 +339,14 @@ std::uint32_t StreamTable::find_binding_at(std::uint32_t media, const Endpoint& 
                           [&](const BindingKey& k) { return k.media == media && endpoints_.matches(k.peer, peer); });
 }
 
+// A released binding (its dialog ended, or left the address) stays only for the streams it
+// has: a stream that begins after it is another call's, or no call's.
 std::uint32_t StreamTable::binding_for(const StreamKey& key, std::uint32_t media) const noexcept {
-    if (const std::uint32_t b = find_binding_at(media, media_key(key.src)); b != kNone) return b;
-    if (const std::uint32_t b = find_binding_at(media, Endpoint{}); b != kNone) return b;
-    return media_.entry(media).value.latest;
+    const auto live = [&](std::uint32_t b) { return b != kNone && !bindings_.entry(b).value.released; };
+    if (const std::uint32_t b = find_binding_at(media, media_key(key.src)); live(b)) return b;
+    if (const std::uint32_t b = find_binding_at(media, Endpoint{}); live(b)) return b;
+    const std::uint32_t latest = media_.entry(media).value.latest;
+    return live(latest) ? latest : kNone;
 }
 
 // Moves a stream from its binding to another (kNone: to none), keeping the counts that tell a

@@ -521,9 +521,34 @@ void DialogTable::emit_sdp(std::uint32_t at, const Message& m, Hop hop, Timestam
     auto same = std::find_if(sides.begin(), sides.end(),
                              [&](const SdpSide& s) { return s.hop == hop.id && s.forward == hop.forward; });
     if (same == sides.end()) same = sides.end() - 1;
+    const SdpSide replaced = *same;
     std::move_backward(sides.begin(), same, same + 1);
     sides.front() = mine;
     sdp_sides_.set(at, sides, table_[at].hops);
+    if (replaced.hop != 0) release_replaced(replaced, sides, table_.entry(at), now);
+}
+
+// Without this, the dialog's end releases only the addresses its last SDP sides name: the
+// earlier ones stayed bound until pending_media_timeout (hours), filling max_pending_media and
+// taking another call's RTP to that address long after this call had left it. Streams already
+// bound keep their call (a released binding stays while it has streams).
+void DialogTable::release_replaced(const SdpSide& replaced, const SdpSides& sides, const Table::Entry& entry,
+                                   Timestamp now) {
+    if (sink_ == nullptr) return;
+    MediaBinding ended;
+    ended.call_id = entry.key.call_id();
+    ended.dialog = tag_id(entry.key.from_tag());
+    ended.dialog_ended = true;
+    ended.time = now;
+    for (const Endpoint& media : replaced.media) {
+        if (media.port == 0) continue;
+        const bool still_named = std::any_of(sides.begin(), sides.end(), [&](const SdpSide& s) {
+            return s.hop != 0 && std::find(s.media.begin(), s.media.end(), media) != s.media.end();
+        });
+        if (still_named) continue;
+        ended.media = media;
+        sink_->on_media_binding(ended);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -163,6 +163,9 @@ private:
     // Tells the owners of the media addresses of the dialog `entry` (its SDP sides still at `at`)
     // that its bindings go.
     void end_media(std::uint32_t at, const Table::Entry& entry, Timestamp when, bool at_deadline);
+    // Releases the addresses of `replaced`, an SDP side a newer one took the place of, that no
+    // side left names (a re-INVITE that moved the media, a hold, another fork's early media).
+    void release_replaced(const SdpSide& replaced, const SdpSides& sides, const Table::Entry& entry, Timestamp now);
 
     DialogConfig config_;
     MediaSink* sink_;

@@ -398,6 +398,26 @@ TEST_CASE("an offer overtaken by its media joins the stream that began just befo
     CHECK(older->reason == FinishReason::rebound);
 }
 
+TEST_CASE("a released binding keeps its streams but takes no new one", "[rtp][stream][table][binding]") {
+    // The call ended (or left the address) while its stream still runs: that stream keeps its
+    // call; RTP that begins afterwards from elsewhere (a later user of the address) is not it.
+    StreamTable t(small_config());
+    RecordingSink sink;
+    t.set_sink(&sink);
+    t.bind(media_binding(bob, "call-1@example", 0, {codec(0, "PCMU", 8000)}));
+    send(t, alice, bob, 1, 20);
+    t.unbind(bob, Endpoint{}, "call-1@example", 0, Timestamp{kBaseUs + 400'000});
+    send(t, carol, bob, 2, 20, 500'000);
+    t.finish_all(Timestamp{kBaseUs + 2'000'000});
+    const Finished* kept = sink.by_ssrc(1);
+    REQUIRE(kept != nullptr);
+    CHECK(kept->bound);
+    CHECK(kept->call_id == "call-1@example");
+    const Finished* later = sink.by_ssrc(2);
+    REQUIRE(later != nullptr);
+    CHECK_FALSE(later->bound);
+}
+
 TEST_CASE("binding first or packets first give the same streams", "[rtp][stream][table][binding]") {
     const Outcome first = run_call(0);
     CHECK(first.late_bindings == 0);

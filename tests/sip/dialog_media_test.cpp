@@ -105,8 +105,13 @@ TEST_CASE("media: SDP of the offer and the answer become bindings", "[sip][dialo
         h.send(tagged.req("BYE", "z9hG4bK-a5", 4).with_body(kOffer), A, B, ms(905));
         h.send(tagged.req("BYE", "z9hG4bK-a5", 4).resp(200).with_body(kAnswer), B, A, ms(906));
         // Each SDP against the other direction's last one: its own sections, plus the audio
-        // line paired back (the video has no usable answer).
-        CHECK(h.sink.got.size() == 4 + 3 + 3 + 2 + 2);
+        // line paired back (the video has no usable answer). The PRACK's SDP (the answer's
+        // addresses) takes the place of this direction's offer: the offer's audio address,
+        // named by no side now, is released.
+        std::size_t released = 0;
+        for (const auto& got : h.sink.got) released += got.binding.dialog_ended ? 1 : 0;
+        CHECK(released == 1);
+        CHECK(h.sink.got.size() == 4 + 3 + 3 + 2 + 2 + released);
         CHECK(h.stats().media_bindings.value() == 14);
     }
 }
@@ -175,6 +180,31 @@ TEST_CASE("media: 183 with early media, unusable addresses, multipart and bad SD
         CHECK(h.sink.got.empty());
         for (const auto& c : h.stats().sdp_errors) CHECK(c.value() == 0);
     }
+}
+
+TEST_CASE("media: a re-INVITE that moves the media releases the address it left", "[sip][dialog][media]") {
+    // The dialog's end releases the addresses its last SDP sides name; one an earlier SDP named
+    // must not stay bound for hours (pending_media_timeout), taking other calls' RTP.
+    Harness h;
+    const Sip invite;
+    const std::string first =
+        "v=0\no=- 1 1 IN IP4 192.0.2.1\ns=-\nc=IN IP4 192.0.2.1\nt=0 0\nm=audio 20000 RTP/AVP 0\n";
+    const std::string moved =
+        "v=0\no=- 1 2 IN IP4 192.0.2.1\ns=-\nc=IN IP4 192.0.2.1\nt=0 0\nm=audio 20100 RTP/AVP 0\n";
+    const std::string answer =
+        "v=0\no=- 2 1 IN IP4 192.0.2.2\ns=-\nc=IN IP4 192.0.2.2\nt=0 0\nm=audio 30000 RTP/AVP 0\n";
+    h.send(invite.with_body(first), A, B, ms(0));
+    h.send(invite.with_to_tag("tt").resp(200).with_body(answer), B, A, ms(100));
+    const std::size_t before = h.sink.got.size();
+    h.send(invite.with_to_tag("tt").req("INVITE", "z9hG4bK-r1", 2).with_body(moved), A, B, ms(5000));
+    std::vector<Endpoint> released;
+    for (std::size_t i = before; i < h.sink.got.size(); ++i)
+        if (h.sink.got[i].binding.dialog_ended) released.push_back(h.sink.got[i].binding.media);
+    CHECK(released == std::vector<Endpoint>{ep("192.0.2.1:20000")});
+    // A re-INVITE that keeps the address releases nothing.
+    const std::size_t after_move = h.sink.got.size();
+    h.send(invite.with_to_tag("tt").req("INVITE", "z9hG4bK-r2", 3).with_body(moved), A, B, ms(9000));
+    for (std::size_t i = after_move; i < h.sink.got.size(); ++i) CHECK_FALSE(h.sink.got[i].binding.dialog_ended);
 }
 
 TEST_CASE("media: the SDP part of a multipart body", "[sip][dialog][media]") {
