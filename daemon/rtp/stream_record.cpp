@@ -155,11 +155,32 @@ bool is_voice(const RtpPacket& p) noexcept {
     return true;
 }
 
-// Whether this voice packet's timestamp broke from the previous voice packet's.
+// Most media a packet carries (RFC 3551 caps a frame at 200 ms of audio; video frames are less).
+constexpr double kMaxPacketSeconds = 0.2;
+
+// Whether the timestamp moved on by what the sequence numbers say could have been sent since
+// (forward, at most kMaxPacketSeconds a number, under some clock the payload type may have).
+bool steps_with_sequence(std::uint8_t pt, std::uint32_t timestamp_delta, std::uint16_t sequence_delta) noexcept {
+    const auto ticks = static_cast<std::int32_t>(timestamp_delta);
+    if (ticks <= 0 || sequence_delta == 0 || sequence_delta >= kMaxDropout) return false;
+    const double most = sequence_delta * kMaxPacketSeconds;
+    const std::uint32_t assigned = static_payload(pt).clock_rate;
+    if (assigned != 0) return ticks <= most * assigned;
+    return std::any_of(kCandidateClockRates.begin(), kCandidateClockRates.end(),
+                       [&](std::uint32_t rate) { return ticks <= most * rate; });
+}
+
+// Whether this voice packet's timestamp broke from the previous voice packet's: it disagrees
+// with the arrival times, and with the sequence numbers too. A timestamp that steps on with the
+// numbers is the same sender's, however late it came: a network stall that delivers a second of
+// packets in a burst is delay (jitter), not a new source.
 bool timestamp_breaks(const Stream& s, const RtpPacket& p, Timestamp arrival) noexcept {
     if ((s.flags & Stream::kHasVoiceReference) == 0 || p.payload_type != s.voice_payload_type || !is_voice(p))
         return false;
-    return times_apart(p.payload_type, arrival.us - s.last_voice_arrival_us(), p.timestamp - s.last_voice_timestamp);
+    const std::uint32_t timestamp_delta = p.timestamp - s.last_voice_timestamp;
+    if (!times_apart(p.payload_type, arrival.us - s.last_voice_arrival_us(), timestamp_delta)) return false;
+    return !steps_with_sequence(p.payload_type, timestamp_delta,
+                                static_cast<std::uint16_t>(p.sequence - s.sequence.max_seq));
 }
 
 // Zeros standing in for the payload of a held packet when it is measured after all: only its

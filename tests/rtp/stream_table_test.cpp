@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -269,6 +270,37 @@ TEST_CASE("a packet far out of line in sequence and timestamp leaves the timing 
     CHECK(f.summary.max_jitter_ms == 0.0);
     CHECK(f.summary.mos == Approx(4.41).margin(0.01));
     CHECK(t.stats().streams_finished[static_cast<std::size_t>(FinishReason::restarted)].value() == 0);
+}
+
+TEST_CASE("a network stall delivered in a burst is jitter, not a restart", "[rtp][stream][table][restart]") {
+    // Packets 200-274 (1.5 s of audio) held up in the network and delivered 2 us apart at the
+    // end of the stall: their numbers and timestamps run on, only their arrival is late.
+    StreamTable t(small_config());
+    RecordingSink sink;
+    t.set_sink(&sink);
+    double jitter = 0;
+    double max_jitter = 0;
+    std::int64_t previous_arrival = 0;
+    for (int i = 0; i < 500; ++i) {
+        const std::int64_t arrival =
+            i >= 200 && i < 275 ? 274 * 20'000LL + 1'000 + (i - 200) * 2LL : static_cast<std::int64_t>(i) * 20'000;
+        t.on_rtp(meta_at(arrival, alice, bob),
+                 make_rtp(0, static_cast<std::uint16_t>(100 + i), static_cast<std::uint32_t>(i * 160), 9));
+        if (i > 0) {  // RFC 3550 A.8, in 8 kHz ticks
+            const double d = static_cast<double>(arrival - previous_arrival) * 8000 / 1e6 - 160;
+            jitter += (std::fabs(d) - jitter) / 16;
+            max_jitter = std::max(max_jitter, jitter);
+        }
+        previous_arrival = arrival;
+    }
+    t.finish_all(Timestamp{kBaseUs + 20'000'000});
+    CHECK(t.stats().streams_finished[static_cast<std::size_t>(FinishReason::restarted)].value() == 0);
+    REQUIRE(sink.finished.size() == 1);
+    const Finished& f = sink.finished[0];
+    CHECK(f.stream.packets == 500);
+    CHECK(f.summary.expected == 499);
+    CHECK(f.summary.lost == 0);
+    CHECK(f.summary.max_jitter_ms == Approx(max_jitter / 8).margin(0.01));
 }
 
 TEST_CASE("a packet held when its stream ends counts as the stray it was", "[rtp][stream][table][restart]") {
