@@ -475,7 +475,11 @@ void Daemon::shutdown() {
     pipeline_->finish(clock_.now());
     // Dialogs that left the tables are in no snapshot: their records are written now.
     if (records_) records_->stop();
-    if (cfg_.state.snapshot_on_shutdown) snapshots_->write_now();
+    if (cfg_.state.snapshot_on_shutdown) {
+        snapshots_->write_now();
+    } else {
+        snapshots_->discard();
+    }
     exporter_->stop();
     log_summary(merged_stats(*tcp_path_, udp_), "at exit, since start");
 }

@@ -1,9 +1,13 @@
 #include "app/snapshot_scheduler.hpp"
 
+#include "core/log.hpp"
 #include "core/thread_name.hpp"
 
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <utility>
 
 namespace hepd::app {
@@ -73,6 +77,17 @@ void SnapshotScheduler::write_now() {
     spdlog::info("snapshot written to {}: {} bytes, {} dialogs, {} streams in {:.3f} s (tables copied in {:.3f} s)",
                  path_, result->bytes, result->counts.dialogs, result->counts.streams,
                  state_.last_duration_seconds.load(), copy_seconds);
+}
+
+void SnapshotScheduler::discard() {
+    if (::unlink(path_.c_str()) == 0) {
+        spdlog::info(
+            "snapshot {} removed: no final snapshot (state.snapshot_on_shutdown: false), and an older one "
+            "would bring back calls that ended since",
+            path_);
+    } else if (errno != ENOENT) {
+        spdlog::warn("cannot remove the snapshot {}: {}; the next start restores it", path_, error_text(errno));
+    }
 }
 
 }  // namespace hepd::app

@@ -45,6 +45,10 @@ public:
     void stop();
     // Captures and writes on the calling thread (the final snapshot, once stopped).
     void write_now();
+    // A clean stop without a final snapshot (state.snapshot_on_shutdown false): the last periodic
+    // one is removed, once stopped. Restored at the next start it would bring back calls that
+    // ended since, and write their records a second time.
+    void discard();
 
 private:
     void run();

@@ -202,6 +202,32 @@ def tcp_across_snapshots(work):
     check(f"periodic: stopped within {STOP_BOUND_S} s", took < STOP_BOUND_S, True)
 
 
+def no_shutdown_snapshot(work):
+    """state.snapshot_on_shutdown false: a clean stop removes the last periodic snapshot, so the
+    next start does not bring back calls that ended after it (and write their records twice)."""
+    state = os.path.join(work, "no-final")
+    os.makedirs(state)
+    config = os.path.join(work, "no-final.yaml")
+    with open(config, "w") as f:
+        f.write("state:\n  snapshot_interval: 1s\n  snapshot_on_shutdown: false\n")
+    hep_port, metrics_port = free_hep_port(), free_port()
+    d = Daemon(state, hep_port, metrics_port, ("--config", config))
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+        udp.sendto(hep3(sip("INVITE", "no-final-1"), time.time()), ("127.0.0.1", hep_port))
+    check("no final snapshot: call in progress", d.wait_metric(1, "hepd_dialogs_active"), 1)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and "snapshot written to" not in d.text():
+        time.sleep(0.05)
+    check("no final snapshot: a periodic one was written", "snapshot written to" in d.text(), True)
+    rc, _ = d.stop()
+    check("no final snapshot: exit status", rc, 0)
+    check("no final snapshot: the periodic one removed at the clean stop",
+          os.path.exists(os.path.join(state, "hepd.snapshot")), False)
+    d = Daemon(state, hep_port, metrics_port, ("--config", config))
+    check("no final snapshot: nothing restored at the next start", d.metric("hepd_dialogs_active"), 0)
+    d.stop()
+
+
 def main():
     work = tempfile.mkdtemp(prefix="hepd-lifecycle.")
     state = os.path.join(work, "state")
@@ -294,6 +320,7 @@ def main():
 
         idle_stop(work)
         tcp_across_snapshots(work)
+        no_shutdown_snapshot(work)
     finally:
         udp.close()
         if failures:
