@@ -175,6 +175,7 @@ agents:
 """, 40)
     conns = []
     try:
+        rss_before = rss_bytes(d.proc.pid)
         for _ in range(total):
             conns.append(socket.create_connection(("127.0.0.1", d.hep_port), timeout=5))
             conns[-1].settimeout(None)  # blocking: closed_by_server() reads with MSG_DONTWAIT
@@ -194,6 +195,12 @@ agents:
         check_between("connections accepted: the cap (plus any freed by the idle timeout)", accepted, cap, cap + idle)
         check_between("connections open, never above the cap", s.get("hepd_tcp_connections"), 0, cap)
         check("no accept() errors (descriptors)", s.get("hepd_tcp_accept_errors_total"), 0)
+        # An idle connection costs what it holds, not its largest frame: its read buffer's pages
+        # are resident only once bytes come (a zeroed 80 KiB buffer each was 85 KiB a connection).
+        per_connection = (rss_bytes(d.proc.pid) - rss_before) / max(accepted, 1)
+        print(f"   RSS per idle connection: {per_connection / 1024:.1f} KiB", flush=True)
+        if not sanitized(d.proc.pid):
+            check("RSS per idle connection under 32 KiB", per_connection < 32 * 1024, True)
 
         # UDP is served while TCP is full.
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
