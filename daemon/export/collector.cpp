@@ -503,11 +503,13 @@ void Collector::collect_rtp(Writer& out, const rtp::StreamStats& s) const {
     out.add(as_double(value_of(s.pending_bindings)));
     out.counter("hepd_rtp_binding_events_total",
                 "Media bindings that did not attach cleanly: late (streams already running), rebound (SDP of "
-                "another call for a pair or address with running streams), expired (no stream came).");
+                "another call for a pair or address with running streams), expired (no stream came), ambiguous "
+                "(a stream from a sender no SDP named, to an address several calls share: left unbound).");
     out.add(as_double(value_of(s.late_bindings)), {{"event", "late"}});
     out.add(as_double(value_of(s.rebindings)), {{"event", "rebound"}});
     out.add(as_double(value_of(s.pending_bindings_expired)), {{"event", "expired"}});
     out.add(as_double(value_of(s.bindings_released)), {{"event", "released"}});
+    out.add(as_double(value_of(s.ambiguous_bindings)), {{"event", "ambiguous"}});
     out.counter("hepd_rtp_clock_rate_unmatched_total",
                 "Finished RTP streams whose SDP clock rate matched no candidate (jitter taken at the best guess).");
     out.add(as_double(value_of(s.clock_rate_unmatched)));

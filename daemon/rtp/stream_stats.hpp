@@ -139,10 +139,11 @@ struct StreamStats {
     Counter late_bindings;                                   // a binding for streams that already had packets
     Counter rebindings;                                      // SDP of another call for a bound pair or running streams
     Counter bindings_released;                               // dropped because their dialog ended
-    Counter clock_rate_unmatched;                            // finished stream whose rtpmap clock is no candidate
-    Counter unvalidated_streams;                             // finished stream that never passed A.1 probation
-    Counter rtcp_unmatched_blocks;                           // report block / XR block about no known stream
-    Counter rtcp_json_without_call_id;                       // RTCP-JSON without a usable correlation id: dropped
+    Counter ambiguous_bindings;     // a stream from a sender no SDP named, to an address several calls share: unbound
+    Counter clock_rate_unmatched;   // finished stream whose rtpmap clock is no candidate
+    Counter unvalidated_streams;    // finished stream that never passed A.1 probation
+    Counter rtcp_unmatched_blocks;  // report block / XR block about no known stream
+    Counter rtcp_json_without_call_id;  // RTCP-JSON without a usable correlation id: dropped
     std::array<Counter, kRtpErrorCount> rtp_errors{};
     std::array<Counter, kRtcpErrorCount> rtcp_errors{};
     std::array<Counter, kRtcpJsonErrorCount> rtcp_json_errors{};
@@ -183,6 +184,7 @@ struct StreamStats {
         late_bindings.add(o.late_bindings.value());
         rebindings.add(o.rebindings.value());
         bindings_released.add(o.bindings_released.value());
+        ambiguous_bindings.add(o.ambiguous_bindings.value());
         clock_rate_unmatched.add(o.clock_rate_unmatched.value());
         unvalidated_streams.add(o.unvalidated_streams.value());
         rtcp_unmatched_blocks.add(o.rtcp_unmatched_blocks.value());

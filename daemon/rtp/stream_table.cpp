@@ -341,12 +341,25 @@ std::uint32_t StreamTable::find_binding_at(std::uint32_t media, const Endpoint& 
 
 // A released binding (its dialog ended, or left the address) stays only for the streams it
 // has: a stream that begins after it is another call's, or no call's.
-std::uint32_t StreamTable::binding_for(const StreamKey& key, std::uint32_t media) const noexcept {
+// A sender no SDP named (NAT) falls back to the address's newest binding only while no other
+// call's binding is live there: a shared address (a media server's port) never decides alone.
+std::uint32_t StreamTable::binding_for(const StreamKey& key, std::uint32_t media) {
     const auto live = [&](std::uint32_t b) { return b != kNone && !bindings_.entry(b).value.released; };
     if (const std::uint32_t b = find_binding_at(media, media_key(key.src)); live(b)) return b;
     if (const std::uint32_t b = find_binding_at(media, Endpoint{}); live(b)) return b;
     const std::uint32_t latest = media_.entry(media).value.latest;
-    return live(latest) ? latest : kNone;
+    std::uint32_t found = live(latest) ? latest : kNone;
+    std::size_t walked = 0;
+    for (std::uint32_t b = media_.entry(media).value.binding_head; b != kNone; b = bindings_.entry(b).value.next) {
+        if (!live(b)) continue;
+        if (found == kNone) found = b;
+        if (++walked > kMaxStreamsPerLookup ||
+            !bindings_.entry(b).value.binding.same_call(bindings_.entry(found).value.binding)) {
+            stats_.ambiguous_bindings.add();
+            return kNone;
+        }
+    }
+    return found;
 }
 
 // Moves a stream from its binding to another (kNone: to none), keeping the counts that tell a

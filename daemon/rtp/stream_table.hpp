@@ -317,7 +317,7 @@ private:
     void unlink_media(std::uint32_t at);
     std::uint32_t find_binding_index(const Endpoint& media, const Endpoint& peer) const noexcept;
     std::uint32_t find_binding_at(std::uint32_t media, const Endpoint& peer) const noexcept;  // by media entry
-    std::uint32_t binding_for(const StreamKey& key, std::uint32_t media) const noexcept;
+    std::uint32_t binding_for(const StreamKey& key, std::uint32_t media);
     void join(std::uint32_t stream, std::uint32_t binding, Timestamp when);
     void drop_binding(std::uint32_t b);
     std::uint32_t store_binding(const Endpoint& media, const Endpoint& peer, Binding binding);

@@ -585,10 +585,18 @@ TEST_CASE("a shared address never decides alone: each peer's stream joins its ow
     send(t, carol_rtp, bob, 1, 3);
     CHECK(t.binding_of({alice, bob, 1})->call_id == "a");
     CHECK(t.binding_of({carol_rtp, bob, 1})->call_id == "c");
-    // A sender no SDP named (behind NAT) falls back to the address's newest binding.
+    // A sender no SDP named (behind NAT) could be either call's: left unbound, counted.
     const Endpoint nat{IpAddress::v4(0x0a000009), 50000};
     send(t, nat, bob, 7, 3);
-    CHECK(t.binding_of({nat, bob, 7})->call_id == "c");
+    CHECK(t.binding_of({nat, bob, 7}) == nullptr);
+    CHECK(t.stats().ambiguous_bindings.value() == 1);
+    // Once call "a" has ended, the address is call "c"'s alone: a new sender no SDP named joins it.
+    t.unbind(bob, alice, "a", 0, Timestamp{kBaseUs + 100'000});
+    const Endpoint nat2{IpAddress::v4(0x0a00000a), 50002};
+    send(t, nat2, bob, 8, 3, 200'000);
+    REQUIRE(t.binding_of({nat2, bob, 8}) != nullptr);
+    CHECK(t.binding_of({nat2, bob, 8})->call_id == "c");
+    CHECK(t.stats().ambiguous_bindings.value() == 1);
 }
 
 TEST_CASE("pending bindings are capped (LRU) and expire", "[rtp][stream][table][binding][cap]") {
@@ -899,8 +907,9 @@ TEST_CASE("snapshot round trip: visit everything, insert it into a new table", "
 }
 
 TEST_CASE("snapshot round trip: a shared address's newest binding stays its newest", "[rtp][stream][table][snapshot]") {
-    // Two calls answered from one media-server port; a sender no SDP named (behind NAT) joins the
-    // newer call, before a restart and after it.
+    // Two calls answered from one media-server port; a sender no SDP named (behind NAT) is left
+    // unbound while both are live, and joins the newer once the older has ended: the same before
+    // a restart and after it.
     StreamTable a(small_config());
     const Endpoint carol_rtp{IpAddress::v4(0x0a000003), 32000};
     for (const auto& [peer, call, at] : {std::tuple{alice, "older", 10}, std::tuple{carol_rtp, "newer", 20}}) {
@@ -926,8 +935,15 @@ TEST_CASE("snapshot round trip: a shared address's newest binding stays its newe
     const Endpoint nat{IpAddress::v4(0x0a000009), 50000};
     send(a, nat, bob, 7, 3);
     send(b, nat, bob, 7, 3);
-    CHECK(a.binding_of({nat, bob, 7})->call_id == "newer");
-    CHECK(b.binding_of({nat, bob, 7})->call_id == "newer");
+    CHECK(a.binding_of({nat, bob, 7}) == nullptr);
+    CHECK(b.binding_of({nat, bob, 7}) == nullptr);
+    for (StreamTable* t : {&a, &b}) {
+        t->unbind(bob, alice, "older", 0, Timestamp{kBaseUs + 100'000});
+        const Endpoint nat2{IpAddress::v4(0x0a00000a), 50002};
+        send(*t, nat2, bob, 8, 3, 200'000);
+        REQUIRE(t->binding_of({nat2, bob, 8}) != nullptr);
+        CHECK(t->binding_of({nat2, bob, 8})->call_id == "newer");
+    }
 }
 
 TEST_CASE("statistics merge across shards", "[rtp][stream][stats]") {
