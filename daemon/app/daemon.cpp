@@ -469,8 +469,6 @@ void Daemon::pet_watchdog() {
 void Daemon::shutdown() {
     snapshots_->stop();  // one under way completes; Pipeline::finish must not run beside a capture
     for (auto& r : udp_) r->stop();
-    // After the last receive: what was accepted is sent, within 2 s for all destinations, or counted.
-    relay::Relay::stop_all(relays_);
     for (auto& s : sinks_) s->flush();
     pipeline_->finish(clock_.now());
     // Dialogs that left the tables are in no snapshot: their records are written now.
@@ -480,6 +478,10 @@ void Daemon::shutdown() {
     } else {
         snapshots_->discard();
     }
+    // After the last receive: what was accepted is sent, within 2 s for all destinations, or
+    // counted. Last, after the state is safe: a destination whose name does not resolve holds
+    // its thread in getaddrinfo() for as long as the resolver tries (up to 30 s).
+    relay::Relay::stop_all(relays_);
     exporter_->stop();
     log_summary(merged_stats(*tcp_path_, udp_), "at exit, since start");
 }
