@@ -641,20 +641,28 @@ void StreamTable::apply_binding(const Endpoint& media, const Endpoint& peer, Bin
 
 std::uint32_t StreamTable::find_reported_stream(const Endpoint& reporter, std::uint32_t ssrc,
                                                 const Endpoint& peer) const noexcept {
+    // The stream the report goes back to (symmetric RTP/RTCP) first, directly: a shared address
+    // (a media server's port) may hold more streams than a walk looks at.
+    if (peer.port != 0) {
+        const StreamKey exact{peer, reporter, ssrc};
+        if (const std::uint32_t i = find_stream(exact, hash_stream_key(exact)); i != kNone) return i;
+    }
     const std::uint32_t m = find_media(reporter);
     if (m == kNone) return kNone;
-    // Several sources may send the same SSRC to one address (replayed media); the one the
-    // report goes back to (symmetric RTP/RTCP) is the better guess, else the newest.
-    std::uint32_t first = kNone;
+    // Else the one stream of that SSRC the address has (its sender's RTP port not next to its
+    // RTCP port). Several sources may send the same SSRC to one address (sipp replays one for
+    // every call): then the report is nobody's rather than another call's.
+    std::uint32_t only = kNone;
+    std::size_t candidates = 0;
     std::size_t walked = 0;
-    for (std::uint32_t i = media_.entry(m).value.head; i != kNone && walked < kMaxStreamsPerLookup;
-         i = streams_.entry(i).value.next, ++walked) {
+    for (std::uint32_t i = media_.entry(m).value.head; i != kNone; i = streams_.entry(i).value.next) {
+        if (++walked > kMaxStreamsPerLookup) return kNone;
         if (streams_.entry(i).key.ssrc != ssrc) continue;
-        const StreamKey key = key_at(i);
-        if (media_key(key.src) == peer) return i;
-        if (first == kNone) first = i;
+        if (media_key(key_at(i).src) == peer) return i;
+        only = i;
+        ++candidates;
     }
-    return first;
+    return candidates == 1 ? only : kNone;
 }
 
 void StreamTable::apply_report_block(const PacketMeta& meta, const Endpoint& reporter, std::uint32_t ssrc,

@@ -364,6 +364,31 @@ TEST_CASE("eviction keeps the least recently active streams' neighbours intact",
     CHECK(t.find({carol, bob, 4})->receiver.get().reports == 1);
 }
 
+TEST_CASE("RTCP to a shared address: each report reaches the stream it goes back to", "[rtp][stream][table][rtcp]") {
+    // 80 callers (one SSRC for all, as sipp sends) to one media-server port; the server reports
+    // to each caller's RTCP port about that caller's stream: more streams than a walk looks at.
+    StreamTableConfig c = small_config();
+    c.max_streams = 128;
+    StreamTable t(c);
+    const auto caller = [](int i) {
+        return Endpoint{IpAddress::v4(0x0a010000U + static_cast<std::uint32_t>(i)), 40000};
+    };
+    for (int i = 0; i < 80; ++i) send(t, caller(i), bob, 0x5150, 3, i * 100);
+    const Endpoint server_rtcp{bob.address, static_cast<std::uint16_t>(bob.port + 1)};
+    for (int i = 0; i < 80; ++i)
+        t.on_rtcp(meta_at(100'000 + i, server_rtcp, Endpoint{caller(i).address, 40001}),
+                  span_of(receiver_report(9, {Block{0x5150, 1}})));
+    CHECK(t.stats().rtcp_unmatched_blocks.value() == 0);
+    for (int i = 0; i < 80; ++i) {
+        INFO("caller " << i);
+        REQUIRE(t.find({caller(i), bob, 0x5150}) != nullptr);
+        CHECK(t.find({caller(i), bob, 0x5150})->receiver.get().reports == 1);
+    }
+    // A report back to an address none of them sends from could be any of theirs: nobody's.
+    t.on_rtcp(meta_at(200'000, server_rtcp, alice_rtcp), span_of(receiver_report(9, {Block{0x5150, 1}})));
+    CHECK(t.stats().rtcp_unmatched_blocks.value() == 1);
+}
+
 namespace {
 
 struct Outcome {
