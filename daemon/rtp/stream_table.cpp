@@ -416,14 +416,25 @@ void StreamTable::drop_binding(std::uint32_t b) {
 // The same call's newest binding of this address (the offer), else of the other end's: its
 // Call-ID block, so that a call's bindings hold one, and the offer's codecs for an answer that
 // names the offerer's address without them.
+// The newest binding of `binding`'s call at media entry `m`: its latest, else one a short walk
+// finds (an address several calls' offers share, a dialer's or sipp's one port, has the
+// others' in between).
+std::uint32_t StreamTable::binding_of_call(std::uint32_t m, const Binding& binding) const noexcept {
+    const std::uint32_t latest = media_.entry(m).value.latest;
+    if (latest != kNone && bindings_.entry(latest).value.binding.same_call(binding)) return latest;
+    std::size_t walked = 0;
+    for (std::uint32_t b = media_.entry(m).value.binding_head; b != kNone && walked < kMaxStreamsPerLookup;
+         b = bindings_.entry(b).value.next, ++walked)
+        if (bindings_.entry(b).value.binding.same_call(binding)) return b;
+    return kNone;
+}
+
 void StreamTable::inherit_from_call(std::uint32_t m, const Endpoint& peer, Binding& binding) const noexcept {
-    if (const std::uint32_t same = media_.entry(m).value.latest;
-        same != kNone && bindings_.entry(same).value.binding.same_call(binding)) {
+    if (const std::uint32_t same = binding_of_call(m, binding); same != kNone) {
         binding.call_id = bindings_.entry(same).value.binding.call_id;
         if (binding.codec_count == 0) binding.copy_codecs(bindings_.entry(same).value.binding);
     } else if (const std::uint32_t other_end = peer.port != 0 ? find_media(peer) : kNone; other_end != kNone) {
-        const std::uint32_t other = media_.entry(other_end).value.latest;
-        if (other != kNone && bindings_.entry(other).value.binding.same_call(binding))
+        if (const std::uint32_t other = binding_of_call(other_end, binding); other != kNone)
             binding.call_id = bindings_.entry(other).value.binding.call_id;
     }
 }

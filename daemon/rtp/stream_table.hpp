@@ -322,6 +322,7 @@ private:
     void drop_binding(std::uint32_t b);
     std::uint32_t store_binding(const Endpoint& media, const Endpoint& peer, Binding binding);
     // `binding` shares its call's Call-ID block and takes its offer's codecs if it has none.
+    std::uint32_t binding_of_call(std::uint32_t m, const Binding& binding) const noexcept;
     void inherit_from_call(std::uint32_t m, const Endpoint& peer, Binding& binding) const noexcept;
     void note_parse_error(Timestamp now, std::string_view what, std::string_view reason);
     void apply_binding(const Endpoint& media, const Endpoint& peer, Binding binding);

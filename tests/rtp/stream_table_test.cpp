@@ -364,6 +364,31 @@ TEST_CASE("eviction keeps the least recently active streams' neighbours intact",
     CHECK(t.find({carol, bob, 4})->receiver.get().reports == 1);
 }
 
+TEST_CASE("a binding without codecs takes its call's from the address, not the newest call's",
+          "[rtp][stream][table][binding]") {
+    // A dialer's one port offers to two calls at once: call X's binding there has its rtpmap
+    // (Opus on 111), then call Y's offer is the address's newest. X's answer pairs the port with
+    // X's callee, without codecs (they came with the offer): they are X's, not Y's.
+    StreamTable t(small_config());
+    RecordingSink sink;
+    t.set_sink(&sink);
+    MediaBinding x = media_binding(bob, "call-x", 0, {codec(111, "opus", 48000)});
+    x.peer = alice;
+    t.bind(x);
+    t.bind(media_binding(bob, "call-y", 10, {codec(0, "PCMU", 8000)}));
+    MediaBinding answer = media_binding(bob, "call-x", 20, {});
+    answer.peer = carol;
+    t.bind(answer);
+    for (int i = 0; i < 20; ++i)
+        t.on_rtp(meta_at(100'000 + i * 20'000LL, carol, bob),
+                 make_rtp(111, static_cast<std::uint16_t>(i), static_cast<std::uint32_t>(i * 960), 0x0C, 80));
+    t.finish_all(Timestamp{kBaseUs + 5'000'000});
+    const Finished* f = sink.by_ssrc(0x0C);
+    REQUIRE(f != nullptr);
+    CHECK(f->call_id == "call-x");
+    CHECK(f->summary.codec == Codec::opus);
+}
+
 TEST_CASE("RTCP to a shared address: each report reaches the stream it goes back to", "[rtp][stream][table][rtcp]") {
     // 80 callers (one SSRC for all, as sipp sends) to one media-server port; the server reports
     // to each caller's RTCP port about that caller's stream: more streams than a walk looks at.
