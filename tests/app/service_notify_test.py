@@ -10,13 +10,16 @@ systemd, as NOTIFY_SOCKET names it.
 - SIGTERM: exit status 0 and STOPPING=1;
 - WATCHDOG_PID naming another process (a child that inherited its parent's variables): READY=1,
   and no WATCHDOG=1;
-- a NOTIFY_SOCKET that is not a socket address: a warning in the log, and the daemon serves.
+- a NOTIFY_SOCKET that is not a socket address: a warning in the log, and the daemon serves;
+- with JOURNAL_STREAM set (standard error to the journal), every log line starts with the
+  priority prefix journald reads (sd-daemon(3)): <6> for info, <4> for a warning.
 
 Loopback and a temporary directory only; every wait bounded; hepd is always stopped.
 
   service_notify_test.py HEPD_BINARY
 """
 import os
+import re
 import shutil
 import socket
 import sys
@@ -92,6 +95,17 @@ def main():
         check("serving with an unusable NOTIFY_SOCKET", d.try_scrape() is not None, True)
         check("an unusable NOTIFY_SOCKET is logged", "not notifying the service manager" in d.text(), True)
         check("exit status after SIGTERM (unusable NOTIFY_SOCKET)", d.stop(), 0)
+
+        # Standard error to the journal: the priority of each line in its <N> prefix, no time stamp.
+        d = Daemon(HEPD, work, config, DEADLINE, env={"JOURNAL_STREAM": "8:1", "NOTIFY_SOCKET": "relative/name"})
+        daemons.append(d)
+        check("journal: exit status after SIGTERM", d.stop(), 0)
+        lines = d.text().splitlines()
+        check("journal: lines logged", len(lines) > 3, True)
+        check("journal: lines without a priority prefix", [ln for ln in lines if not re.match(r"<[2-7]>\[", ln)], [])
+        check("journal: info at <6>", any(ln.startswith("<6>[info] hepd ") for ln in lines), True)
+        check("journal: warning at <4>",
+              any(ln.startswith("<4>[warning] not notifying the service manager") for ln in lines), True)
     finally:
         for d in daemons:
             d.stop()
