@@ -22,6 +22,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -126,7 +127,26 @@ void reload(const std::string& path, const std::vector<Override>& overrides, con
     current.log_level = next.log_level;
 }
 
+sigset_t stop_and_reload_signals() noexcept {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    return set;
+}
+
 }  // namespace
+
+void hold_signals() noexcept {
+    const sigset_t set = stop_and_reload_signals();
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+void release_signals() noexcept {
+    const sigset_t set = stop_and_reload_signals();
+    pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+}
 
 Daemon::Daemon(config::Config cfg, std::string config_path, std::vector<Override> overrides)
     : cfg_(std::move(cfg)),
@@ -206,6 +226,9 @@ int Daemon::start() {
 
     signals_.emplace(io_, SIGINT, SIGTERM, SIGHUP);
     wait_signal();
+    // The handlers exist: what came during start-up is delivered now, to this thread only (the
+    // others were created with the signals blocked), and io_.run() acts on it.
+    release_signals();
     schedule_summary();
     if (!notifier_.problem().empty()) spdlog::warn("not notifying the service manager: {}", notifier_.problem());
     if (notifier_.watchdog_interval().count() > 0) pet_watchdog();

@@ -52,6 +52,13 @@ class RelayingSink;
 inline constexpr int kExitUnavailable = 69;  // EX_UNAVAILABLE: a HEP listener or the metrics port cannot be bound
 inline constexpr int kExitCantCreate = 73;   // EX_CANTCREAT: unusable state directory
 
+// SIGHUP, SIGINT and SIGTERM wait, blocked, from the first line of main until the daemon's
+// handlers exist: one sent during start-up (a large snapshot restores for seconds) is then a
+// reload or a clean stop, not the end of the process by the default action. Every thread created
+// meanwhile inherits the mask and never takes them. The other commands release them at once.
+void hold_signals() noexcept;
+void release_signals() noexcept;
+
 class Daemon {
 public:
     // config_path: the file SIGHUP re-reads (empty when running on the embedded defaults), with

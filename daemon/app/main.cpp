@@ -39,6 +39,7 @@ void fix_mmap_threshold() {
 }  // namespace
 
 int main(int argc, char** argv) {
+    app::hold_signals();  // until the daemon's handlers exist; released at once for the other commands
     // A file size limit (RLIMIT_FSIZE, LimitFSIZE=) would kill hepd with SIGXFSZ in the middle of
     // a snapshot; ignored, the write fails with EFBIG instead, is counted and retried.
     std::signal(SIGXFSZ, SIG_IGN);
@@ -49,6 +50,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "hepd: %s\n", e.what());
         return kExitUsage;
     }
+
+    if (cl.verb != app::Verb::daemon) app::release_signals();  // Ctrl-C stops them as usual
 
     switch (cl.verb) {
     case app::Verb::help: std::cout << app::usage_text(); return 0;
