@@ -70,14 +70,11 @@ bool parse_proc_status(std::string_view text, ProcessUsage& out) noexcept {
     return rss;
 }
 
-std::optional<std::uint64_t> parse_boot_time(std::string_view proc_stat) noexcept {
-    for (std::size_t at = 0; at < proc_stat.size();) {
-        const std::size_t eol = std::min(proc_stat.find('\n', at), proc_stat.size());
-        std::string_view line = proc_stat.substr(at, eol - at);
-        at = eol + 1;
-        if (word(line) == "btime") return number(word(line));
-    }
-    return std::nullopt;
+std::optional<double> boot_time_seconds() noexcept {
+    timespec real{};
+    timespec boot{};
+    if (clock_gettime(CLOCK_REALTIME, &real) != 0 || clock_gettime(CLOCK_BOOTTIME, &boot) != 0) return std::nullopt;
+    return static_cast<double>(real.tv_sec - boot.tv_sec) + static_cast<double>(real.tv_nsec - boot.tv_nsec) * 1e-9;
 }
 
 double process_cpu_seconds() noexcept {
@@ -95,12 +92,10 @@ std::optional<ProcessUsage> read_process_usage() {
 
     const auto stat = slurp("/proc/self/stat");
     const auto start = stat ? parse_start_ticks(*stat) : std::nullopt;
-    const auto boot = slurp("/proc/stat");
-    const auto boot_time = boot ? parse_boot_time(*boot) : std::nullopt;
+    const auto boot_time = boot_time_seconds();
     const long ticks = sysconf(_SC_CLK_TCK);
     if (start && boot_time && ticks > 0)
-        usage.start_time_seconds =
-            static_cast<double>(*boot_time) + static_cast<double>(*start) / static_cast<double>(ticks);
+        usage.start_time_seconds = *boot_time + static_cast<double>(*start) / static_cast<double>(ticks);
 
     std::error_code ec;
     for (std::filesystem::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end; it.increment(ec))

@@ -10,14 +10,14 @@
 namespace hepd {
 
 struct ProcessUsage {
-    double cpu_seconds = 0.0;               // user + system, all threads
-    std::uint64_t resident_bytes = 0;       // VmRSS
-    std::uint64_t resident_anon_bytes = 0;  // RssAnon: heap and tables, not mapped files
-    std::uint64_t peak_resident_bytes = 0;  // VmHWM
-    std::uint64_t virtual_bytes = 0;        // VmSize
-    std::uint64_t open_fds = 0;             // entries of /proc/self/fd
-    std::uint64_t max_fds = 0;              // RLIMIT_NOFILE, soft
-    double start_time_seconds = 0.0;        // since the Unix epoch
+    double cpu_seconds = 0.0;                  // user + system, all threads
+    std::uint64_t resident_bytes = 0;          // VmRSS
+    std::uint64_t resident_anon_bytes = 0;     // RssAnon: heap and tables, not mapped files
+    std::uint64_t peak_resident_bytes = 0;     // VmHWM
+    std::uint64_t virtual_bytes = 0;           // VmSize
+    std::uint64_t open_fds = 0;                // entries of /proc/self/fd
+    std::uint64_t max_fds = 0;                 // RLIMIT_NOFILE, soft
+    std::optional<double> start_time_seconds;  // since the Unix epoch; nothing when unknown
 };
 
 // When the process started, in clock ticks after boot: field 22 of /proc/PID/stat. The process
@@ -29,8 +29,11 @@ std::optional<std::uint64_t> parse_start_ticks(std::string_view proc_pid_stat) n
 // when VmRSS is missing (not a status file).
 bool parse_proc_status(std::string_view text, ProcessUsage& out) noexcept;
 
-// The "btime" line of /proc/stat: boot time in seconds since the epoch.
-std::optional<std::uint64_t> parse_boot_time(std::string_view proc_stat) noexcept;
+// When the system booted, in seconds since the epoch: the wall clock less the time since boot
+// (CLOCK_BOOTTIME, which counts suspend as the start times of /proc/PID/stat do), as the kernel
+// computes /proc/stat's btime. Not read from there: systemd's ProcSubset=pid, which the shipped
+// unit sets, hides /proc/stat. Nothing if a clock cannot be read.
+std::optional<double> boot_time_seconds() noexcept;
 
 // CPU time of every thread of this process, user and system, in seconds (one clock read).
 double process_cpu_seconds() noexcept;

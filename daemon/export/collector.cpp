@@ -657,8 +657,11 @@ void Collector::collect_process(Writer& out) {
     out.add(static_cast<double>(usage->open_fds));
     out.gauge("process_max_fds", "Maximum number of open file descriptors.");
     out.add(static_cast<double>(usage->max_fds));
-    out.gauge("process_start_time_seconds", "Start time of the process since unix epoch in seconds.");
-    out.add(usage->start_time_seconds);
+    // Left out rather than 0 (a start in 1970) when it cannot be known.
+    if (usage->start_time_seconds) {
+        out.gauge("process_start_time_seconds", "Start time of the process since unix epoch in seconds.");
+        out.add(*usage->start_time_seconds);
+    }
 }
 
 }  // namespace hepd::metrics
