@@ -147,16 +147,20 @@ CommandLine parse_command_line(int argc, char** argv) {
 
 config::Config load_config(const std::string& path, const std::vector<Override>& overrides) {
     config::Config cfg = path.empty() ? config::defaults() : config::load_file(path);
-    // A repeated --hep-listen builds one list; every other flag sets its key once more.
+    // A repeated --hep-listen builds one list; every other flag sets its key once more. All are
+    // applied before the configuration is checked as a whole: a flag's value may clash with the
+    // file's only until another flag replaces that.
+    std::vector<Override> merged;
     std::string listen;
     for (const auto& o : overrides) {
         if (o.key == "hep.listen") {
             listen += (listen.empty() ? "" : ",") + o.value;
         } else {
-            config::apply_override(cfg, o.key, o.value, o.flag);
+            merged.push_back(o);
         }
     }
-    if (!listen.empty()) config::apply_override(cfg, "hep.listen", listen, "--hep-listen");
+    if (!listen.empty()) merged.push_back({"--hep-listen", "hep.listen", listen});
+    config::apply_overrides(cfg, merged);
     return cfg;
 }
 

@@ -12,11 +12,7 @@ namespace hepd::app {
 
 enum class Verb { daemon, check_config, pcap, snapshot_show, help, version };
 
-struct Override {
-    std::string flag;  // as typed, for error messages
-    std::string key;   // configuration key path
-    std::string value;
-};
+using Override = config::Override;
 
 struct CommandLine {
     Verb verb = Verb::daemon;

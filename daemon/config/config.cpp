@@ -1299,7 +1299,10 @@ Config load_file(const std::string& path) {
     return load_string(text.str(), path);
 }
 
-void apply_override(Config& config, std::string_view key_path, std::string_view value, std::string_view flag) {
+namespace {
+
+// One key from a flag, checked on its own (not against the rest of the configuration).
+void set_override(Config& config, std::string_view key_path, std::string_view value, std::string_view flag) {
     Ctx ctx{std::string(flag), {}};
     const std::string path(key_path);
     const Field* field = find_field(key_path);
@@ -1333,13 +1336,38 @@ void apply_override(Config& config, std::string_view key_path, std::string_view 
     } else {
         node = YAML::Node(std::string(value));
     }
-    Config updated = config;
     try {
-        field->parse(updated, ctx, Item{node, path, {}});
+        field->parse(config, ctx, Item{node, path, {}});
     } catch (const YAML::Exception& e) {
         rethrow_yaml(ctx, e);
     }
-    validate(updated, ctx);
+}
+
+}  // namespace
+
+void apply_override(Config& config, std::string_view key_path, std::string_view value, std::string_view flag) {
+    Config updated = config;
+    set_override(updated, key_path, value, flag);
+    validate(updated, Ctx{std::string(flag), {}});
+    config = std::move(updated);
+}
+
+void apply_overrides(Config& config, const std::vector<Override>& overrides) {
+    Config updated = config;
+    std::map<std::string, std::string, std::less<>> set_by;  // key -> the last flag that set it
+    for (const auto& o : overrides) {
+        set_override(updated, o.key, o.value, o.flag);
+        set_by[o.key] = o.flag;
+    }
+    try {
+        validate(updated, Ctx{"command line", {}});
+    } catch (const ConfigError& e) {
+        // "hep.listen[1]" was set by the flag of "hep.listen".
+        const std::string& path = e.key_path();
+        const auto it = set_by.find(std::string_view(path).substr(0, path.find('[')));
+        if (it == set_by.end()) throw;
+        throw ConfigError(it->second, e.line(), e.column(), e.key_path(), e.detail());
+    }
     config = std::move(updated);
 }
 

@@ -233,6 +233,20 @@ Config load_string(std::string_view yaml, std::string_view source_name);
 void apply_override(Config& config, std::string_view key_path, std::string_view value,
                     std::string_view flag = "command line");
 
+// One command-line flag's value for one key.
+struct Override {
+    std::string flag;  // as typed, for error messages
+    std::string key;   // configuration key path
+    std::string value;
+};
+
+// Sets every key of `overrides` in order (a later one for the same key wins), each value with
+// the same checks as the file's, then checks the whole configuration once: a flag is not refused
+// for a value another flag replaces. An error in one flag's own value names that flag; one
+// between keys names the flag that set the key it reports, else "command line". On error the
+// configuration is left as it was.
+void apply_overrides(Config& config, const std::vector<Override>& overrides);
+
 // The effective configuration in the file's schema: load_string(to_yaml(c), ...) == c.
 std::string to_yaml(const Config& config);
 

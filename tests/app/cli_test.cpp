@@ -117,3 +117,18 @@ TEST_CASE("a port already in use is a clear start-up error", "[app]") {
     CHECK(r.output.find("cannot listen on " + at) != std::string::npos);
     CHECK(r.output.find("in use") != std::string::npos);
 }
+
+TEST_CASE("flags are checked together, not against a value another flag replaces", "[app]") {
+    // The file's HEP address takes the port --metrics-listen asks for; --hep-listen moves it.
+    const auto file = write_temp("hepd_cli_flags.yaml", "hep:\n  listen: [\"0.0.0.0:39070\"]\n");
+    const std::string pcap = HEPD_SOURCE_DIR "/tests/pcap/data/sip_tcp.pcap";
+    auto r =
+        run("pcap " + pcap + " --config " + file + " --hep-listen 127.0.0.1:39071 --metrics-listen 127.0.0.1:39070");
+    CHECK(r.status == 0);
+    CHECK(r.output.find("clashes") == std::string::npos);
+    // Without the second flag the clash stays, named after the flag that set the key.
+    auto clash = run("pcap " + pcap + " --config " + file + " --metrics-listen 127.0.0.1:39070");
+    CHECK(clash.status == 78);
+    CHECK(clash.output.find("--metrics-listen: metrics.listen: 127.0.0.1:39070 clashes with HEP over TCP on "
+                            "0.0.0.0:39070") != std::string::npos);
+}

@@ -805,6 +805,53 @@ TEST_CASE("override errors name the flag and the key", "[config][override]") {
     CHECK(c == before);  // failed overrides change nothing
 }
 
+TEST_CASE("flags are applied together, then checked once", "[config][override]") {
+    // The file's HEP address is on the port --metrics-listen takes; --hep-listen moves it.
+    Config c = load("hep:\n  listen: [\"0.0.0.0:39070\"]\n");
+    apply_overrides(c, {{"--metrics-listen", "metrics.listen", "127.0.0.1:39070"},
+                        {"--hep-listen", "hep.listen", "127.0.0.1:39071"}});
+    CHECK(c.metrics.listen == endpoint("127.0.0.1:39070"));
+    CHECK(c.hep.listen == std::vector<Endpoint>{endpoint("127.0.0.1:39071")});
+
+    // A clash that stays names the flag that set the key it reports...
+    c = load("hep:\n  listen: [\"0.0.0.0:39070\"]\n");
+    const Config before = c;
+    try {
+        apply_overrides(c,
+                        {{"--metrics-listen", "metrics.listen", "127.0.0.1:39070"}, {"--cores", "shards.count", "2"}});
+        FAIL("no error");
+    } catch (const ConfigError& e) {
+        CHECK(std::string(e.what()) ==
+              "--metrics-listen: metrics.listen: 127.0.0.1:39070 clashes with HEP over TCP on 0.0.0.0:39070 "
+              "(hep.listen)");
+    }
+    CHECK(c == before);  // nothing applied
+    // ...and "command line" when that key came from elsewhere.
+    try {
+        apply_overrides(c, {{"--hep-listen", "hep.listen", "0.0.0.0:9469"}});
+        FAIL("no error");
+    } catch (const ConfigError& e) {
+        CHECK(e.source() == "command line");
+        CHECK(e.key_path() == "metrics.listen");
+    }
+    // A bad value is refused by its own flag, whatever comes after.
+    try {
+        apply_overrides(c, {{"--cores", "shards.count", "many"}, {"--log-level", "log_level", "debug"}});
+        FAIL("no error");
+    } catch (const ConfigError& e) {
+        CHECK(std::string(e.what()) == "--cores: shards.count: expected an integer in [0, 1024], got \"many\"");
+    }
+    // An empty list of addresses: the flag that emptied it.
+    try {
+        apply_overrides(c, {{"--hep-listen", "hep.listen", ""}});
+        FAIL("no error");
+    } catch (const ConfigError& e) {
+        CHECK(e.source() == "--hep-listen");
+        CHECK(e.key_path() == "hep.listen");
+    }
+    CHECK(c == before);
+}
+
 TEST_CASE("the default flag source is 'command line'", "[config][override]") {
     Config c = defaults();
     try {
