@@ -1,5 +1,7 @@
 #include "app/cli.hpp"
 
+#include "export/exporter.hpp"
+
 #include <string_view>
 
 namespace hepd::app {
@@ -146,7 +148,9 @@ CommandLine parse_command_line(int argc, char** argv) {
 }
 
 config::Config load_config(const std::string& path, const std::vector<Override>& overrides) {
-    config::Config cfg = path.empty() ? config::defaults() : config::load_file(path);
+    // Checked against what this build serves, as the daemon's start would find it.
+    const config::Capabilities caps{metrics::serves_ipv6()};
+    config::Config cfg = path.empty() ? config::defaults() : config::load_file(path, caps);
     // A repeated --hep-listen builds one list; every other flag sets its key once more. All are
     // applied before the configuration is checked as a whole: a flag's value may clash with the
     // file's only until another flag replaces that.
@@ -160,7 +164,7 @@ config::Config load_config(const std::string& path, const std::vector<Override>&
         }
     }
     if (!listen.empty()) merged.push_back({"--hep-listen", "hep.listen", listen});
-    config::apply_overrides(cfg, merged);
+    config::apply_overrides(cfg, merged, caps);
     return cfg;
 }
 

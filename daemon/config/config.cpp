@@ -1167,14 +1167,38 @@ bool binds_clash(const Endpoint& a, const Endpoint& b) {
     return a.address == b.address || is_unspecified(a.address) || is_unspecified(b.address);
 }
 
-// Checks that span several keys; run after every load and every override.
-void validate(const Config& c, const Ctx& ctx) {
+// Checks that span several keys, or depend on the build; run after every load and every override.
+void validate(const Config& c, const Ctx& ctx, const Capabilities& caps) {
     if (c.hep.listen.empty() && (c.hep.udp.enabled || c.hep.tcp.enabled)) {
         Where where = ctx.where_of_key("hep.listen");
         ctx.fail(where, "hep.listen",
                  "must list at least one ADDRESS:PORT while hep.udp or hep.tcp is enabled "
                  "(set hep.udp.enabled and hep.tcp.enabled to false to receive no HEP)");
     }
+    // Each entry is bound for UDP and TCP: a wildcard and another address of its family on the
+    // same port cannot both be (EADDRINUSE at start). 0.0.0.0 and [::] can: IPv6 sockets are v6-only.
+    if (c.hep.udp.enabled || c.hep.tcp.enabled) {
+        for (std::size_t j = 1; j < c.hep.listen.size(); ++j) {
+            for (std::size_t i = 0; i < j; ++i) {
+                const Endpoint& a = c.hep.listen[i];
+                const Endpoint& b = c.hep.listen[j];
+                if (!binds_clash(a, b)) continue;
+                const Endpoint& wildcard = is_unspecified(a.address) ? a : b;
+                ctx.fail(ctx.where_of_key("hep.listen"), indexed("hep.listen", j),
+                         b.to_string() + " overlaps " + a.to_string() + " (hep.listen[" + std::to_string(i) +
+                             "]): " + wildcard.to_string() + " already takes port " + std::to_string(a.port) +
+                             " on every " + (a.address.is_v4() ? "IPv4" : "IPv6") +
+                             " address, so the second could not be bound; list one of them");
+            }
+        }
+    }
+    // The same words as the exporter's refusal at start, which this check forestalls.
+    if (c.metrics.listen.address.is_v6() && !caps.metrics_ipv6)
+        ctx.fail(ctx.where_of_key("metrics.listen"), "metrics.listen",
+                 "cannot serve metrics on " + c.metrics.listen.to_string() +
+                     ": the civetweb library in use was built without IPv6 support; listen on an IPv4 address "
+                     "instead (0.0.0.0:" +
+                     std::to_string(c.metrics.listen.port) + " for all)");
     if (c.hep.tcp.enabled) {
         for (const auto& e : c.hep.listen) {
             if (binds_clash(e, c.metrics.listen))
@@ -1254,7 +1278,7 @@ std::string relay_address(const RelayDestinationConfig& d) {
 
 Config defaults() { return Config{}; }
 
-Config load_string(std::string_view yaml, std::string_view source_name) {
+Config load_string(std::string_view yaml, std::string_view source_name, const Capabilities& caps) {
     Ctx ctx{std::string(source_name), {}};
     Config config = defaults();
     try {
@@ -1283,11 +1307,11 @@ Config load_string(std::string_view yaml, std::string_view source_name) {
     } catch (const YAML::Exception& e) {
         rethrow_yaml(ctx, e);
     }
-    validate(config, ctx);
+    validate(config, ctx, caps);
     return config;
 }
 
-Config load_file(const std::string& path) {
+Config load_file(const std::string& path, const Capabilities& caps) {
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec))
         throw ConfigError(path, 0, 0, "", "cannot read the file: it is a directory");
@@ -1296,7 +1320,7 @@ Config load_file(const std::string& path) {
     std::ostringstream text;
     text << in.rdbuf();
     if (in.bad()) throw ConfigError(path, 0, 0, "", std::string("cannot read the file: ") + error_text(errno));
-    return load_string(text.str(), path);
+    return load_string(text.str(), path, caps);
 }
 
 namespace {
@@ -1345,14 +1369,15 @@ void set_override(Config& config, std::string_view key_path, std::string_view va
 
 }  // namespace
 
-void apply_override(Config& config, std::string_view key_path, std::string_view value, std::string_view flag) {
+void apply_override(Config& config, std::string_view key_path, std::string_view value, std::string_view flag,
+                    const Capabilities& caps) {
     Config updated = config;
     set_override(updated, key_path, value, flag);
-    validate(updated, Ctx{std::string(flag), {}});
+    validate(updated, Ctx{std::string(flag), {}}, caps);
     config = std::move(updated);
 }
 
-void apply_overrides(Config& config, const std::vector<Override>& overrides) {
+void apply_overrides(Config& config, const std::vector<Override>& overrides, const Capabilities& caps) {
     Config updated = config;
     std::map<std::string, std::string, std::less<>> set_by;  // key -> the last flag that set it
     for (const auto& o : overrides) {
@@ -1360,7 +1385,7 @@ void apply_overrides(Config& config, const std::vector<Override>& overrides) {
         set_by[o.key] = o.flag;
     }
     try {
-        validate(updated, Ctx{"command line", {}});
+        validate(updated, Ctx{"command line", {}}, caps);
     } catch (const ConfigError& e) {
         // "hep.listen[1]" was set by the flag of "hep.listen".
         const std::string& path = e.key_path();

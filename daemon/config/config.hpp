@@ -222,16 +222,22 @@ struct Config {
 // The embedded defaults (the same as a value-initialised Config).
 Config defaults();
 
+// What this build can serve, which no file can say: checked with the configuration, so that
+// check-config refuses what the daemon would refuse at start. The defaults assume everything.
+struct Capabilities {
+    bool metrics_ipv6 = true;  // the HTTP library serves IPv6 (Debian 12's civetweb does not)
+};
+
 // Parse and validate. Keys left out keep their defaults; an empty document is valid.
-Config load_file(const std::string& path);
-Config load_string(std::string_view yaml, std::string_view source_name);
+Config load_file(const std::string& path, const Capabilities& caps = {});
+Config load_string(std::string_view yaml, std::string_view source_name, const Capabilities& caps = {});
 
 // Sets one key from a command-line flag with the same validation as the file, then re-checks the
 // whole configuration. key_path is dotted ("hep.tcp.max_connections"); list keys take a
 // comma-separated value ("0.0.0.0:9060,[::]:9060"; "" = empty list). agents and
 // hep.payload_types can only be set in the file. Errors name `flag` as their source.
 void apply_override(Config& config, std::string_view key_path, std::string_view value,
-                    std::string_view flag = "command line");
+                    std::string_view flag = "command line", const Capabilities& caps = {});
 
 // One command-line flag's value for one key.
 struct Override {
@@ -245,7 +251,7 @@ struct Override {
 // for a value another flag replaces. An error in one flag's own value names that flag; one
 // between keys names the flag that set the key it reports, else "command line". On error the
 // configuration is left as it was.
-void apply_overrides(Config& config, const std::vector<Override>& overrides);
+void apply_overrides(Config& config, const std::vector<Override>& overrides, const Capabilities& caps = {});
 
 // The effective configuration in the file's schema: load_string(to_yaml(c), ...) == c.
 std::string to_yaml(const Config& config);

@@ -27,14 +27,6 @@ namespace {
 
 constexpr auto kKnockInterval = std::chrono::milliseconds(5);
 
-bool civetweb_has_ipv6() noexcept {
-#if defined(HEPD_HAVE_CIVETWEB_H)
-    return mg_check_feature(8) != 0;  // 8: built with USE_IPV6
-#else
-    return true;  // unknown: let the bind tell
-#endif
-}
-
 bool plain_path(const std::string& path) noexcept {
     if (path.empty() || path.front() != '/') return false;
     for (const char c : path) {
@@ -99,6 +91,14 @@ void knock(const Endpoint& listening) noexcept {
 
 }  // namespace
 
+bool serves_ipv6() noexcept {
+#if defined(HEPD_HAVE_CIVETWEB_H)
+    return mg_check_feature(8) != 0;  // 8: built with USE_IPV6
+#else
+    return true;  // unknown: let the bind tell
+#endif
+}
+
 std::string listening_ports_spec(const Endpoint& at) {
     const std::string port = std::to_string(at.port);
     if (at.address.is_v4()) return at.address.to_string() + ":" + port;
@@ -113,7 +113,7 @@ Exporter::Exporter(const ExporterOptions& options, std::shared_ptr<prometheus::C
         throw ExporterError("metrics path \"" + path_ + "\": expected an absolute path such as /metrics");
     if (options.listen.address.empty()) throw ExporterError("metrics listen address is empty");
     if (!collectable_) throw ExporterError("no metrics to serve");
-    if (options.listen.address.is_v6() && !civetweb_has_ipv6())
+    if (options.listen.address.is_v6() && !serves_ipv6())
         throw ExporterError("cannot serve metrics on " + where +
                             ": the civetweb library in use was built without IPv6 support; listen on an IPv4 "
                             "address instead (0.0.0.0:" +

@@ -37,6 +37,10 @@ struct ExporterOptions {
     std::chrono::milliseconds request_timeout{3000};
 };
 
+// Whether the civetweb library in use serves IPv6 (Debian 12's is built without); true when it
+// cannot be asked. The configuration is checked against it (config::Capabilities).
+bool serves_ipv6() noexcept;
+
 class Exporter {
 public:
     // Throws ExporterError when the path is not a plain absolute path, the address is empty, or

@@ -132,3 +132,31 @@ TEST_CASE("flags are checked together, not against a value another flag replaces
     CHECK(clash.output.find("--metrics-listen: metrics.listen: 127.0.0.1:39070 clashes with HEP over TCP on "
                             "0.0.0.0:39070") != std::string::npos);
 }
+
+TEST_CASE("check-config refuses what the daemon could never start with", "[app]") {
+    // Two HEP addresses the kernel would not bind together.
+    const auto overlap =
+        write_temp("hepd_cli_overlap.yaml", "hep:\n  listen: [\"0.0.0.0:39200\", \"127.0.0.1:39200\"]\n");
+    auto r = run("check-config " + overlap);
+    CHECK(r.status == 78);
+    CHECK(r.output.find("hep.listen[1]: 127.0.0.1:39200 overlaps 0.0.0.0:39200") != std::string::npos);
+
+    // An IPv6 metrics address: check-config and the daemon's start agree, whatever the civetweb
+    // in use (Debian 12's has no IPv6: both refuse it with status 78; one with IPv6 serves).
+    const auto state = (std::filesystem::temp_directory_path() / "hepd_cli_v6_state").string();
+    const auto v6 = write_temp("hepd_cli_v6.yaml",
+                               "hep:\n  listen: [\"127.0.0.1:0\"]\nmetrics:\n  listen: \"[::1]:0\"\n"
+                               "state:\n  dir: \"" +
+                                   state + "\"\n");
+    auto check = run("check-config " + v6);
+    auto start = run("--config " + v6 + " 2>&1 & p=$!; sleep 2; kill $p 2>/dev/null; wait $p; echo status=$?");
+    INFO(check.output << start.output);
+    if (check.status == 0) {
+        CHECK(start.output.find("without IPv6") == std::string::npos);
+    } else {
+        CHECK(check.status == 78);
+        CHECK(check.output.find("metrics.listen: cannot serve metrics on [::1]:0: the civetweb library in use was "
+                                "built without IPv6 support") != std::string::npos);
+        CHECK(start.output.find("status=78") != std::string::npos);
+    }
+}

@@ -1130,6 +1130,51 @@ TEST_CASE("listen addresses", "[config][errors]") {
     CHECK(load_error("hep:\n  listen:\n").key_path() == "hep.listen");
 }
 
+TEST_CASE("HEP addresses that the kernel would not bind together", "[config][errors]") {
+    auto e = load_error("hep:\n  listen: [\"0.0.0.0:39200\", \"127.0.0.1:39200\"]\n");
+    CHECK(std::string(e.what()) ==
+          "test.yaml:2:11: hep.listen[1]: 127.0.0.1:39200 overlaps 0.0.0.0:39200 (hep.listen[0]): 0.0.0.0:39200 "
+          "already takes port 39200 on every IPv4 address, so the second could not be bound; list one of them");
+    CHECK(load_error("hep:\n  listen: [\"[fd00::1]:9060\", \"10.0.0.1:9061\", \"[::]:9060\"]\n").key_path() ==
+          "hep.listen[2]");
+    // Another family, another port, two specific addresses, port 0: all bind.
+    CHECK(load("hep:\n  listen: [\"0.0.0.0:9060\", \"[::]:9060\"]\n").hep.listen.size() == 2);
+    CHECK(load("hep:\n  listen: [\"0.0.0.0:9060\", \"127.0.0.1:9061\"]\n").hep.listen.size() == 2);
+    CHECK(load("hep:\n  listen: [\"127.0.0.1:9060\", \"127.0.0.2:9060\"]\n").hep.listen.size() == 2);
+    CHECK(load("hep:\n  listen: [\"0.0.0.0:0\", \"127.0.0.1:0\"]\n").hep.listen.size() == 2);
+    // Nothing is bound without UDP and TCP.
+    CHECK(load("hep:\n  listen: [\"0.0.0.0:9060\", \"127.0.0.1:9060\"]\n  udp: {enabled: false}\n"
+               "  tcp: {enabled: false}\n")
+              .hep.listen.size() == 2);
+    // The flags of the reviewer's case.
+    Config c = defaults();
+    e = override_error(c, "hep.listen", "0.0.0.0:39200,127.0.0.1:39200", "--hep-listen");
+    CHECK(e.source() == "--hep-listen");
+    CHECK(e.key_path() == "hep.listen[1]");
+}
+
+TEST_CASE("an IPv6 metrics address where the HTTP library has no IPv6", "[config][errors]") {
+    const Capabilities no_ipv6{false};
+    try {
+        (void)load_string("metrics:\n  listen: \"[::]:9469\"\n", "test.yaml", no_ipv6);
+        FAIL("no error");
+    } catch (const ConfigError& e) {
+        CHECK(std::string(e.what()) ==
+              "test.yaml:2:11: metrics.listen: cannot serve metrics on [::]:9469: the civetweb library in use was "
+              "built without IPv6 support; listen on an IPv4 address instead (0.0.0.0:9469 for all)");
+    }
+    CHECK(load_string("metrics:\n  listen: \"127.0.0.1:9469\"\n", "test.yaml", no_ipv6).metrics.listen.port == 9469);
+    CHECK(load_string("metrics:\n  listen: \"[::1]:9469\"\n", "test.yaml").metrics.listen == endpoint("[::1]:9469"));
+    Config c = defaults();
+    try {
+        apply_overrides(c, {{"--metrics-listen", "metrics.listen", "[::1]:9469"}}, no_ipv6);
+        FAIL("no error");
+    } catch (const ConfigError& e) {
+        CHECK(e.source() == "--metrics-listen");
+        CHECK(e.detail().find("built without IPv6 support") != std::string::npos);
+    }
+}
+
 TEST_CASE("metrics endpoint", "[config][errors]") {
     auto e = load_error("metrics:\n  listen: 0.0.0.0:9060\n");
     CHECK(std::string(e.what()) ==
