@@ -677,7 +677,13 @@ Field agents_field() {
         std::map<std::uint32_t, Where> capture_ids;
         std::map<Cidr, Where> cidrs;
         std::map<std::string, Where, std::less<>> node_names;
-        for_each_element(ctx, item, 1024, [&](const Item& entry) {
+        // Agent numbers index the per-agent counters, 0 being "other": the daemon has room for
+        // kMaxAgents - 1 names and would ignore the rest, which check-config would not show.
+        if (item.node.IsSequence() && item.node.size() > kMaxAgents - 1)
+            ctx.fail(item.where, item.path,
+                     "at most " + std::to_string(kMaxAgents - 1) + " agents can be named, got " +
+                         std::to_string(item.node.size()) + " (traffic from unnamed agents is counted as \"other\")");
+        for_each_element(ctx, item, kMaxAgents - 1, [&](const Item& entry) {
             AgentConfig agent;
             std::set<std::string_view> present;
             std::string_view selector_key;

@@ -1,6 +1,7 @@
 #include "config/config.hpp"
 
 #include "core/log.hpp"
+#include "core/packet_meta.hpp"
 
 #include <catch2/catch.hpp>
 #include <yaml-cpp/yaml.h>
@@ -1128,6 +1129,21 @@ TEST_CASE("listen addresses", "[config][errors]") {
     CHECK(load_error("hep:\n  listen: []\n  tcp: {enabled: false}\n").key_path() == "hep.listen");
     CHECK(load("hep:\n  listen: []\n  udp: {enabled: false}\n  tcp: {enabled: false}\n").hep.listen.empty());
     CHECK(load_error("hep:\n  listen:\n").key_path() == "hep.listen");
+}
+
+TEST_CASE("no more agents than the daemon has room for", "[config][errors]") {
+    auto agents = [](std::size_t n) {
+        std::string yaml = "log_level: info\nagents:\n";
+        for (std::size_t i = 1; i <= n; ++i)
+            yaml += "  - {name: a" + std::to_string(i) + ", capture_id: " + std::to_string(i) + "}\n";
+        return yaml;
+    };
+    CHECK(load(agents(hepd::kMaxAgents - 1)).agents.size() == hepd::kMaxAgents - 1);
+    const auto e = load_error(agents(hepd::kMaxAgents));
+    CHECK(std::string(e.what()) ==
+          "test.yaml:3:3: agents: at most 31 agents can be named, got 32 (traffic from unnamed agents is counted as "
+          "\"other\")");
+    CHECK(load_error(agents(1025)).key_path() == "agents");
 }
 
 TEST_CASE("HEP addresses that the kernel would not bind together", "[config][errors]") {
