@@ -13,6 +13,8 @@ function(hepd_module name)
   target_include_directories(hepd_${name} PUBLIC ${PROJECT_SOURCE_DIR}/daemon
                                                  ${PROJECT_BINARY_DIR}/generated)
   target_link_libraries(hepd_${name} PUBLIC ${ARG_DEPS})
+  # generated/core/version.hpp is rewritten (when the commit changed) before anything compiles.
+  add_dependencies(hepd_${name} hepd_version)
   hepd_apply_warnings(hepd_${name})
 endfunction()
 
@@ -23,6 +25,7 @@ function(hepd_test name)
   cmake_parse_arguments(ARG "CATALOGUE" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} hepd_catch_main)
+  add_dependencies(${name} hepd_version)  # some include core/version.hpp
   target_compile_definitions(${name} PRIVATE HEPD_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   hepd_apply_warnings(${name})
   add_test(NAME ${name} COMMAND ${name} --order rand --rng-seed 1 --warn NoAssertions)
