@@ -605,9 +605,10 @@ void StreamTable::apply_binding(const Endpoint& media, const Endpoint& peer, Bin
         if (slot.binding == kNone) {
             // Media may overtake their signalling on the way through the shards (live, a batch
             // age apart): an answer joins the pair's stream that is still running, an offer the
-            // address's stream that began just before it, not one that was there before the call.
-            const std::int64_t since = time.us - kLateBindingWindowUs;
-            if (known_peer ? slot.stream.last.us >= since : slot.stream.first.us >= since) {
+            // address's stream that began after it was sent, not one that was there before it
+            // (a capture that starts mid-call: the previous call's stream on a re-used address).
+            if (known_peer ? slot.stream.last.us >= time.us - kLateBindingWindowUs
+                           : slot.stream.first.us >= time.us) {
                 stats_.late_bindings.add();
                 log_throttled(logs_.bindings, time, spdlog::level::debug, [&](auto level, std::uint64_t more) {
                     spdlog::log(level,
