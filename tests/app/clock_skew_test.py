@@ -2,7 +2,8 @@
 """Senders' clocks disagree: the live daemon's timers must not run on any one sender's clock.
 
 Agent A (capture id 1, right clock) sends OPTIONS every 0.5 s. Agent B (capture id 2, HEP
-timestamps one hour behind) sends 20 INVITEs, about 4 s later their 180, 200 and ACK, then BYE
+timestamps one hour behind) sends an OPTIONS and its 200 (its offset is measured), then 20
+INVITEs (their capture times 10 ms apart, sent at once), about 4 s later their 180, 200 and ACK, then BYE
 and 200 about 3 s after that, with capture times whose intervals are known to the microsecond.
 All 20 calls must complete, with PDD, set-up time and duration exactly as B's own timestamps say,
 no unknown-dialog anomalies, nothing timed out, and B's clock offset counted (and logged) once.
@@ -130,6 +131,14 @@ def main():
         # 3.5 s). The 180s, 200s and ACKs all leave about 4 s after the INVITEs (so intervals
         # taken from arrival times would be wrong), the BYEs about 7 s after.
         pdd, setup, ack, bye = 1_500_000, 3_500_000, 3_600_000, 7_000_000
+        # B's first datagrams: its offset is measured from them (exactly from its next datagram,
+        # stamped by the kernel, when the first came in a batch read up to a read window late:
+        # sender_clocks.hpp), before any of its calls begins, so every interval below is B's own.
+        probe = now_us() - 3600 * US
+        b.sendto(hep3(sip("OPTIONS", "b-probe"), probe, 2), to)
+        b.sendto(hep3(sip("200OPTIONS", "b-probe"), probe + 5_000, 2), to)
+        d.wait(lambda s: s.get("hepd_sip_requests_total", method="OPTIONS", agent="agent-b") >= 1)
+        time.sleep(0.3)
         real0 = now_us()
         b0 = real0 - 3600 * US
         invites = [b0 + i * 10_000 for i in range(CALLS)]
