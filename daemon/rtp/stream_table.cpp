@@ -607,8 +607,7 @@ void StreamTable::apply_binding(const Endpoint& media, const Endpoint& peer, Bin
             // age apart): an answer joins the pair's stream that is still running, an offer the
             // address's stream that began after it was sent, not one that was there before it
             // (a capture that starts mid-call: the previous call's stream on a re-used address).
-            if (known_peer ? slot.stream.last.us >= time.us - kLateBindingWindowUs
-                           : slot.stream.first.us >= time.us) {
+            if (known_peer ? slot.stream.last.us >= time.us - kLateBindingWindowUs : slot.stream.first.us >= time.us) {
                 stats_.late_bindings.add();
                 log_throttled(logs_.bindings, time, spdlog::level::debug, [&](auto level, std::uint64_t more) {
                     spdlog::log(level,
