@@ -5,9 +5,9 @@
 #include "hep_message.hpp"
 #include "ingest/ingest_path.hpp"
 #include "ingest_support.hpp"
+#include "support/captured_log.hpp"
 
 #include <catch2/catch.hpp>
-#include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <memory>
@@ -18,6 +18,7 @@
 using namespace hepd;
 using namespace hepd::intake;
 using namespace hepd::ingest;
+using hepd::test::CapturedLog;
 using hepd::test::CollectingSink;
 using hepd::test::ip;
 
@@ -28,32 +29,6 @@ constexpr std::int64_t kHour = 3600 * kSecond;
 const Timestamp kStart = Timestamp::from_parts(1'700'000'000, 0);
 
 SenderKey sender(const char* address, std::uint32_t capture_id) { return SenderKey{ip(address), capture_id, true}; }
-
-// Log lines written while it lives (spdlog's default logger swapped for a string sink).
-class CapturedLog {
-public:
-    CapturedLog() : previous_(spdlog::default_logger()) {
-        auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out_);
-        sink->set_pattern("%v");
-        auto logger = std::make_shared<spdlog::logger>("captured", sink);
-        logger->set_level(spdlog::level::trace);
-        spdlog::set_default_logger(logger);
-    }
-    ~CapturedLog() { spdlog::set_default_logger(previous_); }
-    CapturedLog(const CapturedLog&) = delete;
-    CapturedLog& operator=(const CapturedLog&) = delete;
-
-    std::vector<std::string> lines() const {
-        std::vector<std::string> v;
-        std::istringstream in(out_.str());
-        for (std::string l; std::getline(in, l);) v.push_back(l);
-        return v;
-    }
-
-private:
-    std::ostringstream out_;
-    std::shared_ptr<spdlog::logger> previous_;
-};
 
 std::uint64_t sum(const std::array<StatCounter, kMaxAgents>& a) {
     std::uint64_t n = 0;

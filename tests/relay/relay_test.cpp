@@ -6,9 +6,9 @@
 #include "hep/decoder.hpp"
 #include "hep/encoder.hpp"
 #include "hep/framer.hpp"
+#include "support/captured_log.hpp"
 
 #include <catch2/catch.hpp>
-#include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <netinet/in.h>
@@ -211,33 +211,6 @@ std::vector<Bytes> frames_of(const Bytes& stream, bool& clean) {
     }
     return frames;
 }
-
-// Log lines written while it lives (spdlog's default logger swapped for a string sink); read them
-// once the relay stopped.
-class CapturedLog {
-public:
-    CapturedLog() : previous_(spdlog::default_logger()) {
-        auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out_);
-        sink->set_pattern("%v");
-        auto logger = std::make_shared<spdlog::logger>("captured", sink);
-        logger->set_level(spdlog::level::info);
-        spdlog::set_default_logger(logger);
-    }
-    ~CapturedLog() { spdlog::set_default_logger(previous_); }
-    CapturedLog(const CapturedLog&) = delete;
-    CapturedLog& operator=(const CapturedLog&) = delete;
-
-    std::vector<std::string> lines() const {
-        std::vector<std::string> v;
-        std::istringstream in(out_.str());
-        for (std::string l; std::getline(in, l);) v.push_back(l);
-        return v;
-    }
-
-private:
-    std::ostringstream out_;
-    std::shared_ptr<spdlog::logger> previous_;
-};
 
 RelayOptions options_for(Transport t, std::uint16_t port, std::size_t producers = 1) {
     RelayOptions o;
@@ -511,7 +484,7 @@ TEST_CASE("relay over TCP: a collector that accepts and closes at once gets back
     std::chrono::steady_clock::duration took{};
     std::vector<std::string> log;
     {
-        const CapturedLog captured;
+        const hepd::test::CapturedLog captured(spdlog::level::info);
         Relay r(options_for(Transport::tcp, port_of(listener)));  // back-off 20 ms, doubling up to 200 ms
         const auto start = std::chrono::steady_clock::now();
         r.start();
