@@ -32,6 +32,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from hepd_live import Daemon, check, chunk, failures, hep3, now_us, sip  # noqa: E402
 
 HEPD, CORPUS = sys.argv[1:3]
+# hepd_runnable() in cmake/HepdHelpers.cmake: a cross build hands the tests a shell wrapper
+# (qemu-user, which does not emulate the kernel's arrival stamps, SO_TIMESTAMPNS).
+with open(HEPD, "rb") as f:
+    EMULATED = f.read(2) == b"#!"
 US = 1_000_000
 MIRROR_DELAY_US = 300
 SECTIONS = ("sip", "dialogs", "transactions", "rfc6076", "streams")
@@ -242,7 +246,10 @@ work = tempfile.mkdtemp(prefix="hepd-duplicates-test.")
 try:
     offline(work)
     live(work)
-    live_skewed(work)
+    if EMULATED:
+        print("skipped under qemu-user: live, skewed agents (no arrival stamps; the offsets keep the read delay)")
+    else:
+        live_skewed(work)
 finally:
     shutil.rmtree(work, ignore_errors=True)
 sys.exit(1 if failures else 0)
