@@ -528,6 +528,16 @@ void DialogTable::emit_sdp(std::uint32_t at, const Message& m, Hop hop, Timestam
     if (replaced.hop != 0) release_replaced(replaced, sides, table_.entry(at), now);
 }
 
+// The message that releases the dialog's bindings at an address (media and peer still to set).
+MediaBinding DialogTable::release_of(const Table::Entry& entry, Timestamp when) noexcept {
+    MediaBinding ended;
+    ended.call_id = entry.key.call_id();
+    ended.dialog = tag_id(entry.key.from_tag());
+    ended.dialog_ended = true;
+    ended.time = when;
+    return ended;
+}
+
 // Without this, the dialog's end releases only the addresses its last SDP sides name: the
 // earlier ones stayed bound until pending_media_timeout (hours), filling max_pending_media and
 // taking another call's RTP to that address long after this call had left it. Streams already
@@ -535,11 +545,7 @@ void DialogTable::emit_sdp(std::uint32_t at, const Message& m, Hop hop, Timestam
 void DialogTable::release_replaced(const SdpSide& replaced, const SdpSides& sides, const Table::Entry& entry,
                                    Timestamp now) {
     if (sink_ == nullptr) return;
-    MediaBinding ended;
-    ended.call_id = entry.key.call_id();
-    ended.dialog = tag_id(entry.key.from_tag());
-    ended.dialog_ended = true;
-    ended.time = now;
+    MediaBinding ended = release_of(entry, now);
     for (const Endpoint& media : replaced.media) {
         if (media.port == 0) continue;
         const bool still_named = std::any_of(sides.begin(), sides.end(), [&](const SdpSide& s) {
@@ -714,12 +720,8 @@ void DialogTable::end_media(std::uint32_t at, const Table::Entry& entry, Timesta
     // paired them), once: the stream table finds that pair directly.
     std::array<std::pair<Endpoint, Endpoint>, kSdpSides * kSdpMedia> sent{};
     std::size_t count = 0;
-    MediaBinding ended;
-    ended.call_id = entry.key.call_id();
-    ended.dialog = tag_id(entry.key.from_tag());
-    ended.dialog_ended = true;
+    MediaBinding ended = release_of(entry, when);
     ended.at_deadline = at_deadline;
-    ended.time = when;
     for (const SdpSide& side : sides) {
         if (side.hop == 0) continue;
         const auto other = std::find_if(sides.begin(), sides.end(), [&](const SdpSide& s) {

@@ -166,6 +166,7 @@ private:
     // Releases the addresses of `replaced`, an SDP side a newer one took the place of, that no
     // side left names (a re-INVITE that moved the media, a hold, another fork's early media).
     void release_replaced(const SdpSide& replaced, const SdpSides& sides, const Table::Entry& entry, Timestamp now);
+    static MediaBinding release_of(const Table::Entry& entry, Timestamp when) noexcept;
 
     DialogConfig config_;
     MediaSink* sink_;

@@ -157,6 +157,16 @@ def refused(port):
         return True
 
 
+def part_with_config(work, name, text):
+    """A part's state directory `work/name`, its configuration file (`text`) and free ports."""
+    state = os.path.join(work, name)
+    os.makedirs(state)
+    config = os.path.join(work, f"{name}.yaml")
+    with open(config, "w") as f:
+        f.write(text)
+    return state, config, free_hep_port(), free_port()
+
+
 def idle_stop(work):
     """SIGTERM with nothing going on: the periodic snapshot (60 s away) and the metrics endpoint
     must not hold up the exit."""
@@ -177,12 +187,7 @@ def tcp_across_snapshots(work):
     """One INVITE every 10 ms over one TCP connection for about 3.5 s while a snapshot is taken
     every second: every one is received, accepted and reaches the shards, and the snapshots are
     written meanwhile."""
-    state = os.path.join(work, "periodic")
-    os.makedirs(state)
-    config = os.path.join(work, "periodic.yaml")
-    with open(config, "w") as f:
-        f.write("state:\n  snapshot_interval: 1s\n")
-    hep_port, metrics_port = free_hep_port(), free_port()
+    state, config, hep_port, metrics_port = part_with_config(work, "periodic", "state:\n  snapshot_interval: 1s\n")
     d = Daemon(state, hep_port, metrics_port, ("--config", config))
     calls = 350
     tcp = socket.create_connection(("127.0.0.1", hep_port), timeout=5)
@@ -209,12 +214,8 @@ def tcp_across_snapshots(work):
 def no_shutdown_snapshot(work):
     """state.snapshot_on_shutdown false: a clean stop removes the last periodic snapshot, so the
     next start does not bring back calls that ended after it (and write their records twice)."""
-    state = os.path.join(work, "no-final")
-    os.makedirs(state)
-    config = os.path.join(work, "no-final.yaml")
-    with open(config, "w") as f:
-        f.write("state:\n  snapshot_interval: 1s\n  snapshot_on_shutdown: false\n")
-    hep_port, metrics_port = free_hep_port(), free_port()
+    state, config, hep_port, metrics_port = part_with_config(
+        work, "no-final", "state:\n  snapshot_interval: 1s\n  snapshot_on_shutdown: false\n")
     d = Daemon(state, hep_port, metrics_port, ("--config", config))
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
         udp.sendto(hep3(sip("INVITE", "no-final-1"), time.time()), ("127.0.0.1", hep_port))
@@ -264,12 +265,8 @@ def signal_during_start(state, hep_port, metrics_port, config, sig):
 
 def start_signals(work):
     """SIGHUP and SIGTERM while a restart restores a snapshot of many calls in progress."""
-    state = os.path.join(work, "state")
-    os.makedirs(state)
-    config = os.path.join(work, "long-invites.yaml")
-    with open(config, "w") as f:  # the INVITEs stay in progress until the snapshot
-        f.write("timers:\n  invite_timeout: 24h\n")
-    hep_port, metrics_port = free_hep_port(), free_port()
+    # The INVITEs stay in progress until the snapshot.
+    state, config, hep_port, metrics_port = part_with_config(work, "state", "timers:\n  invite_timeout: 24h\n")
     d = Daemon(state, hep_port, metrics_port, ("--config", config))
     calls = 60_000
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)

@@ -13,6 +13,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace hepd;
@@ -322,16 +323,27 @@ std::vector<std::uint8_t> options_at(std::int64_t capture_us, std::uint32_t capt
     return test::encode(m);
 }
 
+// A live ingest path with the sender clocks, on hand-driven clocks from kStart.
+struct LivePath {
+    ManualClock steady{Timestamp{0}};
+    ManualClock wall{kStart};
+    IngestControl control{IngestPolicy{}, steady};
+    CollectingSink sink;
+    IngestPath path{control, sink, wall, path_options()};
+
+    static IngestPathOptions path_options() {
+        IngestPathOptions options;
+        options.intake = live_options();
+        return options;
+    }
+    std::tuple<ManualClock&, ManualClock&, CollectingSink&, IngestPath&> parts() { return {steady, wall, sink, path}; }
+};
+
 }  // namespace
 
 TEST_CASE("live path: two agents, one an hour behind, end up on one clock", "[ingest][clock]") {
-    ManualClock steady(Timestamp{0});
-    ManualClock wall(kStart);
-    IngestControl control(IngestPolicy{}, steady);
-    CollectingSink sink;
-    IngestPathOptions options;
-    options.intake = live_options();
-    IngestPath path(control, sink, wall, options);
+    LivePath live;
+    auto [steady, wall, sink, path] = live.parts();  // references into `live`
     const Endpoint agent_a{ip("10.0.0.1"), 9060};
     const Endpoint agent_b{ip("10.0.0.2"), 9060};
 
@@ -359,13 +371,8 @@ TEST_CASE("live path: two agents, one an hour behind, end up on one clock", "[in
 }
 
 TEST_CASE("live path: a datagram's stamped wait makes its receive time exact", "[ingest][clock]") {
-    ManualClock steady(Timestamp{0});
-    ManualClock wall(kStart);
-    IngestControl control(IngestPolicy{}, steady);
-    CollectingSink sink;
-    IngestPathOptions options;
-    options.intake = live_options();
-    IngestPath path(control, sink, wall, options);
+    LivePath live;
+    auto [steady, wall, sink, path] = live.parts();  // references into `live`
     const Endpoint agent_b{ip("10.0.0.2"), 9060};
     CHECK_FALSE(path.wants_arrival_times());
 
@@ -394,13 +401,8 @@ TEST_CASE("live path: a datagram's stamped wait makes its receive time exact", "
 }
 
 TEST_CASE("live path: times the fix-ups replaced never reach the sender clocks", "[ingest][clock]") {
-    ManualClock steady(Timestamp{0});
-    ManualClock wall(kStart);
-    IngestControl control(IngestPolicy{}, steady);
-    CollectingSink sink;
-    IngestPathOptions options;
-    options.intake = live_options();
-    IngestPath path(control, sink, wall, options);
+    LivePath live;
+    auto [steady, wall, sink, path] = live.parts();  // references into `live`
     const Endpoint years_off{ip("10.0.0.5"), 9060};
 
     // Eleven years behind: outside [now - 10 y, now + 24 h], replaced by the receive time, which
