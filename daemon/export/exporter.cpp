@@ -3,11 +3,9 @@
 #include <prometheus/collectable.h>
 #include <prometheus/exposer.h>
 
-#if defined(HEPD_HAVE_CIVETWEB_H)
-#include <civetweb.h>
-#endif
-
+#include <CivetServer.h>
 #include <arpa/inet.h>
+#include <civetweb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -17,8 +15,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace hepd::metrics {
@@ -26,6 +26,67 @@ namespace hepd::metrics {
 namespace {
 
 constexpr auto kKnockInterval = std::chrono::milliseconds(5);
+
+// civetweb matches a handler's URI as a prefix and, failing that, as a case-insensitive pattern
+// (/metricsXYZ, /METRICS were served), and prometheus-cpp's handler answers GET only (HEAD fell
+// through to a 404). So every request is looked at first, in civetweb's begin_request callback:
+// the path exactly, else 404; HEAD answered here; GET goes on to the handler. A callback gets no
+// pointer of ours: each server's context is tied to its path when civetweb creates it
+// (init_context, called from mg_start in the constructing thread).
+struct ServedPaths {
+    std::mutex mutex;
+    std::vector<std::pair<const mg_context*, std::string>> paths;
+};
+
+ServedPaths& served_paths() {
+    static ServedPaths paths;
+    return paths;
+}
+
+// The Exporter being constructed in this thread: its path in, the context civetweb made out.
+thread_local const std::string* starting_path = nullptr;
+thread_local const mg_context* started_context = nullptr;
+
+void on_init_context(const mg_context* context) {
+    if (starting_path == nullptr) return;
+    started_context = context;
+    auto& served = served_paths();
+    const std::lock_guard lock(served.mutex);
+    std::erase_if(served.paths, [context](const auto& p) { return p.first == context; });
+    served.paths.emplace_back(context, *starting_path);
+}
+
+void forget_context(const mg_context* context) {
+    auto& served = served_paths();
+    const std::lock_guard lock(served.mutex);
+    std::erase_if(served.paths, [context](const auto& p) { return p.first == context; });
+}
+
+// 0: civetweb goes on to the handler; otherwise the request was answered here (with that status).
+int on_begin_request(mg_connection* conn) {
+    const mg_request_info* info = mg_get_request_info(conn);
+    bool ours = false;
+    {
+        auto& served = served_paths();
+        const std::lock_guard lock(served.mutex);
+        const mg_context* context = mg_get_context(conn);
+        for (const auto& [c, path] : served.paths) {
+            if (c == context) ours = info->local_uri != nullptr && path == info->local_uri;
+        }
+    }
+    if (!ours) {
+        mg_send_http_error(conn, 404, "Not Found");
+        return 404;
+    }
+    if (std::strcmp(info->request_method, "HEAD") == 0) {
+        // GET's headers without the body (its length is known only once the scrape is made).
+        mg_response_header_start(conn, 200);
+        mg_response_header_add(conn, "Content-Type", "text/plain; charset=utf-8", -1);
+        mg_response_header_send(conn);
+        return 200;
+    }
+    return 0;
+}
 
 bool plain_path(const std::string& path) noexcept {
     if (path.empty() || path.front() != '/') return false;
@@ -92,11 +153,7 @@ void knock(const Endpoint& listening) noexcept {
 }  // namespace
 
 bool serves_ipv6() noexcept {
-#if defined(HEPD_HAVE_CIVETWEB_H)
     return mg_check_feature(8) != 0;  // 8: built with USE_IPV6
-#else
-    return true;  // unknown: let the bind tell
-#endif
 }
 
 std::string listening_ports_spec(const Endpoint& at) {
@@ -118,14 +175,24 @@ Exporter::Exporter(const ExporterOptions& options, std::shared_ptr<prometheus::C
                             ": the civetweb library in use was built without IPv6 support; listen on an IPv4 "
                             "address instead (0.0.0.0:" +
                             std::to_string(options.listen.port) + " for all)");
+    CivetCallbacks callbacks;
+    callbacks.init_context = on_init_context;
+    callbacks.begin_request = on_begin_request;
+    starting_path = &path_;
+    started_context = nullptr;
     try {
         exposer_ = std::make_unique<prometheus::Exposer>(
             std::vector<std::string>{"listening_ports", listening_ports_spec(options.listen), "num_threads",
                                      std::to_string(options.threads == 0 ? 1 : options.threads), "request_timeout_ms",
-                                     std::to_string(options.request_timeout.count())});
+                                     std::to_string(options.request_timeout.count())},
+            &callbacks);
     } catch (const std::exception&) {
+        starting_path = nullptr;
+        if (started_context != nullptr) forget_context(started_context);
         throw ExporterError("cannot serve metrics on " + where + ": " + bind_failure_reason(options.listen));
     }
+    starting_path = nullptr;
+    context_ = started_context;
     exposer_->RegisterCollectable(collectable_, path_);
     const std::vector<int> ports = exposer_->GetListeningPorts();
     if (!ports.empty() && ports.front() > 0 && ports.front() <= 0xffff)
@@ -156,6 +223,7 @@ void Exporter::stop() noexcept {
     exposer_.reset();
     stopped.store(true, std::memory_order_release);
     if (knocker.joinable()) knocker.join();
+    forget_context(context_);
 }
 
 std::string Exporter::url() const { return "http://" + local_.to_string() + path_; }

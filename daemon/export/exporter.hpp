@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <string>
 
+struct mg_context;
+
 namespace prometheus {
 class Collectable;
 class Exposer;
@@ -64,6 +66,7 @@ private:
     std::string path_;
     std::shared_ptr<prometheus::Collectable> collectable_;  // the Exposer keeps only a weak_ptr
     std::unique_ptr<prometheus::Exposer> exposer_;
+    const mg_context* context_ = nullptr;  // civetweb's, to which requests are matched (exporter.cpp)
 };
 
 // civetweb's "listening_ports" form of an endpoint: "0.0.0.0:9469", "[::1]:9469", "+9469" (the

@@ -495,6 +495,25 @@ TEST_CASE("the exporter serves on the configured path only", "[export][http]") {
     const Exposition x = parse_exposition(ok.body);
     CHECK(x.at("hepd_rtp_packets_total") == 0);
     CHECK(http_get(port, "/metrics").status == 404);
+    // civetweb matches handlers by prefix and case-insensitive pattern: none of these is the path.
+    for (const char* other : {"/hepd/metricsXYZ", "/hepd/metrics/more", "/HEPD/METRICS", "/hepd", "/"}) {
+        INFO(other);
+        CHECK(http_get(port, other).status == 404);
+    }
+    CHECK(http_get(port, "/hepd/metrics?x=1").status == 200);  // a query names the same resource
+}
+
+TEST_CASE("HEAD answers 200 as GET does but without a body", "[export][http]") {
+    auto collector = std::make_shared<metrics::Collector>();
+    metrics::Exporter exporter(loopback(), collector);
+    const auto port = exporter.local_endpoint().port;
+    const auto head = test::http_request(port, "HEAD", "/metrics");
+    CHECK(head.status == 200);
+    CHECK(head.body.empty());
+    const auto get = http_get(port, "/metrics");
+    CHECK(get.status == 200);
+    CHECK(head.headers.at("content-type") == get.headers.at("content-type"));
+    CHECK(test::http_request(port, "HEAD", "/metricsXYZ").status == 404);
 }
 
 TEST_CASE("an address in use is a clear start-up error", "[export][http]") {

@@ -124,7 +124,8 @@ bool includes(const Labels& labels, const Labels& subset) {
 
 }  // namespace
 
-HttpResponse http_get(std::uint16_t port, const std::string& path, std::chrono::milliseconds timeout) {
+HttpResponse http_request(std::uint16_t port, const std::string& method, const std::string& path,
+                          std::chrono::milliseconds timeout) {
     const Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (fd.get() < 0) fail_errno("socket");
     timeval tv{};
@@ -139,7 +140,7 @@ HttpResponse http_get(std::uint16_t port, const std::string& path, std::chrono::
     to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0) fail_errno("connect");
 
-    const std::string request = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+    const std::string request = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
                                 "\r\nUser-Agent: hepd-export-test\r\nAccept: text/plain\r\nConnection: close\r\n\r\n";
     std::size_t sent = 0;
     while (sent < request.size()) {
@@ -172,7 +173,7 @@ HttpResponse http_get(std::uint16_t port, const std::string& path, std::chrono::
         at = eol + 2;
     }
     r.body = raw.substr(head_end + 4);
-    if (const auto it = r.headers.find("content-length"); it != r.headers.end()) {
+    if (const auto it = r.headers.find("content-length"); it != r.headers.end() && method != "HEAD") {
         if (std::stoull(it->second) != r.body.size())
             throw std::runtime_error("Content-Length " + it->second + " but " + std::to_string(r.body.size()) +
                                      " bytes of body");

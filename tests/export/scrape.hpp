@@ -1,5 +1,5 @@
 #pragma once
-// A scraper for the export tests: a blocking HTTP/1.1 GET over a real socket (bounded by
+// A scraper for the export tests: a blocking HTTP/1.1 request over a real socket (bounded by
 // timeouts) and a strict parser of the Prometheus text exposition format.
 #include <prometheus/metric_family.h>
 
@@ -19,10 +19,15 @@ struct HttpResponse {
     std::string body;
 };
 
-// GET http://127.0.0.1:port/path with Connection: close. Throws std::runtime_error on a socket
-// error, a timeout, or a response that is not HTTP.
-HttpResponse http_get(std::uint16_t port, const std::string& path,
-                      std::chrono::milliseconds timeout = std::chrono::seconds(5));
+// `method` http://127.0.0.1:port/path with Connection: close. Throws std::runtime_error on a
+// socket error, a timeout, or a response that is not HTTP. A HEAD answer's Content-Length is
+// the body GET would have, so it is not checked against the (empty) body.
+HttpResponse http_request(std::uint16_t port, const std::string& method, const std::string& path,
+                          std::chrono::milliseconds timeout = std::chrono::seconds(5));
+inline HttpResponse http_get(std::uint16_t port, const std::string& path,
+                             std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+    return http_request(port, "GET", path, timeout);
+}
 
 using Labels = std::map<std::string, std::string>;
 
