@@ -494,6 +494,17 @@ void Daemon::shutdown() {
     for (auto& r : udp_) r->stop();
     for (auto& s : sinks_) s->flush();
     pipeline_->finish(clock_.now());
+    // Without a final snapshot the tables have no restart to go on in: the calls that ended get
+    // their records now, those in progress are counted (RECORDS.md, "Shutdown").
+    if (records_ && !cfg_.state.snapshot_on_shutdown) {
+        std::size_t ended = 0;
+        for (std::size_t i = 0; i < workers_.size(); ++i)
+            ended += records_->record_remaining(i, workers_[i]->dialogs(), workers_[i]->streams());
+        const auto in_progress =
+            records_->stats().dropped[static_cast<std::size_t>(records::DropReason::in_progress)].value();
+        spdlog::info("no final snapshot: {} ended calls recorded now, {} calls in progress have no record", ended,
+                     in_progress);
+    }
     // Dialogs that left the tables are in no snapshot: their records are written now.
     if (records_) records_->stop();
     if (cfg_.state.snapshot_on_shutdown) {

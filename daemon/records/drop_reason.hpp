@@ -13,8 +13,9 @@ enum class DropReason : std::uint8_t {
     media_expired,  // a finished stream waited longer than the longest call for its dialog
     write_error,    // the line was built but the write failed (disk full, ...)
     shutdown,       // a stream still waiting for its dialog when the daemon stopped
+    in_progress,    // a call still in progress at a clean stop without a final snapshot
 };
-inline constexpr std::size_t kDropReasonCount = 5;
+inline constexpr std::size_t kDropReasonCount = 6;
 
 constexpr std::string_view to_string(DropReason reason) noexcept {
     switch (reason) {
@@ -23,6 +24,7 @@ constexpr std::string_view to_string(DropReason reason) noexcept {
     case DropReason::media_expired: return "media_expired";
     case DropReason::write_error: return "write_error";
     case DropReason::shutdown: return "shutdown";
+    case DropReason::in_progress: return "in_progress";
     }
     return "unknown";
 }

@@ -8,6 +8,10 @@
 namespace hepd::records {
 
 void ShardRecorder::push(RecordEvent event) {
+    if (bypass_ != nullptr) {
+        bypass_->add(event);
+        return;
+    }
     auto boxed = std::make_unique<RecordEvent>(std::move(event));
     if (!queue_.try_push(boxed)) dropped_.add();
 }
@@ -42,19 +46,41 @@ void RecordWriter::start() {
     });
 }
 
-bool RecordWriter::stop_thread() {
+void RecordWriter::stop_thread() {
     {
         std::lock_guard lock(mutex_);
-        if (stopping_) return false;
         stopping_ = true;
     }
     wake_.notify_all();
     if (thread_.joinable()) thread_.join();
-    return true;
+}
+
+std::size_t RecordWriter::record_remaining(std::size_t shard, sip::DialogTable& dialogs, rtp::StreamTable& streams) {
+    stop_thread();
+    drain(steady_.now().us);
+    ShardRecorder& recorder = *shards_[shard];
+    recorder.bypass_to(this);  // thousands of calls may end here: more than a queue holds
+    streams.finish_all(Timestamp{});
+    std::size_t ended = 0;
+    std::uint64_t in_progress = 0;
+    dialogs.for_each_in_full([&](std::string_view call_id, std::string_view from_tag, const sip::Dialog& d,
+                                 const sip::SdpSides&, const sip::CallerIdentity& caller) {
+        if (d.finished()) {
+            recorder.on_dialog_removed(call_id, from_tag, d, caller, false);
+            ++ended;
+        } else {
+            ++in_progress;
+        }
+    });
+    recorder.bypass_to(nullptr);
+    stats_.dropped[static_cast<std::size_t>(DropReason::in_progress)].add(in_progress);
+    return ended;
 }
 
 void RecordWriter::stop() {
-    if (!stop_thread()) return;
+    stop_thread();
+    if (stopped_) return;
+    stopped_ = true;
     const std::int64_t now = steady_.now().us;
     drain(now);
     due_.clear();
@@ -73,24 +99,28 @@ std::uint64_t RecordWriter::queue_drops() const noexcept {
     return n;
 }
 
+void RecordWriter::join(RecordEvent& event, std::int64_t now_us) {
+    std::visit(
+        [&](auto& e) {
+            using T = std::decay_t<decltype(e)>;
+            if constexpr (std::is_same_v<T, DialogFigures>) {
+                joiner_.add_dialog(std::move(e), now_us);
+            } else if constexpr (std::is_same_v<T, StreamFigures>) {
+                joiner_.add_stream(std::move(e), now_us);
+            } else {
+                joiner_.add_reported(std::move(e), now_us);
+            }
+        },
+        event);
+}
+
 bool RecordWriter::drain(std::int64_t now_us) {
     bool any = false;
     std::unique_ptr<RecordEvent> event;
     for (auto& s : shards_) {
         while (s->pop(event)) {
             any = true;
-            std::visit(
-                [&](auto& e) {
-                    using T = std::decay_t<decltype(e)>;
-                    if constexpr (std::is_same_v<T, DialogFigures>) {
-                        joiner_.add_dialog(std::move(e), now_us);
-                    } else if constexpr (std::is_same_v<T, StreamFigures>) {
-                        joiner_.add_stream(std::move(e), now_us);
-                    } else {
-                        joiner_.add_reported(std::move(e), now_us);
-                    }
-                },
-                *event);
+            join(*event, now_us);
             event.reset();
         }
     }

@@ -52,6 +52,8 @@ struct RecordWriterOptions {
 using RecordEvent = std::variant<DialogFigures, StreamFigures, ReportedFigures>;
 
 // One shard's end of the queue: the tables' sinks. Called on the shard's thread only.
+class RecordWriter;
+
 class ShardRecorder final : public rtp::StreamSink, public sip::DialogSink {
 public:
     ShardRecorder(std::size_t queue_size, const peer::PeerDirectory* peers) : queue_(queue_size), peers_(peers) {}
@@ -64,11 +66,14 @@ public:
     std::uint64_t dropped() const noexcept { return dropped_.value(); }
     // Writer side.
     bool pop(std::unique_ptr<RecordEvent>& out) noexcept { return queue_.try_pop(out); }
+    // Once the writer's thread has stopped: events go to it directly, no queue to fill.
+    void bypass_to(RecordWriter* writer) noexcept { bypass_ = writer; }
 
 private:
     void push(RecordEvent event);
 
     shard::SpscQueue<std::unique_ptr<RecordEvent>> queue_;
+    RecordWriter* bypass_ = nullptr;
     const peer::PeerDirectory* peers_;
     Counter dropped_;
 };
@@ -85,6 +90,11 @@ public:
     std::size_t shard_count() const noexcept { return shards_.size(); }
 
     void start();
+    // A clean stop without a final snapshot, after the shards have stopped and before stop():
+    // the tables' content has no restart to go on in. The shard's streams are finished
+    // (`flushed`, as at the end of a capture) and every call that ended is recorded; the calls
+    // still in progress have no record, counted (in_progress). Returns how many were ended.
+    std::size_t record_remaining(std::size_t shard, sip::DialogTable& dialogs, rtp::StreamTable& streams);
     // After the shards have stopped: drains the queues, writes every held record, flushes.
     void stop();
     // One pass of the writer's loop (the thread runs it; tests may, without the thread); true
@@ -95,9 +105,13 @@ public:
     const RecordStats& stats() const noexcept { return stats_; }
     std::uint64_t queue_drops() const noexcept;
 
+    // An event from a shard once the thread has stopped (ShardRecorder::bypass_to).
+    void add(RecordEvent& event) { join(event, steady_.now().us); }
+
 private:
+    void join(RecordEvent& event, std::int64_t now_us);
     void run();
-    bool stop_thread();  // false when already stopped
+    void stop_thread();
     bool drain(std::int64_t now_us);
     void write(std::vector<CallRecord>& records);
     void publish();
@@ -113,6 +127,7 @@ private:
     JoinerCounts published_joins_;
     std::int64_t last_flush_us_ = 0;
     std::vector<CallRecord> due_;
+    bool stopped_ = false;  // stop() has run
 
     std::mutex mutex_;
     std::condition_variable wake_;

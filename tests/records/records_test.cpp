@@ -744,3 +744,33 @@ TEST_CASE("writer: stop writes the held records and counts the streams still wai
     CHECK(w.stats().dropped[static_cast<std::size_t>(DropReason::shutdown)].value() == 1);
     CHECK(w.stats().dropped[static_cast<std::size_t>(DropReason::media_expired)].value() == 0);
 }
+
+TEST_CASE("writer: at a stop without snapshot, ended calls are recorded, open ones counted", "[records]") {
+    TempDir dir;
+    ManualClock steady(Timestamp{1'000'000'000});
+    ManualClock wall(Timestamp{1'700'000'000'000'000});
+    RecordWriterOptions o;
+    o.file.path = (dir.path / "calls.jsonl").string();
+    o.queue_size = 2;  // fewer than the calls that end at the stop: none is dropped
+    RecordWriter w(o, 1, steady, wall);
+    w.start();
+    sip::DialogTable dialogs(sip::DialogConfig{});
+    rtp::StreamTable streams;
+    streams.set_sink(&w.shard(0));
+    for (int i = 0; i < 3; ++i) {
+        const auto ended = answered_call("ended-" + std::to_string(i), "a", 1'000'000 + i);
+        REQUIRE(dialogs.restore(ended.call_id, ended.from_tag, ended.dialog));
+        const auto open = answered_call("open-" + std::to_string(i), "b", 1'000'000);
+        sip::Dialog d = open.dialog;
+        d.state = sip::DialogState::confirmed;
+        REQUIRE(dialogs.restore(open.call_id, open.from_tag, d));
+    }
+    CHECK(w.record_remaining(0, dialogs, streams) == 3);
+    w.stop();
+    std::vector<std::string> ids;
+    for (const auto& line : lines_of(o.file.path)) ids.push_back(Json::parse(line)["call_id"]);
+    std::sort(ids.begin(), ids.end());
+    CHECK(ids == std::vector<std::string>{"ended-0", "ended-1", "ended-2"});
+    CHECK(w.stats().dropped[static_cast<std::size_t>(DropReason::in_progress)].value() == 3);
+    CHECK(w.queue_drops() == 0);
+}

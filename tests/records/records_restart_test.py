@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Call records across a clean stop (RECORDS.md, "Shutdown"):
+
+1. A clean stop without a final snapshot (state.snapshot_on_shutdown: false): a call that ended
+   just before it (still lingering) has its record at exit; a call still in progress has none
+   and is counted (the exit's log line); the next start writes nothing more.
+
+Loopback only, free ports, every wait bounded by one deadline.
+
+  records_restart_test.py HEPD_BINARY SUPPORT_DIR
+"""
+import json
+import os
+import socket
+import sys
+import tempfile
+import time
+
+hepd, support = sys.argv[1], sys.argv[2]
+sys.path.insert(0, support)
+from hepd_live import check, Daemon, failures, hep3, now_us, sip  # noqa: E402
+
+deadline = time.monotonic() + 150
+
+RECORDS = """
+records:
+  enabled: true
+  hold: 0s
+  flush_interval: 0s
+"""
+
+
+def send(daemon, call_id, kinds):
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for kind in kinds:
+            s.sendto(hep3(sip(kind, call_id), now_us(), 1), ("127.0.0.1", daemon.hep_port))
+            time.sleep(0.01)
+
+
+def call_ids(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line)["call_id"] for line in f]
+
+
+def part_work(work, name, config):
+    part = os.path.join(work, name)
+    os.makedirs(part)
+    path = os.path.join(part, "hepd.yaml")
+    with open(path, "w") as f:
+        f.write(config)
+    return part, path, os.path.join(part, "state", "records", "calls.jsonl")
+
+
+def stop_without_snapshot(work):
+    part, config, records = part_work(work, "no-final", RECORDS + "state:\n  snapshot_on_shutdown: false\n")
+    d = Daemon(hepd, part, config, deadline)
+    try:
+        send(d, "ended-1", ["INVITE", "200", "ACK", "BYE", "200BYE"])
+        send(d, "open-1", ["INVITE", "200", "ACK"])
+        held = d.wait(lambda s: s.get("hepd_dialogs_active", state="terminated") == 1 and
+                      s.get("hepd_dialogs_active", state="confirmed") == 1)
+        check("no final snapshot: one call ended (lingering), one in progress",
+              (held.get("hepd_dialogs_active", state="terminated"), held.get("hepd_dialogs_active", state="confirmed")),
+              (1.0, 1.0))
+        check("no final snapshot: no record before the stop (the call lingers 32 s)", call_ids(records), [])
+    finally:
+        check("no final snapshot: exit status", d.stop(), 0)
+    check("no final snapshot: the ended call is recorded at the stop, the one in progress is not",
+          call_ids(records), ["ended-1"])
+    check("no final snapshot: the exit says so",
+          "no final snapshot: 1 ended calls recorded now, 1 calls in progress have no record" in d.text(), True)
+    d = Daemon(hepd, part, config, deadline)
+    try:
+        time.sleep(2)
+    finally:
+        check("no final snapshot: restart exit status", d.stop(), 0)
+    check("no final snapshot: nothing more written after the restart", call_ids(records), ["ended-1"])
+
+
+def main():
+    with tempfile.TemporaryDirectory() as work:
+        stop_without_snapshot(work)
+    if failures:
+        print(f"FAILED: {len(failures)} checks: {failures}")
+        return 1
+    print("all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
