@@ -9,6 +9,7 @@
 #include "export/exporter.hpp"
 #include "hep/payload_type.hpp"
 #include "records/record_writer.hpp"
+#include "records/written_records.hpp"
 #include "shard/pipeline.hpp"
 #include "shard/shard_worker.hpp"
 #include "snapshot/snapshot.hpp"
@@ -33,6 +34,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_set>
 #include <utility>
 
 namespace hepd::app {
@@ -255,12 +257,28 @@ void Daemon::restore_snapshot() {
     // The snapshot is the state of its moment: after a crash (or a long stop) the messages of the
     // interval since then are missing from the restored calls.
     const Timestamp as_of = file->header.written_at;
+    if (records_ && counts.dialogs.restored > 0) skip_written_records(*file);
     if (as_of.us != 0) {
         spdlog::warn(
             "restored state as of {}, {:.1f} s before this start: SIP and media signalled in between were "
             "not seen",
             format_iso8601(as_of), static_cast<double>(clock_.now().us - as_of.us) / 1e6);
     }
+}
+
+// After a crash, calls the snapshot holds may have had their records written since it was taken:
+// those records are in the record files, and are not written a second time (RECORDS.md).
+void Daemon::skip_written_records(const snapshot::SnapshotFile& file) {
+    std::unordered_set<std::string> restored;
+    for (const auto& d : file.records.dialogs) restored.insert(records::record_key(d.call_id, d.from_tag));
+    const Timestamp taken = file.header.captured_at.us != 0 ? file.header.captured_at : file.header.written_at;
+    auto written = records::find_written(records_->path(), taken, restored);
+    if (written.empty()) return;
+    spdlog::info(
+        "{} calls restored from the snapshot have had their records written since it was taken (in {}): "
+        "not written again",
+        written.size(), records_->path());
+    records_->skip_written(std::move(written));
 }
 
 // The next snapshot would replace a refused file: it is kept beside, under a name of its own, for

@@ -77,6 +77,7 @@ private:
     // Everything up to serving; 0 or the exit status of the failure.
     int start();
     void restore_snapshot();
+    void skip_written_records(const snapshot::SnapshotFile& file);
     void set_aside_refused_snapshot();
     void remove_old_refused_snapshots();
     static constexpr std::size_t kKeptRefusedSnapshots = 3;

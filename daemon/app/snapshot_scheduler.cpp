@@ -61,10 +61,11 @@ void SnapshotScheduler::run() {
 
 void SnapshotScheduler::write_now() {
     const auto copy_start = std::chrono::steady_clock::now();
+    snapshot::SnapshotMeta meta;
+    meta.captured_at = wall_.now();  // the records of its calls are written after this (restore)
     const std::vector<snapshot::ShardImage> images = capture_();
     const auto t0 = std::chrono::steady_clock::now();
     const double copy_seconds = std::chrono::duration<double>(t0 - copy_start).count();
-    snapshot::SnapshotMeta meta;
     meta.written_at = wall_.now();
     const auto result = snapshot::write_snapshot(images, path_, meta);
     state_.last_duration_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -275,16 +275,33 @@ void append_json_string(std::string& out, std::string_view text) {
     out += '"';
 }
 
+namespace {
+
+// The fields record_key() names a line by, first on every line.
+void key_fields(Line& l, std::string_view call_id, std::string_view from_tag) {
+    l.open();
+    l.integer("v", kRecordVersion);
+    l.text("call_id", call_id);
+    l.text("from_tag", from_tag);
+}
+
+}  // namespace
+
+std::string record_key(std::string_view call_id, std::string_view from_tag) {
+    std::string out;
+    Line l(out);
+    key_fields(l, call_id, from_tag);
+    out += ',';
+    return out;
+}
+
 std::string record_line(const CallRecord& record) {
     const DialogFigures& f = record.dialog;
     const sip::Dialog& d = f.dialog;
     std::string out;
     out.reserve(1024 + 512 * record.streams.size());
     Line l(out);
-    l.open();
-    l.integer("v", kRecordVersion);
-    l.text("call_id", f.call_id);
-    l.text("from_tag", f.from_tag);
+    key_fields(l, f.call_id, f.from_tag);
     l.time("start", d.invite_time());
     l.time("ringing", d.time(sip::DialogTime::ringing));
     l.time("answer", d.time(sip::DialogTime::answer));

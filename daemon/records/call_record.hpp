@@ -77,6 +77,9 @@ bool record_before(const CallRecord& a, const CallRecord& b) noexcept;
 
 // The record as one line of JSON, with its '\n'.
 std::string record_line(const CallRecord& record);
+// How every line of this call's record begins, up to its key: `{"v":1,"call_id":"...","from_tag":"...",`
+// (the same escaping as the line). Finds a call's record among written lines (restore).
+std::string record_key(std::string_view call_id, std::string_view from_tag);
 
 // Appends `text` as a JSON string (quotes included): control bytes escaped, bytes that are not
 // valid UTF-8 replaced by U+FFFD, so that every line parses whatever the packets carried.

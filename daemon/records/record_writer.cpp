@@ -129,7 +129,11 @@ bool RecordWriter::drain(std::int64_t now_us) {
 
 void RecordWriter::write(std::vector<CallRecord>& records) {
     const Timestamp wall = wall_.now();
-    for (const CallRecord& r : records) file_.append(record_line(r), wall);
+    for (const CallRecord& r : records) {
+        // Empty once every restored call with a record already written has come by again.
+        if (!written_.empty() && written_.erase(record_key(r.dialog.call_id, r.dialog.from_tag)) != 0) continue;
+        file_.append(record_line(r), wall);
+    }
     records.clear();
 }
 

@@ -23,7 +23,9 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <unordered_set>
 #include <variant>
 #include <vector>
 
@@ -87,7 +89,12 @@ public:
     RecordWriter& operator=(const RecordWriter&) = delete;
 
     ShardRecorder& shard(std::size_t i) noexcept { return *shards_[i]; }
+    const std::string& path() const noexcept { return file_.path(); }
     std::size_t shard_count() const noexcept { return shards_.size(); }
+
+    // Before start(): calls restored from a snapshot whose records were written after it was
+    // taken (record_key()s, found by find_written()): their records are not written again.
+    void skip_written(std::unordered_set<std::string> keys) { written_ = std::move(keys); }
 
     void start();
     // A clean stop without a final snapshot, after the shards have stopped and before stop():
@@ -127,7 +134,8 @@ private:
     JoinerCounts published_joins_;
     std::int64_t last_flush_us_ = 0;
     std::vector<CallRecord> due_;
-    bool stopped_ = false;  // stop() has run
+    std::unordered_set<std::string> written_;  // skip_written()
+    bool stopped_ = false;                     // stop() has run
 
     std::mutex mutex_;
     std::condition_variable wake_;

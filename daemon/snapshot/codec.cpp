@@ -117,6 +117,7 @@ SnapshotHeader make_header(const std::vector<ShardImage>& images, const Snapshot
     h.format_version = kFormatVersion;
     h.hepd_version = meta.hepd_version.empty() ? std::string(kVersion) : meta.hepd_version;
     h.written_at = meta.written_at;
+    h.captured_at = meta.captured_at;
     h.shard_count = meta.shard_count != 0 ? meta.shard_count : static_cast<std::uint32_t>(images.size());
     for (const ShardImage& image : images) h.counts += image.counts();
     return h;

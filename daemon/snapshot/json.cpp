@@ -249,6 +249,7 @@ std::string to_json(const SnapshotFile& file) {
     j["format_version"] = file.header.format_version;
     j["hepd_version"] = file.header.hepd_version;
     j["written_at"] = time_json(file.header.written_at);
+    j["captured_at"] = time_json(file.header.captured_at);
     j["shard_count"] = file.header.shard_count;
     j["counts"] = counts_json(file.header.counts);
     j["dialogs"] = list_json(file.records.dialogs, dialog_json);

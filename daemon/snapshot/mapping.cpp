@@ -645,6 +645,7 @@ void to_proto(const SnapshotHeader& in, Header& out) {
     out.set_format_version(in.format_version);
     out.set_hepd_version(in.hepd_version);
     out.set_written_at_us(in.written_at.us);
+    out.set_captured_at_us(in.captured_at.us);
     out.set_shard_count(in.shard_count);
     Counts& c = *out.mutable_counts();
     c.set_dialogs(in.counts.dialogs);
@@ -658,6 +659,7 @@ bool from_proto(const Header& in, SnapshotHeader& out, std::string& /*why*/) {
     out.format_version = in.format_version();
     out.hepd_version = in.hepd_version();
     out.written_at = Timestamp{in.written_at_us()};
+    out.captured_at = Timestamp{in.captured_at_us()};
     out.shard_count = in.shard_count();
     out.counts = RecordCounts{in.counts().dialogs(), in.counts().transactions(), in.counts().streams(),
                               in.counts().bindings(), in.counts().reported_streams()};

@@ -108,6 +108,7 @@ struct SnapshotHeader {
     std::uint32_t format_version = kFormatVersion;
     std::string hepd_version;
     Timestamp written_at;           // wall clock at writing
+    Timestamp captured_at;          // wall clock when the tables were copied (0: not known, older file)
     std::uint32_t shard_count = 0;  // at writing; restore re-routes to the current shards
     RecordCounts counts;
 

@@ -59,6 +59,7 @@ RecordCounts image_room(const RecordCounts& captured, const RecordCounts& publis
 struct SnapshotMeta {
     std::string hepd_version;       // empty: this build's version
     Timestamp written_at;           // the caller's wall clock (injected)
+    Timestamp captured_at;          // its wall clock before it copied the tables (0: not known)
     std::uint32_t shard_count = 0;  // 0: the number of images
 };
 

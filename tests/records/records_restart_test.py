@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
-"""Call records across a clean stop (RECORDS.md, "Shutdown"):
+"""Call records across a stop and a crash (RECORDS.md, "Shutdown" and "Across a restart"):
 
 1. A clean stop without a final snapshot (state.snapshot_on_shutdown: false): a call that ended
    just before it (still lingering) has its record at exit; a call still in progress has none
    and is counted (the exit's log line); the next start writes nothing more.
+2. A crash: a periodic snapshot is taken while a call that just ended lingers, its record is
+   written, then hepd is killed (SIGKILL) before the next snapshot. The restart restores that
+   snapshot, and the call's record is not written a second time; a call the snapshot held in
+   progress ends after the restart and has its record, once.
 
 Loopback only, free ports, every wait bounded by one deadline.
 
@@ -11,6 +15,7 @@ Loopback only, free ports, every wait bounded by one deadline.
 """
 import json
 import os
+import re
 import socket
 import sys
 import tempfile
@@ -42,6 +47,20 @@ def call_ids(path):
         return []
     with open(path) as f:
         return [json.loads(line)["call_id"] for line in f]
+
+
+def wait_until(ready, timeout):
+    limit = min(time.monotonic() + timeout, deadline)
+    while time.monotonic() < limit:
+        if ready():
+            return True
+        time.sleep(0.05)
+    return ready()
+
+
+def snapshots(daemon):
+    """The dialog counts of the snapshots the daemon has logged, in order."""
+    return [int(n) for n in re.findall(r"snapshot written to .*?, (\d+) dialogs", daemon.text())]
 
 
 def part_work(work, name, config):
@@ -79,9 +98,44 @@ def stop_without_snapshot(work):
     check("no final snapshot: nothing more written after the restart", call_ids(records), ["ended-1"])
 
 
+def crash_after_record(work):
+    part, config, records = part_work(
+        work, "crash", RECORDS + "timers:\n  dialog_linger: 4s\nstate:\n  snapshot_interval: 6s\n")
+    d = Daemon(hepd, part, config, deadline)
+    try:
+        send(d, "open-2", ["INVITE", "200", "ACK"])  # in every snapshot, in progress
+        wait_until(lambda: len(snapshots(d)) >= 1, 15)
+        time.sleep(3)  # the next snapshot is about 3 s away
+        send(d, "crash-1", ["INVITE", "200", "ACK", "BYE", "200BYE"])  # lingers 4 s
+        wait_until(lambda: len(snapshots(d)) >= 2, 10)
+        check("crash: the snapshot after the call's end holds it lingering (and the open call)",
+              snapshots(d)[1:2], [2])
+        check("crash: its record is written after that snapshot",
+              wait_until(lambda: "crash-1" in call_ids(records), 10), True)
+        check("crash: no later snapshot before the kill", len(snapshots(d)), 2)
+    finally:
+        d.proc.kill()
+        d.proc.wait(timeout=10)
+    d = Daemon(hepd, part, config, deadline)
+    try:
+        check("crash: the restart finds the record written since the snapshot",
+              "1 calls restored from the snapshot have had their records written since it was taken" in d.text(),
+              True)
+        send(d, "open-2", ["BYE", "200BYE"])  # the restored call ends now
+        check("crash: the call restored in progress is recorded when it ends",
+              wait_until(lambda: "open-2" in call_ids(records), 15), True)
+        # crash-1 came back lingering: its linger ran out at the restart, long before open-2's.
+        check("crash: nothing restored is left in the tables",
+              d.wait(lambda s: s.get("hepd_dialogs_active") == 0).get("hepd_dialogs_active"), 0.0)
+    finally:
+        check("crash: restart exit status", d.stop(), 0)
+    check("crash: every call recorded once", sorted(call_ids(records)), ["crash-1", "open-2"])
+
+
 def main():
     with tempfile.TemporaryDirectory() as work:
         stop_without_snapshot(work)
+        crash_after_record(work)
     if failures:
         print(f"FAILED: {len(failures)} checks: {failures}")
         return 1

@@ -150,9 +150,16 @@ TEST_CASE("an empty snapshot is 49 octets, byte for byte", "[snapshot][file]") {
     CHECK(back->header.format_version == 1);
     CHECK(back->header.hepd_version == "0.1.0");
     CHECK(back->header.written_at == Timestamp{300});
+    CHECK(back->header.captured_at == Timestamp{});  // as in files of builds before the field
     CHECK(back->header.shard_count == 2);
     CHECK(back->header.counts == RecordCounts{});
     CHECK(back->records == ShardImage{});
+
+    SnapshotMeta captured = meta_for_tests();
+    captured.captured_at = Timestamp{250};
+    const auto again = decode_snapshot(as_bytes(encode_snapshot({}, captured)));
+    REQUIRE(again.ok());
+    CHECK(again->header.captured_at == Timestamp{250});
 }
 
 TEST_CASE("records of every kind come back as they were written", "[snapshot][file]") {

@@ -18,6 +18,7 @@ constexpr const char* kExpected = R"({
   "format_version": 1,
   "hepd_version": "0.1.0",
   "written_at": "2023-11-14T22:13:20.000000Z",
+  "captured_at": "2023-11-14T22:13:19.500000Z",
   "shard_count": 2,
   "counts": {"dialogs": 1, "transactions": 1, "streams": 1, "bindings": 1, "reported_streams": 1},
   "dialogs": [{
@@ -168,6 +169,7 @@ SnapshotFile sample_file() {
     SnapshotFile f;
     f.header.hepd_version = "0.1.0";
     f.header.written_at = Timestamp::from_parts(1'700'000'000, 0);
+    f.header.captured_at = Timestamp::from_parts(1'699'999'999, 500'000);
     f.header.shard_count = 2;
     f.header.counts = RecordCounts{1, 1, 1, 1, 1};
     f.records = sample_image();
@@ -193,6 +195,7 @@ TEST_CASE("snapshot show writes null for what is not known", "[snapshot][json]")
     f.records.streams.emplace_back();
     const Json j = Json::parse(to_json(f));
     CHECK(j["written_at"].is_null());
+    CHECK(j["captured_at"].is_null());
     const Json& d = j["dialogs"][0];
     CHECK(d["state"] == "trying");
     CHECK(d["caller"].is_null());
