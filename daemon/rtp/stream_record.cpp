@@ -66,7 +66,7 @@ void keep_voice_reference(Stream& s, std::int64_t voice_arrival) noexcept {
 
 }  // namespace
 
-SeqVerdict observe_packet(Stream& s, const RtpPacket& p, Timestamp arrival, Timing timing) {
+SeqVerdict observe_packet(Stream& s, const RtpPacket& p, Timestamp arrival, Timing timing, const Binding* binding) {
     const std::int64_t t = arrival.us;
     const std::int64_t voice_arrival = s.last_voice_arrival_us();  // before `last` moves
     if (s.packets == 0) {
@@ -99,7 +99,17 @@ SeqVerdict observe_packet(Stream& s, const RtpPacket& p, Timestamp arrival, Timi
         return verdict;
     }
     const StaticPayload assigned = static_payload(p.payload_type);
-    if (assigned.codec == Codec::comfort_noise) {
+    // Another payload type than the voice one (rare: a change, comfort noise, events): what the
+    // SDP names a dynamic one.
+    Codec named = Codec::unknown;
+    if (p.payload_type != s.voice_payload_type && assigned.clock_rate == 0 && binding != nullptr)
+        if (const int at = binding->find(p.payload_type); at >= 0) named = binding->codec(static_cast<std::size_t>(at));
+    if (named == Codec::telephone_event) {
+        ++s.event_packets;
+        keep_voice_reference(s, voice_arrival);
+        return verdict;
+    }
+    if (assigned.codec == Codec::comfort_noise || named == Codec::comfort_noise) {
         ++s.comfort_noise_packets;
         keep_voice_reference(s, voice_arrival);
         return verdict;

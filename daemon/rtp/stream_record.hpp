@@ -15,16 +15,21 @@
 // RFC 4733 telephone-events and comfort noise (RFC 3389) share the voice stream's SSRC and
 // sequence space (RFC 4733 section 2.1), so they take part in the sequence/loss accounting like
 // every packet, but they never feed the jitter estimate: their timestamps stay at the event's
-// start for the whole event. They are counted separately (event_packets,
-// comfort_noise_packets). Jitter is computed between consecutive packets of the voice payload
-// type only; a different voice payload type is a payload-type change (counted) and restarts the
-// reference (no D across a codec switch). A stream that carries only events (a separate SSRC,
-// as sipp sends them) has no jitter and no MOS.
+// start for the whole event, and comfort noise is sent at irregular intervals during silence.
+// They are counted separately (event_packets, comfort_noise_packets) and never become the
+// stream's voice payload type (so never its codec). Jitter is computed between consecutive
+// packets of the voice payload type only; a different voice payload type is a payload-type
+// change (counted) and restarts the reference (no D across a codec switch). A stream that
+// carries only events (a separate SSRC, as sipp sends them) has no jitter and no MOS.
 //
-// Events are recognised by shape, not from SDP: a dynamic payload type (96-127) with a 4-octet
-// payload (RFC 4733 section 2.3). Nothing in the per-packet path looks at the media binding, so
-// the result is the same whether the binding arrives before or after the first packets (the
-// binding crosses a queue between shards). The clock rate of a dynamic payload type is the one
+// Events are recognised by shape: a dynamic payload type (96-127) with a 4-octet payload (RFC
+// 4733 section 2.3); comfort noise by its static payload types (13, 19). A dynamic payload type
+// that the binding's rtpmap names CN or telephone-event is neither voice (CN/16000 on 105, as
+// WebRTC offers, or events several to a packet): the binding is consulted only when a packet's
+// payload type is not the stream's voice one, so rarely. Otherwise the per-packet path does not
+// look at the media binding, so the result is the same whether the binding arrives before or
+// after the first packets (the binding crosses a queue between shards); the exception is such
+// dynamic CN packets before a late binding. The clock rate of a dynamic payload type is the one
 // thing that needs SDP: until it is known the estimator runs once per candidate clock
 // (kCandidateClockRates) and the binding's rtpmap picks the candidate when the stream is read or
 // finished; without a binding, the candidate under which the stream is smoothest (smallest
@@ -190,7 +195,11 @@ enum class Timing : std::uint8_t {
 // leave jitter and the voice reference alone: one packet with its numbers or timestamp far out
 // of line is the sender's slip, not delay variation, and through max jitter it would set the
 // stream's MOS for its whole life.
-SeqVerdict observe_packet(Stream& stream, const RtpPacket& packet, Timestamp arrival, Timing timing = Timing::in_line);
+// `binding`, the stream's media binding or null, names what a dynamic payload type other than the
+// voice one carries (comfort noise, events).
+struct Binding;
+SeqVerdict observe_packet(Stream& stream, const RtpPacket& packet, Timestamp arrival, Timing timing = Timing::in_line,
+                          const Binding* binding = nullptr);
 
 // A voice packet whose RTP timestamp and arrival time disagree by more than this (under every
 // clock the payload type may have) breaks the stream: sipp replaying the same sequence and

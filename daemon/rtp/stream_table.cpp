@@ -167,7 +167,7 @@ void StreamTable::on_rtp(const PacketMeta& meta, const RtpPacket& packet) {
 void StreamTable::measure(std::uint32_t at, const RtpPacket& packet, Timestamp arrival, Timing timing) {
     Stream& stream = streams_[at].stream;
     const bool had_extras = stream.extras.allocated();
-    const SeqVerdict verdict = observe_packet(stream, packet, arrival, timing);
+    const SeqVerdict verdict = observe_packet(stream, packet, arrival, timing, bound(streams_[at]));
     count_extras(had_extras, stream);
     if (verdict == SeqVerdict::duplicate) {
         stats_.duplicate_packets.add();

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace hepd;
@@ -591,6 +592,64 @@ TEST_CASE("a binding clock outside the candidates is counted when the stream fin
     t.finish_all(Timestamp{kBaseUs + 1'000'000});
     CHECK(t.stats().clock_rate_unmatched.value() == 1);
     CHECK(t.stats().finished_streams_by_codec[static_cast<std::size_t>(CodecLabel::other)].value() == 2);
+}
+
+namespace {
+
+// RFC 3550 A.8 over (arrival us, RTP timestamp) pairs, in timestamp units, as written.
+double reference_max_jitter(const std::vector<std::pair<std::int64_t, std::uint32_t>>& sent, double rate) {
+    double j = 0.0;
+    double max = 0.0;
+    for (std::size_t i = 1; i < sent.size(); ++i) {
+        const double d = static_cast<double>(sent[i].first - sent[i - 1].first) * rate / 1e6 -
+                         static_cast<double>(static_cast<std::int32_t>(sent[i].second - sent[i - 1].second));
+        j += (std::fabs(d) - j) / 16.0;
+        max = std::max(max, j);
+    }
+    return max;
+}
+
+}  // namespace
+
+TEST_CASE("comfort noise on a dynamic payload type is not the stream's voice, nor its codec",
+          "[rtp][stream][table][binding][jitter]") {
+    // G.729 with wideband and narrowband CN mapped as WebRTC and FreeSWITCH offer them
+    // (a=rtpmap:105 CN/16000, a=rtpmap:13 CN/8000), silence suppression: a 1-octet CN packet
+    // at the start of each silence (RFC 3389: sent at irregular intervals), voice resumes with
+    // the marker bit.
+    StreamTable t(small_config());
+    RecordingSink sink;
+    t.set_sink(&sink);
+    t.bind(media_binding(bob, "cn@x", 0,
+                         {codec(18, "G729", 8000), codec(105, "CN", 16000), codec(13, "CN", 8000),
+                          codec(101, "telephone-event", 8000)}));
+    std::vector<std::pair<std::int64_t, std::uint32_t>> voice;
+    std::uint16_t seq = 100;
+    std::uint32_t ts = 0;
+    std::int64_t at = 0;
+    for (int burst = 0; burst < 4; ++burst) {
+        for (int i = 0; i < 100; ++i, ++seq, ts += 160, at += 20'000) {
+            const std::int64_t arrival = at + (i % 4) * 1'000LL;
+            t.on_rtp(meta_at(arrival, alice, bob), make_rtp(18, seq, ts, 0x99, 20, i == 0 && burst > 0));
+            voice.emplace_back(arrival, ts);
+        }
+        t.on_rtp(meta_at(at, alice, bob), make_rtp(105, seq++, ts * 2, 0x99, 1));
+        at += 2'000'000;
+        ts += 16'000;
+    }
+    t.finish_all(Timestamp{kBaseUs + 20'000'000});
+    REQUIRE(sink.finished.size() == 1);
+    const Finished& f = sink.finished[0];
+    CHECK(f.stream.comfort_noise_packets == 4);
+    CHECK(f.stream.voice_packets() == 400);
+    CHECK(f.stream.voice_payload_type == 18);
+    CHECK(f.stream.payload_type_changes == 0);
+    CHECK(f.summary.codec == Codec::g729);
+    CHECK(f.summary.lost == 0);
+    CHECK(f.summary.max_jitter_ms == Approx(reference_max_jitter(voice, 8000) / 8.0).epsilon(0.001));
+    // G.729's impairment (Ie 11), not comfort noise's default.
+    CHECK(f.summary.r_factor == Approx(93.2 - 11.0).margin(0.01));
+    CHECK(t.stats().finished_streams_by_codec[static_cast<std::size_t>(CodecLabel::g729)].value() == 1);
 }
 
 TEST_CASE("another call's SDP for a running pair ends its streams; the next packet starts the new call's",
