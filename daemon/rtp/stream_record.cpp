@@ -58,6 +58,15 @@ std::uint64_t hash_stream_key(const StreamKey& key) noexcept {
 
 namespace {
 
+// Adds one |D| worked out in microseconds already (timestamps converted with a precomputed
+// microseconds per unit).
+void add_difference_us(JitterEstimate& e, double d_us) noexcept {
+    double j = e.jitter_us;
+    j += (std::fabs(d_us) - j) / 16.0;
+    e.jitter_us = static_cast<float>(j);
+    e.max_jitter_us = std::max(e.max_jitter_us, e.jitter_us);
+}
+
 // After a packet that moved `last` but is no voice reference itself (an event, comfort noise):
 // the reference stays where it was, its offset from `last` grows.
 void keep_voice_reference(Stream& s, std::int64_t voice_arrival) noexcept {
@@ -125,6 +134,7 @@ SeqVerdict observe_packet(Stream& s, const RtpPacket& p, Timestamp arrival, Timi
         StreamExtras& extras = s.extras.mut();
         extras.candidates.fill(s.jitter);
         extras.dynamic_payload_type = p.payload_type;
+        if (binding != nullptr) bind_clock(s, *binding);
     }
     if ((s.flags & Stream::kHasVoiceReference) != 0) {
         const auto arrival_delta = static_cast<double>(t - voice_arrival);
@@ -139,11 +149,35 @@ SeqVerdict observe_packet(Stream& s, const RtpPacket& p, Timestamp arrival, Timi
                     assigned.clock_rate != 0 ? assigned.clock_rate : kCandidateClockRates[i + 1];
                 add_transit_difference(candidates[i], arrival_delta, timestamp_delta, candidate_rate);
             }
+            if (StreamExtras& extras = s.extras.mut(); extras.bound_clock != 0) {
+                if (assigned.clock_rate != 0) {
+                    add_transit_difference(extras.bound, arrival_delta, timestamp_delta, assigned.clock_rate);
+                } else {
+                    add_difference_us(extras.bound, arrival_delta - timestamp_delta * extras.bound_us_per_tick);
+                }
+            }
         }
     }
     s.set_voice_reference(t);
     s.last_voice_timestamp = p.timestamp;
     return verdict;
+}
+
+void bind_clock(Stream& s, const Binding& binding) {
+    if ((s.flags & Stream::kCandidateClocks) == 0) return;
+    const int at = binding.find(s.dynamic_payload_type());
+    // A clock of kClockRates only (1 kHz to 96 kHz): a rate the table has no code for is not
+    // trusted with the stream's figures.
+    const std::uint32_t rate = at >= 0 ? binding.clock_rate(static_cast<std::size_t>(at)) : 0;
+    if (rate == 0 || candidate_clock_index(rate) >= 0 || rate == s.extras.get().bound_clock) return;
+    StreamExtras& extras = s.extras.mut();
+    std::size_t nearest = 0;
+    const auto distance = [rate](std::uint32_t c) { return std::fabs(std::log(static_cast<double>(c) / rate)); };
+    for (std::size_t i = 1; i < kCandidateClockRates.size(); ++i)
+        if (distance(kCandidateClockRates[i]) < distance(kCandidateClockRates[nearest])) nearest = i;
+    extras.bound = s.estimate(nearest);
+    extras.bound_clock = rate;
+    extras.bound_us_per_tick = static_cast<float>(1e6 / rate);
 }
 
 namespace {
@@ -289,6 +323,9 @@ StreamSummary summarize(const Stream& s, const Binding* binding, const QualityOp
         if (candidate >= 0) {
             slot = candidate;
             out.clock_from_binding = true;
+        } else if (bound_rate != 0 && s.extras.get().bound_clock == bound_rate) {
+            slot = kBoundClockSlot;
+            out.clock_from_binding = true;
         } else {
             out.clock_unmatched = bound_rate != 0 || (at >= 0 && binding->clock(bi) == kUnlistedClock);
             for (std::size_t i = 1; i < kCandidateClockRates.size(); ++i)
@@ -297,7 +334,8 @@ StreamSummary summarize(const Stream& s, const Binding* binding, const QualityOp
         }
     }
     out.jitter_slot = slot;
-    const JitterEstimate& estimate = s.estimate(static_cast<std::size_t>(slot));
+    const JitterEstimate& estimate =
+        slot == kBoundClockSlot ? s.extras.get().bound : s.estimate(static_cast<std::size_t>(slot));
     out.jitter_ms = estimate.jitter_us / 1000.0;
     out.max_jitter_ms = estimate.max_jitter_us / 1000.0;
 

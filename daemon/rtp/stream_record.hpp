@@ -28,12 +28,15 @@
 // WebRTC offers, or events several to a packet): the binding is consulted only when a packet's
 // payload type is not the stream's voice one, so rarely. Otherwise the per-packet path does not
 // look at the media binding, so the result is the same whether the binding arrives before or
-// after the first packets (the binding crosses a queue between shards); the exception is such
-// dynamic CN packets before a late binding. The clock rate of a dynamic payload type is the one
-// thing that needs SDP: until it is known the estimator runs once per candidate clock
+// after the first packets (the binding crosses a queue between shards); the exceptions are such
+// dynamic CN packets and the estimate under a clock outside the candidates (below), for the
+// packets before a late binding. The clock rate of a dynamic payload type is the one thing that
+// needs SDP: until it is known the estimator runs once per candidate clock
 // (kCandidateClockRates) and the binding's rtpmap picks the candidate when the stream is read or
 // finished; without a binding, the candidate under which the stream is smoothest (smallest
-// maximum jitter) is taken.
+// maximum jitter) is taken. An rtpmap clock that is none of the candidates (SILK 24000, G.722.1
+// 32000, L16 44100: any rate of kClockRates) gets an estimate of its own when the stream and its
+// binding meet (bind_clock), seeded from the nearest candidate's.
 #include "core/address.hpp"
 #include "core/compact_text.hpp"
 #include "core/media_binding.hpp"
@@ -119,6 +122,11 @@ struct StreamExtras {
     std::array<JitterEstimate, kCandidateClockRates.size() - 1> candidates{};  // clocks 1.. of kCandidateClockRates
     HeldPacket held;                                     // not in snapshots: at most one packet, re-judged
     std::uint8_t dynamic_payload_type = kNoPayloadType;  // first voice payload type of unknown clock
+    // Under the binding's rtpmap clock of dynamic_payload_type when that is no candidate
+    // (bind_clock): its microseconds per timestamp unit are worked out then, not per packet.
+    std::uint32_t bound_clock = 0;  // Hz; 0: none
+    float bound_us_per_tick = 0.0F;
+    JitterEstimate bound;
 
     friend bool operator==(const StreamExtras&, const StreamExtras&) = default;
 };
@@ -196,10 +204,15 @@ enum class Timing : std::uint8_t {
 // of line is the sender's slip, not delay variation, and through max jitter it would set the
 // stream's MOS for its whole life.
 // `binding`, the stream's media binding or null, names what a dynamic payload type other than the
-// voice one carries (comfort noise, events).
+// voice one carries (comfort noise, events) and the clock of the first dynamic one (bind_clock).
 struct Binding;
 SeqVerdict observe_packet(Stream& stream, const RtpPacket& packet, Timestamp arrival, Timing timing = Timing::in_line,
                           const Binding* binding = nullptr);
+// The stream meets its binding (its first dynamic voice packet, or a binding that arrives for a
+// running stream, or a restore): when the binding's rtpmap gives the stream's dynamic payload
+// type a clock of kClockRates that is no candidate, that clock gets its own estimate from now
+// on, seeded from the candidate nearest to it. Nothing otherwise; never per packet.
+void bind_clock(Stream& stream, const Binding& binding);
 
 // A voice packet whose RTP timestamp and arrival time disagree by more than this (under every
 // clock the payload type may have) breaks the stream: sipp replaying the same sequence and
@@ -290,6 +303,9 @@ struct QualityOptions {
     double jitter_buffer_factor = 2.0;      // assumed jitter buffer: this times the max jitter
 };
 
+// StreamSummary::jitter_slot of the estimate under the binding's own clock (StreamExtras::bound).
+inline constexpr int kBoundClockSlot = static_cast<int>(kCandidateClockRates.size());
+
 // Derived figures of a stream, computed on demand (reports, finished streams).
 struct StreamSummary {
     std::int64_t expected = 0;
@@ -298,9 +314,9 @@ struct StreamSummary {
     std::uint64_t lost_clamped = 0;   // max(lost, 0)
     double loss_percent = 0.0;        // lost_clamped / expected
     std::uint32_t clock_rate = 0;     // of the voice payload type; 0 when unknown
-    int jitter_slot = 0;              // which estimate was used
+    int jitter_slot = 0;              // which estimate was used (kBoundClockSlot: extras' bound)
     bool clock_from_binding = false;  // a dynamic clock resolved by the binding's rtpmap
-    bool clock_unmatched = false;     // the binding named a clock outside the candidates
+    bool clock_unmatched = false;     // the binding named a clock the stream has no estimate under
     double jitter_ms = 0.0;           // last J
     double max_jitter_ms = 0.0;
     Codec codec = Codec::unknown;

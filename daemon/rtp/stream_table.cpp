@@ -381,7 +381,9 @@ void StreamTable::join(std::uint32_t stream, std::uint32_t binding, Timestamp wh
         }
     }
     slot.binding = binding;
-    if (binding != kNone && bindings_[binding].streams++ == 0) {
+    if (binding == kNone) return;
+    bind_clock(slot.stream, bindings_.entry(binding).value.binding);
+    if (bindings_[binding].streams++ == 0) {
         --pending_count_;
         stats_.pending_bindings.add(-1);
     }
@@ -1026,6 +1028,7 @@ bool StreamTable::insert(const StreamKey& key, const Stream& stream) {
     if (find_stream(key, hash) != kNone) return false;
     const std::uint32_t i = create_stream(key, hash, false, stream.last);
     streams_[i].stream = stream;
+    if (const Binding* binding = bound(streams_[i])) bind_clock(streams_[i].stream, *binding);
     count_extras(false, stream);
     if (stream.receiver.allocated()) ++views_count_;
     return true;

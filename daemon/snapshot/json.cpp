@@ -181,6 +181,13 @@ Json stream_json(const StreamRecord& r) {
         jitter.push_back(std::move(e));
     }
     j["jitter"] = std::move(jitter);
+    if (const rtp::StreamExtras& extras = s.extras.get(); extras.bound_clock != 0) {
+        Json e;
+        e["clock_rate"] = extras.bound_clock;
+        e["jitter_us"] = extras.bound.jitter_us;
+        e["max_jitter_us"] = extras.bound.max_jitter_us;
+        j["bound_clock_jitter"] = std::move(e);
+    }
     Json seq;
     seq["started"] = q.started;
     seq["validated"] = q.validated;

@@ -479,6 +479,12 @@ void to_proto(const StreamRecord& in, Stream& out) {
     out.set_dynamic_payload_type(s.dynamic_payload_type());
     out.set_has_voice_reference((s.flags & rtp::Stream::kHasVoiceReference) != 0);
     out.set_candidate_clocks((s.flags & rtp::Stream::kCandidateClocks) != 0);
+    if (const rtp::StreamExtras& extras = s.extras.get(); extras.bound_clock != 0) {
+        JitterEstimate& j = *out.mutable_bound_clock_jitter();
+        j.set_clock_rate(extras.bound_clock);
+        j.set_jitter_us(extras.bound.jitter_us);
+        j.set_max_jitter_us(extras.bound.max_jitter_us);
+    }
 }
 
 bool from_proto(const Stream& in, StreamRecord& out, std::string& why) {
@@ -544,6 +550,19 @@ bool from_proto(const Stream& in, StreamRecord& out, std::string& why) {
     r.uint("dynamic_payload_type", in.dynamic_payload_type(), dynamic_payload_type);
     if (dynamic_payload_type != rtp::kNoPayloadType) s.extras.mut().dynamic_payload_type = dynamic_payload_type;
     s.flags = in.candidate_clocks() ? rtp::Stream::kCandidateClocks : 0;
+    if (in.has_bound_clock_jitter()) {
+        const JitterEstimate& j = in.bound_clock_jitter();
+        const std::uint32_t rate = j.clock_rate();
+        if (rtp::clock_code(rate) == rtp::kUnlistedClock || rate == 0 || rtp::candidate_clock_index(rate) >= 0) {
+            r.fail("bound_clock_jitter.clock_rate",
+                   "not a listed clock outside the candidates: " + std::to_string(rate));
+        } else {
+            rtp::StreamExtras& extras = s.extras.mut();
+            extras.bound_clock = rate;
+            extras.bound_us_per_tick = static_cast<float>(1e6 / rate);
+            extras.bound = rtp::JitterEstimate{j.jitter_us(), j.max_jitter_us()};
+        }
+    }
     // A reference after `last` or too far before it (never written so) is dropped, as live.
     s.set_voice_reference(voice_arrival.us);
     if (!in.has_voice_reference()) s.flags = static_cast<std::uint8_t>(s.flags & ~rtp::Stream::kHasVoiceReference);

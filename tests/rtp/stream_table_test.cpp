@@ -586,7 +586,7 @@ TEST_CASE("an SSRC change is a new stream; the old one ends when idle", "[rtp][s
 TEST_CASE("a binding clock outside the candidates is counted when the stream finishes",
           "[rtp][stream][table][binding]") {
     StreamTable t(small_config());
-    t.bind(media_binding(bob, "l16@x", 0, {codec(96, "L16", 44100)}));
+    t.bind(media_binding(bob, "l16@x", 0, {codec(96, "L16", 37800)}));  // no code in kClockRates
     send(t, alice, bob, 1, 20, 0, 96);
     send(t, alice, carol, 2, 20, 0, 96);  // unbound: the smoothest candidate, nothing to count
     t.finish_all(Timestamp{kBaseUs + 1'000'000});
@@ -610,6 +610,39 @@ double reference_max_jitter(const std::vector<std::pair<std::int64_t, std::uint3
 }
 
 }  // namespace
+
+TEST_CASE("a dynamic payload type's rtpmap clock outside the candidates is the jitter's clock",
+          "[rtp][stream][table][binding][jitter]") {
+    // SILK at 24 kHz, G.722.1C at 32 kHz, L16 at 44.1 kHz, iLBC-like 12 kHz: RFC 3550 A.8 jitter is
+    // in timestamp units of the payload's own clock; a neighbouring candidate's scales it wrongly.
+    struct Case {
+        const char* name;
+        std::uint32_t rate;
+    };
+    for (const Case c : {Case{"SILK", 24000}, Case{"G7221", 32000}, Case{"L16", 44100}, Case{"X-NB", 12000}}) {
+        INFO(c.name << "/" << c.rate);
+        StreamTable t(small_config());
+        RecordingSink sink;
+        t.set_sink(&sink);
+        t.bind(media_binding(bob, "clock@x", 0, {codec(104, c.name, c.rate), codec(101, "telephone-event", 8000)}));
+        std::vector<std::pair<std::int64_t, std::uint32_t>> sent;
+        const std::uint32_t step = c.rate / 50;  // 20 ms
+        for (int i = 0; i < 300; ++i) {
+            const std::int64_t at = i * 20'000LL + ((i * 7) % 5) * 3'000LL;
+            const auto ts = static_cast<std::uint32_t>(12345 + step * i);
+            t.on_rtp(meta_at(at, alice, bob), make_rtp(104, static_cast<std::uint16_t>(100 + i), ts, 0x33, 60));
+            sent.emplace_back(at, ts);
+        }
+        t.finish_all(Timestamp{kBaseUs + 7'000'000});
+        REQUIRE(sink.finished.size() == 1);
+        const StreamSummary& sum = sink.finished[0].summary;
+        CHECK(sum.clock_rate == c.rate);
+        CHECK(sum.clock_from_binding);
+        CHECK_FALSE(sum.clock_unmatched);
+        CHECK(sum.max_jitter_ms == Approx(reference_max_jitter(sent, c.rate) * 1000.0 / c.rate).epsilon(0.001));
+        CHECK(t.stats().clock_rate_unmatched.value() == 0);
+    }
+}
 
 TEST_CASE("comfort noise on a dynamic payload type is not the stream's voice, nor its codec",
           "[rtp][stream][table][binding][jitter]") {

@@ -120,6 +120,7 @@ constexpr const char* kExpected = R"({
       {"clock_rate": 48000, "jitter_us": 20.5, "max_jitter_us": 150.0625},
       {"clock_rate": 90000, "jitter_us": 11.25, "max_jitter_us": 83.5}
     ],
+    "bound_clock_jitter": {"clock_rate": 24000, "jitter_us": 41.5, "max_jitter_us": 300.25},
     "sequence": {
       "started": true, "validated": true, "probation": 1, "base_seq": 65500, "max_seq": 406,
       "cycles": 196608, "received": 401, "prior_expected": 402, "prior_received": 403, "gaps": 404,

@@ -181,6 +181,8 @@ TEST_CASE("a stream with every field set survives the round trip", "[snapshot][m
     CHECK(m.has_voice_reference());
     CHECK(m.candidate_clocks());
     CHECK(m.bytes() == 0x1'0000'0003ULL);
+    CHECK(m.bound_clock_jitter().clock_rate() == 24000);
+    CHECK(m.bound_clock_jitter().max_jitter_us() == 300.25F);
 
     // Each flag on its own maps to its own bit.
     StreamRecord one = in;
@@ -190,6 +192,20 @@ TEST_CASE("a stream with every field set survives the round trip", "[snapshot][m
     CHECK(round_trip<Stream>(one) == one);
     const StreamRecord defaults;
     CHECK(round_trip<Stream>(defaults) == defaults);
+
+    // A snapshot from before the estimate under the binding's own clock has none.
+    Stream old;
+    to_proto(in, old);
+    old.clear_bound_clock_jitter();
+    StreamRecord back;
+    std::string why;
+    REQUIRE(from_proto(old, back, why));
+    CHECK(back.stream.extras.get().bound_clock == 0);
+    // A clock that is a candidate, or that this build has no code for, is refused.
+    old.mutable_bound_clock_jitter()->set_clock_rate(48000);
+    CHECK_FALSE(from_proto(old, back, why));
+    old.mutable_bound_clock_jitter()->set_clock_rate(37800);
+    CHECK_FALSE(from_proto(old, back, why));
 }
 
 TEST_CASE("jitter estimates are matched by clock rate, not by position", "[snapshot][mapping]") {

@@ -145,6 +145,9 @@ inline StreamRecord sample_stream(const char* dst = "198.51.100.20:30000") {
     s.payload_type_changes = 2;
     s.voice_payload_type = 111;
     s.extras.mut().dynamic_payload_type = 111;
+    s.extras.mut().bound_clock = 24000;  // as if the binding had said SILK/24000
+    s.extras.mut().bound_us_per_tick = static_cast<float>(1e6 / 24000);
+    s.extras.mut().bound = rtp::JitterEstimate{41.5F, 300.25F};
     s.flags = rtp::Stream::kCandidateClocks;
     s.set_voice_reference(1'700'000'001'500'002);
     return r;
