@@ -72,6 +72,10 @@ struct MediaBinding {
     // An end the packet clock brought (the dialog's linger ran out at `time`), not a message at an
     // input position: a single reader applies it at the first clock step that reaches `time`.
     bool at_deadline = false;
+    // The codecs are the other end's answer (the answer naming the offerer's address again), not
+    // the formats RTP to `media` carries: they tell which of those the call chose (RFC 3264: the
+    // answer's first format that the offer also had). In padding: the size is unchanged.
+    bool codecs_of_peer = false;
 };
 
 // RTP and its RTCP (port + 1, or the same port with rtcp-mux) map to one key, so both land on

@@ -9,8 +9,11 @@
 //    and rtpengine reports at a steady rate, so the mean is the loss over the stream; the
 //    packets expected are not reported, so the cumulative count cannot be turned into a ratio;
 //  - jitter: the largest interarrival jitter reported, from RTP timestamp units into time at the
-//    clock rate of the codec bound to the reporter's address (8 kHz when none is known: every
-//    narrowband codec, and what rtpengine assumes too);
+//    clock rate of the call's codec (8 kHz when none is known: every narrowband codec, and what
+//    rtpengine assumes too). The codec is the format the answer chose among the reporter's
+//    address's (RFC 3264: the answer's first that the offer also had, Binding::voice_format), not
+//    the offer's first; with only the offer seen, its codec when it offers one, else none yet
+//    (each report asks again, so an answer that comes later decides);
 //  - RTT: the last round trip from LSR/DLSR;
 //  - MOS: the E-model (emodel.hpp) of that loss (random, BurstR 1: bursts are not reported),
 //    half the RTT plus the jitter buffer as the delay, and the codec's impairment.

@@ -67,6 +67,8 @@ void add_difference_us(JitterEstimate& e, double d_us) noexcept {
     e.max_jitter_us = std::max(e.max_jitter_us, e.jitter_us);
 }
 
+bool is_voice_codec(Codec codec) noexcept { return codec != Codec::telephone_event && codec != Codec::comfort_noise; }
+
 // After a packet that moved `last` but is no voice reference itself (an event, comfort noise):
 // the reference stays where it was, its offset from `last` grows.
 void keep_voice_reference(Stream& s, std::int64_t voice_arrival) noexcept {
@@ -290,6 +292,8 @@ Binding make_binding(const MediaBinding& in) {
     b.caller_peer = in.caller_peer;
     b.callee_peer = in.callee_peer;
     b.time = in.time;
+    // An answer's formats that name the offerer's address keep their list here until the table
+    // finds the offer (choose_from_answer); without one they stand for the address's own.
     const std::size_t n = std::min<std::size_t>(in.codec_count, kMaxBindingCodecs);
     b.codec_count = static_cast<std::uint8_t>(n);
     for (std::size_t i = 0; i < n; ++i) {
@@ -301,6 +305,43 @@ Binding make_binding(const MediaBinding& in) {
                     clock_code(c.clock_rate != 0 ? c.clock_rate : assigned.clock_rate));
     }
     return b;
+}
+
+int Binding::voice_format(bool answer) const noexcept {
+    if (answer_choice < codec_count) return answer_choice;
+    int first = -1;
+    for (std::size_t i = 0; i < codec_count && i < kMaxBindingCodecs; ++i) {
+        if (!is_voice_codec(codec(i))) continue;
+        if (first < 0) {
+            first = static_cast<int>(i);
+            if (answer) return first;
+        } else {
+            const auto f = static_cast<std::size_t>(first);
+            if (codec(i) != codec(f) || clock(i) != clock(f)) return -1;  // the answer picks
+        }
+    }
+    return first;
+}
+
+void Binding::choose_from_answer(const Binding& offer) noexcept {
+    const Binding answer = *this;
+    copy_codecs(offer);
+    answer_choice = kNoChoice;
+    // The answer's formats in its order; the offer's of the same number (RFC 3264 6.1: the
+    // answer SHOULD keep the offer's numbers), else of the same codec and clock.
+    for (std::size_t a = 0; a < answer.codec_count && a < kMaxBindingCodecs; ++a) {
+        if (!is_voice_codec(answer.codec(a))) continue;
+        const Codec wanted = answer.codec(a);
+        int at = find(answer.payload_types[a]);
+        if (at >= 0 && wanted != Codec::unknown && codec(static_cast<std::size_t>(at)) != wanted) at = -1;
+        const bool named = wanted != Codec::unknown && wanted != Codec::other;
+        for (std::size_t o = 0; at < 0 && named && o < codec_count && o < kMaxBindingCodecs; ++o)
+            if (codec(o) == wanted && clock(o) == answer.clock(a)) at = static_cast<int>(o);
+        if (at >= 0) {
+            answer_choice = static_cast<std::uint8_t>(at);
+            return;
+        }
+    }
 }
 
 StreamSummary summarize(const Stream& s, const Binding* binding, const QualityOptions& options) noexcept {

@@ -256,6 +256,9 @@ struct Binding {
     std::uint8_t callee_peer = 0;
     std::uint8_t codec_count = 0;
     std::array<std::uint8_t, kMaxBindingCodecs> payload_types{};
+    // The format the other end's answer chose among these (choose_from_answer), or kNoChoice.
+    std::uint8_t answer_choice = kNoChoice;
+    static constexpr std::uint8_t kNoChoice = 0xFF;
 
     bool same_call(const Binding& o) const noexcept { return dialog == o.dialog && call_id == o.call_id; }
     Codec codec(std::size_t i) const noexcept { return static_cast<Codec>(codec_clocks_[i] & 0x0FU); }
@@ -269,12 +272,24 @@ struct Binding {
         const auto code = static_cast<unsigned>(clock == kUnlistedClock ? kPackedUnlisted : clock);
         codec_clocks_[i] = static_cast<std::uint8_t>((code << 4) | static_cast<unsigned>(codec));
     }
-    // The formats of `from` (codec_count, payload types, codecs and clocks).
+    // The formats of `from` (codec_count, payload types, codecs and clocks, the answer's choice).
     void copy_codecs(const Binding& from) noexcept {
         codec_count = from.codec_count;
         payload_types = from.payload_types;
+        answer_choice = from.answer_choice;
         codec_clocks_ = from.codec_clocks_;
     }
+
+    // Index of the voice format (neither events nor comfort noise) that RTP to this address
+    // carries as far as SDP tells (RFC 3264: the answer's first format that the offer also
+    // had), or -1: the answer's choice once known; else, when this list is itself an answer
+    // (`answer`), its first voice format; else (an offer not answered yet) the offer's voice
+    // format when it offers one codec only, -1 when the answer could still pick among several.
+    int voice_format(bool answer) const noexcept;
+    // This binding holds the other end's answer (MediaBinding::codecs_of_peer); `offer` is this
+    // address's own binding of the call: takes the offer's formats and records which of them the
+    // answer chose.
+    void choose_from_answer(const Binding& offer) noexcept;
 
     // Index of the rtpmap entry for `payload_type`, or -1.
     int find(std::uint8_t payload_type) const noexcept {

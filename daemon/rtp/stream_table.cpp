@@ -501,7 +501,19 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, const Endpoint& 
 }
 
 void StreamTable::bind(const MediaBinding& binding) {
-    apply_binding(media_key(binding.media), binding_peer(binding), make_binding(binding));
+    const Endpoint media = media_key(binding.media);
+    Binding b = make_binding(binding);
+    if (binding.codecs_of_peer) take_offer(media, b);
+    apply_binding(media, binding_peer(binding), std::move(b));
+}
+
+// `binding` holds the other end's answer: the formats are this address's own binding's of the
+// call (the offer), with the answer's choice; without one, the answer's stand for them.
+void StreamTable::take_offer(const Endpoint& media, Binding& binding) const noexcept {
+    const std::uint32_t m = find_media(media);
+    const std::uint32_t offer = m == kNone ? kNone : binding_of_call(m, binding);
+    if (offer != kNone && bindings_.entry(offer).value.binding.codec_count != 0)
+        binding.choose_from_answer(bindings_.entry(offer).value.binding);
 }
 
 // Its dialog has ended: gone now if no stream uses it, else when the last one leaves (join()).
@@ -828,12 +840,11 @@ void StreamTable::note_reporter_binding(std::uint32_t at, std::string_view call_
         reported.dialog = binding.dialog;
         reported.caller_peer = binding.caller_peer;
         reported.callee_peer = binding.callee_peer;
-        for (std::size_t c = 0; c < binding.codec_count && c < kMaxBindingCodecs; ++c) {
-            const Codec codec = binding.codec(c);
-            if (codec == Codec::telephone_event || codec == Codec::comfort_noise) continue;
-            reported.codec = codec;
-            reported.clock_rate = binding.clock_rate(c);
-            break;
+        // The answer's choice, not the offer's first format (until the answer is known, an offer
+        // of several codecs leaves it open: tried again at the next report).
+        if (const int f = binding.voice_format(bindings_.entry(b).key.peer.port != 0); f >= 0) {
+            reported.codec = binding.codec(static_cast<std::size_t>(f));
+            reported.clock_rate = binding.clock_rate(static_cast<std::size_t>(f));
         }
         if (reported.codec != Codec::unknown) return;
     }
@@ -927,7 +938,8 @@ void StreamTable::on_rtcp_json(const PacketMeta& meta, std::string_view call_id,
             // Summed only while the count is exact, so that their ratio stays a mean.
             if (reported.view.reports < std::numeric_limits<std::uint16_t>::max())
                 reported.fraction_lost_sum += block.fraction_lost;
-            if (reported.dialog == 0) note_reporter_binding(r, call_id, media_key(meta.dst));
+            if (reported.dialog == 0 || reported.codec == Codec::unknown)
+                note_reporter_binding(r, call_id, media_key(meta.dst));
             view = &reported.view;
         } else {
             kept_all = false;

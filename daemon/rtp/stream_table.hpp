@@ -324,6 +324,7 @@ private:
     // `binding` shares its call's Call-ID block and takes its offer's codecs if it has none.
     std::uint32_t binding_of_call(std::uint32_t m, const Binding& binding) const noexcept;
     void inherit_from_call(std::uint32_t m, const Endpoint& peer, Binding& binding) const noexcept;
+    void take_offer(const Endpoint& media, Binding& binding) const noexcept;
     void note_parse_error(Timestamp now, std::string_view what, std::string_view reason);
     void apply_binding(const Endpoint& media, const Endpoint& peer, Binding binding);
     std::uint32_t find_reported_stream(const Endpoint& reporter, std::uint32_t ssrc,

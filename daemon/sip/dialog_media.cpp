@@ -118,6 +118,21 @@ std::optional<Endpoint> usable_media(const SessionDescription& sdp, std::size_t 
     return endpoint;
 }
 
+void put_codecs(const SessionDescription& sdp, std::size_t i, MediaBinding& binding) noexcept {
+    binding.codec_count = 0;
+    for (const std::uint8_t pt : sdp.media[i].payload_type_list()) {
+        if (binding.codec_count == kMaxBindingCodecs) break;
+        CodecInfo& codec = binding.codecs[binding.codec_count++];
+        codec = CodecInfo{};
+        codec.payload_type = pt;
+        if (const auto map = find_rtpmap(sdp, i, pt)) {
+            codec.clock_rate = map->clock_rate;
+            codec.channels = map->channels;
+            codec.set_name(map->encoding);
+        }
+    }
+}
+
 MediaEmitResult emit_media_bindings(const SessionDescription& sdp, const CompactText& call_id, std::uint32_t dialog,
                                     Timestamp time, std::span<const Endpoint> peers, MediaSink& sink) noexcept {
     MediaEmitResult result;
@@ -139,16 +154,7 @@ MediaEmitResult emit_media_bindings(const SessionDescription& sdp, const Compact
         binding.call_id = call_id.view();
         binding.call_id_text = &call_id;
         binding.dialog = dialog;
-        for (const std::uint8_t pt : media.payload_type_list()) {
-            if (binding.codec_count == kMaxBindingCodecs) break;
-            CodecInfo& codec = binding.codecs[binding.codec_count++];
-            codec.payload_type = pt;
-            if (const auto map = find_rtpmap(sdp, i, pt)) {
-                codec.clock_rate = map->clock_rate;
-                codec.channels = map->channels;
-                codec.set_name(map->encoding);
-            }
-        }
+        put_codecs(sdp, i, binding);
         sink.on_media_binding(binding);
         ++result.emitted;
     }

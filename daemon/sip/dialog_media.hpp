@@ -59,6 +59,10 @@ std::optional<Endpoint> usable_media(const SessionDescription& sdp, std::size_t 
 MediaEmitResult emit_media_bindings(const SessionDescription& sdp, const CompactText& call_id, std::uint32_t dialog,
                                     Timestamp time, std::span<const Endpoint> peers, MediaSink& sink) noexcept;
 
+// The first kMaxBindingCodecs formats of media section `i` into `binding.codecs`, resolved as
+// emit_media_bindings does.
+void put_codecs(const SessionDescription& sdp, std::size_t i, MediaBinding& binding) noexcept;
+
 // Content-Type is application/sdp (any case, parameters allowed).
 bool is_sdp_content_type(std::string_view content_type) noexcept;
 // Content-Type is multipart/* (SDP may be one of its parts: sdp_part_of_multipart()).

@@ -504,7 +504,8 @@ void DialogTable::emit_sdp(std::uint32_t at, const Message& m, Hop hop, Timestam
     stats_->media_bindings.add(r.emitted);
     if (r.unusable != 0)
         stats_->anomalies[static_cast<std::size_t>(DialogAnomaly::sdp_unusable_address)].add(r.unusable);
-    // The other side's addresses learn their peer too (their codecs came with their own SDP).
+    // The other side's addresses learn their peer too (their codecs came with their own SDP),
+    // and this SDP's formats: when it answers theirs, which of their formats the call uses.
     for (std::size_t i = 0; i < kSdpMedia; ++i) {
         if (peers[i].port == 0 || mine.media[i].port == 0) continue;
         MediaBinding back;
@@ -514,6 +515,8 @@ void DialogTable::emit_sdp(std::uint32_t at, const Message& m, Hop hop, Timestam
         back.call_id = key.call_id();
         back.call_id_text = &key.call_id_text();
         back.dialog = dialog;
+        put_codecs(*sdp_, i, back);
+        back.codecs_of_peer = true;
         sink.on_media_binding(back);
         stats_->media_bindings.add();
     }

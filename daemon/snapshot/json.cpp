@@ -227,6 +227,7 @@ Json binding_json(const BindingRecord& r) {
         codecs.push_back(std::move(c));
     }
     j["codecs"] = std::move(codecs);
+    if (b.answer_choice < b.codec_count) j["answer_choice"] = b.answer_choice;
     return j;
 }
 

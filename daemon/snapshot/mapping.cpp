@@ -594,6 +594,7 @@ void to_proto(const BindingRecord& in, Binding& out) {
     out.set_released(in.released);
     if (in.peer.port != 0) to_proto(in.peer, *out.mutable_peer());
     out.set_dialog(b.dialog);
+    if (b.answer_choice < n) out.set_answer_choice(b.answer_choice + 1U);
 }
 
 bool from_proto(const Binding& in, BindingRecord& out, std::string& why) {
@@ -618,6 +619,13 @@ bool from_proto(const Binding& in, BindingRecord& out, std::string& why) {
     b.codec_count = static_cast<std::uint8_t>(in.codecs_size());
     if (in.has_peer()) r.endpoint("peer", in.peer(), out.peer);
     b.dialog = in.dialog();
+    if (in.answer_choice() != 0) {
+        if (in.answer_choice() > b.codec_count) {
+            r.fail("answer_choice", std::to_string(in.answer_choice()) + " beyond the codecs");
+        } else {
+            b.answer_choice = static_cast<std::uint8_t>(in.answer_choice() - 1);
+        }
+    }
     out.waiting = in.waiting();
     out.released = in.released();
     return r.ok();

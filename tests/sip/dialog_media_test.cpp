@@ -88,7 +88,12 @@ TEST_CASE("media: SDP of the offer and the answer become bindings", "[sip][dialo
     const MediaBinding& back = h.sink.got[3].binding;
     CHECK(back.media == ep("192.0.2.10:49170"));
     CHECK(back.peer == ep("[2001:db8::5]:3456"));
-    CHECK(back.codec_count == 0);  // its codecs came with the offer
+    // Its own codecs came with the offer; it carries the answer's, which tell the offer's address
+    // which of its formats the call chose.
+    CHECK(back.codecs_of_peer);
+    check_codecs(back, {{111, "opus", 48000, 2}, {9, "G722", 8000, 1}});
+    CHECK_FALSE(answer.codecs_of_peer);
+    CHECK_FALSE(audio.codecs_of_peer);
     CHECK(h.sink.got[3].call_id == "call-1@example.net");
     CHECK(h.stats().media_bindings.value() == 4);
 

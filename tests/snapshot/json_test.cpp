@@ -149,7 +149,8 @@ constexpr const char* kExpected = R"({
       {"payload_type": 111, "codec": "opus", "clock_rate": 48000},
       {"payload_type": 13, "codec": "comfort_noise", "clock_rate": "unlisted"},
       {"payload_type": 96, "codec": "other", "clock_rate": 90000}
-    ]
+    ],
+    "answer_choice": 3
   }],
   "reported_streams": [{
     "call_id": "rtpengine-7f1a@10.0.0.9",

@@ -238,6 +238,7 @@ TEST_CASE("a binding with every field set survives the round trip", "[snapshot][
     CHECK(m.codecs(6).clock_unlisted());
     CHECK(m.codecs(6).clock_rate() == 0);
     CHECK(m.codecs(7).clock_rate() == 90000);
+    CHECK(m.answer_choice() == 4);  // 1 + the index
     CHECK(m.waiting());
 
     // Fewer codecs than the cap, a bound (not waiting) binding.
@@ -248,7 +249,17 @@ TEST_CASE("a binding with every field set survives the round trip", "[snapshot][
     few.binding.set_codec(1, rtp::Codec::telephone_event, 1);
     for (std::size_t i = 2; i < kMaxBindingCodecs; ++i) few.binding.set_codec(i, rtp::Codec::unknown, 0);
     few.waiting = false;
+    few.binding.answer_choice = rtp::Binding::kNoChoice;  // before an answer, or from an older file
     CHECK(round_trip<Binding>(few) == few);
+    few.binding.answer_choice = 0;
+    CHECK(round_trip<Binding>(few) == few);
+    // A choice beyond the codecs is refused.
+    Binding wrong;
+    to_proto(few, wrong);
+    wrong.set_answer_choice(3);
+    BindingRecord out;
+    std::string why;
+    CHECK_FALSE(from_proto(wrong, out, why));
 }
 
 TEST_CASE("a clock rate unknown to this build reads as unlisted", "[snapshot][mapping]") {

@@ -169,6 +169,7 @@ inline BindingRecord sample_binding(const char* media = "198.51.100.20:30000") {
     // Codes of rtp::kClockRates: 8000, 8000, 8000, 8000, 8000, 48000, unlisted, 90000.
     const std::array<std::uint8_t, 8> clocks{1, 1, 1, 1, 1, 9, rtp::kUnlistedClock, 10};
     for (std::size_t i = 0; i < codecs.size(); ++i) b.set_codec(i, codecs[i], clocks[i]);
+    b.answer_choice = 3;  // the answer chose G.729
     r.waiting = true;
     return r;
 }
