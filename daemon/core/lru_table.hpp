@@ -17,6 +17,15 @@
 // offer's binding replaced by its answer's) do not fill the index with tombstones that force
 // it to double. A table holds at most kMaxCapacity entries.
 //
+// Recency classes (`Classes`, one by default): the links may form several lists, one a class of
+// entries the value tells (Classes::of(value), 0 to Classes::kCount - 1). An entry joins the list
+// of its value's class when it is inserted or touched (so a touch after the value changed class
+// moves it there), and at the cap insert() evicts the least recent entry of the lowest class that
+// has one: a class that must survive a flood of another costs no byte an entry. Only linking reads
+// the class; unlinking finds an entry's list by its heads and tails, so an entry whose value
+// changed class untouched merely stays in its old list. Walks (oldest(), newer(), for_each())
+// visit the classes in eviction order, each from least to most recent.
+//
 // A table that nothing evicts and nobody walks in order (kTracksRecency false) keeps no links:
 // its entries are 8 bytes smaller, it never evicts (insert() at the cap refuses), and touch(),
 // contains(), oldest(), newer(), for_each() and erase_if() are not there.
@@ -29,6 +38,7 @@
 #include "core/reserved_memory.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -46,8 +56,19 @@ struct RecencyLinks {
 struct NoRecencyLinks {};
 }  // namespace detail
 
-template <class Key, class Value, class KeyHash, bool kTracksRecency = true>
+// One recency list: plain least-recently-used order.
+struct OneRecencyClass {
+    static constexpr std::size_t kCount = 1;
+    template <class Value>
+    static constexpr std::size_t of(const Value& /*value*/) noexcept {
+        return 0;
+    }
+};
+
+template <class Key, class Value, class KeyHash, bool kTracksRecency = true, class Classes = OneRecencyClass>
 class LruTable {
+    static_assert(Classes::kCount >= 1 && (kTracksRecency || Classes::kCount == 1));
+
 public:
     static constexpr std::uint32_t kNone = 0xffffffffU;
     // Entry indexes fit the slot's 24 bits, and all ones is the empty slot.
@@ -85,8 +106,8 @@ public:
     }
 
     // Inserts a new entry (the caller has checked that the key is absent) and makes it the most
-    // recent. When the table is full, the least recent entry is removed first and returned; one
-    // that does not track recency refuses (kNone).
+    // recent of its class. When the table is full, the least recent entry of the lowest class is
+    // removed first and returned; a table that does not track recency refuses (kNone).
     std::pair<std::uint32_t, std::optional<Entry>> insert(Key key, Value value) {
         const std::uint64_t hash = KeyHash{}(key);
         return insert(std::move(key), std::move(value), hash);
@@ -98,7 +119,7 @@ public:
         if constexpr (!kTracksRecency) {
             if (size_ >= capacity_) return {kNone, std::nullopt};
         } else if (size_ >= capacity_) {
-            const std::uint32_t victim = head_;
+            const std::uint32_t victim = oldest();
             unindex(victim);  // by its key, before the key is moved out
             evicted = std::move(entries_[victim]);
             release(victim);
@@ -125,8 +146,9 @@ public:
         return {at, std::move(evicted)};
     }
 
+    // Makes the entry the most recent of its value's class (moving it there if that changed).
     void touch(std::uint32_t at) noexcept requires kTracksRecency {
-        if (tail_ == at) return;
+        if (tail_[Classes::of(entries_[at].value)] == at) return;
         unlink(at);
         link_back(at);
     }
@@ -137,30 +159,40 @@ public:
     }
 
     // Whether `at` holds a live entry (an index kept elsewhere may name an erased one): a live
-    // entry has an older neighbour or is the oldest.
+    // entry has an older neighbour or is the oldest of its class.
     bool contains(std::uint32_t at) const noexcept requires kTracksRecency {
-        return at < entries_.size() && (entries_[at].prev != kNone || head_ == at);
+        return at < entries_.size() &&
+               (entries_[at].prev != kNone || std::find(head_.begin(), head_.end(), at) != head_.end());
     }
 
     Entry& entry(std::uint32_t at) noexcept { return entries_[at]; }
     const Entry& entry(std::uint32_t at) const noexcept { return entries_[at]; }
     Value& operator[](std::uint32_t at) noexcept { return entries_[at].value; }
 
-    std::uint32_t oldest() const noexcept requires kTracksRecency { return head_; }
-    std::uint32_t newer(std::uint32_t at) const noexcept requires kTracksRecency { return entries_[at].next; }
+    // The entry insert() would evict next (kNone when empty), and the one after `at` in that order.
+    std::uint32_t oldest() const noexcept requires kTracksRecency { return first_head(0); }
+    std::uint32_t newer(std::uint32_t at) const noexcept requires kTracksRecency {
+        const std::uint32_t next = entries_[at].next;
+        if constexpr (kClasses == 1) {
+            return next;
+        } else {
+            return next != kNone ? next : first_head(list_ended_by(at) + 1);
+        }
+    }
 
-    // Visits live entries from least to most recent; `f(index, entry)` may not modify the table.
+    // Visits live entries in eviction order (least to most recent); `f(index, entry)` may not
+    // modify the table.
     template <class F>
     void for_each(F&& f) const requires kTracksRecency {
-        for (std::uint32_t at = head_; at != kNone; at = entries_[at].next) f(at, entries_[at]);
+        for (std::uint32_t at = oldest(); at != kNone; at = newer(at)) f(at, entries_[at]);
     }
 
     // Removes every entry for which `pred(entry)` is true, calling `on_remove(entry)` first.
     template <class Pred, class OnRemove>
     std::size_t erase_if(Pred&& pred, OnRemove&& on_remove) requires kTracksRecency {
         std::size_t n = 0;
-        for (std::uint32_t at = head_; at != kNone;) {
-            const std::uint32_t next = entries_[at].next;
+        for (std::uint32_t at = oldest(); at != kNone;) {
+            const std::uint32_t next = newer(at);
             if (pred(entries_[at])) {
                 on_remove(entries_[at]);
                 erase(at);
@@ -183,6 +215,7 @@ public:
     }
 
 private:
+    static constexpr std::size_t kClasses = Classes::kCount;
     using Slot = std::uint32_t;  // tag << 24 | entry index
     static constexpr Slot kEmpty = 0xffffffffU;
     static constexpr Slot kEntryMask = 0x00ffffffU;
@@ -261,14 +294,35 @@ private:
         --size_;
     }
 
+    // The head of the first list from class `from` on that has one.
+    std::uint32_t first_head(std::size_t from) const noexcept {
+        for (std::size_t c = from; c < kClasses; ++c)
+            if (head_[c] != kNone) return head_[c];
+        return kNone;
+    }
+    // The list whose oldest (newest) entry is `at`: an entry with no older (newer) neighbour.
+    std::size_t list_headed_by(std::uint32_t at) const noexcept {
+        std::size_t c = 0;
+        if constexpr (kClasses > 1)
+            while (c + 1 < kClasses && head_[c] != at) ++c;
+        return c;
+    }
+    std::size_t list_ended_by(std::uint32_t at) const noexcept {
+        std::size_t c = 0;
+        if constexpr (kClasses > 1)
+            while (c + 1 < kClasses && tail_[c] != at) ++c;
+        return c;
+    }
+
     void link_back(std::uint32_t at) noexcept {
         if constexpr (kTracksRecency) {
             Entry& e = entries_[at];
-            e.prev = tail_;
+            const std::size_t c = Classes::of(e.value);
+            e.prev = tail_[c];
             e.next = kNone;
-            if (tail_ != kNone) entries_[tail_].next = at;
-            tail_ = at;
-            if (head_ == kNone) head_ = at;
+            if (tail_[c] != kNone) entries_[tail_[c]].next = at;
+            tail_[c] = at;
+            if (head_[c] == kNone) head_[c] = at;
         }
     }
 
@@ -278,11 +332,11 @@ private:
             if (e.prev != kNone)
                 entries_[e.prev].next = e.next;
             else
-                head_ = e.next;
+                head_[list_headed_by(at)] = e.next;
             if (e.next != kNone)
                 entries_[e.next].prev = e.prev;
             else
-                tail_ = e.prev;
+                tail_[list_ended_by(at)] = e.prev;
             e.prev = e.next = kNone;
         }
     }
@@ -295,8 +349,14 @@ private:
     std::vector<Slot> index_;
     std::vector<std::uint32_t> free_;
     std::size_t size_ = 0;
-    std::uint32_t head_ = kNone;
-    std::uint32_t tail_ = kNone;
+    // Each class's least and most recent entries.
+    std::array<std::uint32_t, kClasses> head_ = filled(kNone);
+    std::array<std::uint32_t, kClasses> tail_ = filled(kNone);
+    static constexpr std::array<std::uint32_t, kClasses> filled(std::uint32_t v) noexcept {
+        std::array<std::uint32_t, kClasses> a{};
+        a.fill(v);
+        return a;
+    }
 };
 
 }  // namespace hepd

@@ -338,6 +338,10 @@ void Collector::collect_sip(Writer& out, const sip::DialogStats& d) const {
     out.gauge("hepd_dialogs_active",
               "Dialog records held, by state (terminal states linger briefly after the end of the call).");
     out.by_enum<sip::DialogState>("state", d.dialogs_by_state);
+    out.counter("hepd_dialogs_evicted_total",
+                "Dialogs evicted from a full dialog table, by the state they were in (ended ones first, then "
+                "unanswered ones, confirmed calls last).");
+    out.by_enum<sip::DialogState>("state", d.dialog_evictions);
     // The families labelled by peer groups: one series set per pair of groups seen.
     auto by_peers = [&](auto&& add) {
         d.by_peers.for_each([&](peer::PeerId caller, peer::PeerId callee, const sip::PeerDialogFigures& f) {
@@ -552,7 +556,7 @@ std::string_view Collector::peer_name(std::uint8_t id) const noexcept {
 void Collector::collect_evictions(Writer& out, const sip::DialogStats& d, const rtp::StreamStats& s,
                                   const intake::IntakeStats& in, const shard::DuplicateStats& dup) const {
     out.counter("hepd_table_evictions_total", "Records evicted from a full table (at its cap), by table and reason.");
-    out.add(as_double(value_of(d.dialog_evictions)), {{"table", "dialogs"}, {"reason", "cap"}});
+    out.add(as_double(d.dialog_evictions_total()), {{"table", "dialogs"}, {"reason", "cap"}});
     out.add(as_double(value_of(d.transaction_evictions)), {{"table", "transactions"}, {"reason", "cap"}});
     for (std::size_t t = 0; t < rtp::kStreamTableKindCount; ++t)
         out.add(as_double(value_of(s.evictions[t])),

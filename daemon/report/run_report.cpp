@@ -246,7 +246,9 @@ json build_report(const RunInfo& info, const RunInputs& in) {
     d["active_at_end"] = active;
     d["reinvites"] = ds.reinvites.value();
     d["forked"] = ds.forked_dialogs.value();
-    d["evictions"] = ds.dialog_evictions.value();
+    d["evictions"] = ds.dialog_evictions_total();
+    d["evicted_by_state"] =
+        nonzero(ds.dialog_evictions, [](std::size_t i) { return sip::to_string(static_cast<sip::DialogState>(i)); });
     d["pdd_seconds"] = summary(pdd, ds.pdd);
     d["setup_seconds"] = summary(setup, ds.setup);
     d["duration_seconds"] = summary(duration, ds.duration);
@@ -452,7 +454,8 @@ std::string render_text(const json& r) {
     o << "\nDialogs\n  created " << d["created"] << ", finished: " << kv_line(d["finished"])
       << "\n  still active at the end: " << kv_line(d["active_at_end"]) << "\n  PDD: " << span(d["pdd_seconds"])
       << "\n  setup: " << span(d["setup_seconds"]) << "\n  duration: " << span(d["duration_seconds"])
-      << "\n  Q.850 causes: " << kv_line(d["q850_causes"]) << "\n  evictions " << d["evictions"] << "\n";
+      << "\n  Q.850 causes: " << kv_line(d["q850_causes"]) << "\n  evictions " << d["evictions"]
+      << " (by state: " << kv_line(d["evicted_by_state"]) << ")\n";
     if (!d["failed_calls"].empty()) {
         o << "  failed calls (" << d["failed_total"] << ", earliest " << d["failed_calls"].size() << "):\n";
         for (const auto& f : d["failed_calls"])

@@ -81,7 +81,7 @@ void DialogStats::merge(const DialogStats& o) noexcept {
     for (std::size_t i = 0; i < kMethodCount; ++i) transaction_delay[i].merge(o.transaction_delay[i]);
     transactions_pending.add(o.transactions_pending.value());
     transactions_lingering.add(o.transactions_lingering.value());
-    dialog_evictions.add(o.dialog_evictions.value());
+    add_all(dialog_evictions, o.dialog_evictions);
     transaction_evictions.add(o.transaction_evictions.value());
     add_all(anomalies, o.anomalies);
     add_all(parse_errors, o.parse_errors);

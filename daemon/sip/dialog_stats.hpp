@@ -121,8 +121,10 @@ struct DialogStats {
     Gauge transactions_pending;
     Gauge transactions_lingering;
 
-    // hepd_table_evictions_total{table="dialogs"|"transactions", reason="cap"}
-    Counter dialog_evictions;
+    // hepd_dialogs_evicted_total{state}: dialogs evicted at the cap, by the state they were in;
+    // their sum is hepd_table_evictions_total{table="dialogs"} (dialog_evictions_total()).
+    std::array<Counter, kDialogStateCount> dialog_evictions{};
+    // hepd_table_evictions_total{table="transactions", reason="cap"}
     Counter transaction_evictions;
 
     std::array<Counter, kDialogAnomalyCount> anomalies{};
@@ -139,6 +141,14 @@ struct DialogStats {
     std::uint64_t anomaly(DialogAnomaly a) const noexcept { return anomalies[static_cast<std::size_t>(a)].value(); }
     std::uint64_t finished(DialogOutcome o) const noexcept {
         return dialogs_finished[static_cast<std::size_t>(o)].value();
+    }
+    std::uint64_t dialog_evictions_total() const noexcept {
+        std::uint64_t n = 0;
+        for (const Counter& c : dialog_evictions) n += c.value();
+        return n;
+    }
+    std::uint64_t evicted(DialogState s) const noexcept {
+        return dialog_evictions[static_cast<std::size_t>(s)].value();
     }
     std::int64_t in_state(DialogState s) const noexcept {
         return dialogs_by_state[static_cast<std::size_t>(s)].value();

@@ -275,10 +275,10 @@ Disposition DialogTable::create(const Message& m, const PacketMeta& meta, Hop ho
 
 Disposition DialogTable::on_dialog_message(std::uint32_t at, Party side, const Message& m, const PacketMeta& meta,
                                            Hop hop, std::uint32_t fingerprint) {
-    table_.touch(at);
     Dialog& d = table_[at];
     d.set_time(DialogTime::last_activity, std::max(d.time(DialogTime::last_activity), meta.time));
     if (d.recent.contains(fingerprint)) {
+        table_.touch(at);
         stats_->retransmissions[static_cast<std::size_t>(m.method)].add();
         if (d.retransmissions < std::numeric_limits<std::uint16_t>::max()) ++d.retransmissions;
         return Disposition::retransmission;
@@ -291,6 +291,7 @@ Disposition DialogTable::on_dialog_message(std::uint32_t at, Party side, const M
         on_request(d, side, m, meta.time);
     else
         on_response(d, side, hop_index, m, meta.time);
+    table_.touch(at);  // after the state it may have changed: an answer or an end changes its eviction class
     emit_sdp(at, m, hop, meta.time);
     return Disposition::dialog_updated;
 }
@@ -673,6 +674,7 @@ std::uint32_t DialogTable::on_deadline(std::uint32_t at, bool by_clock) {
     } else {
         finish(d, DialogState::timed_out, when);
     }
+    table_.touch(at);  // ended: among the lingering, evicted first
     return at;
 }
 
@@ -755,7 +757,7 @@ void DialogTable::account_removed(const Table::Entry& entry, bool evicted, std::
     endpoint_heap_bytes_ -= entry.value.endpoint_heap_bytes();
     stats_->dialogs_by_state[static_cast<std::size_t>(entry.value.state)].add(-1);
     if (!evicted) return;
-    stats_->dialog_evictions.add();
+    stats_->dialog_evictions[static_cast<std::size_t>(entry.value.state)].add();
     if (entry.value.finished()) return;
     stats_->dialogs_finished[static_cast<std::size_t>(DialogOutcome::evicted)].add();
     PeerDialogFigures& by_peers = peer_figures(entry.value);

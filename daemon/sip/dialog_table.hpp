@@ -75,8 +75,9 @@ public:
     std::size_t size() const noexcept { return table_.size(); }
     std::size_t active_count() const noexcept;  // records not in a terminal state
 
-    // f(std::string_view call_id, std::string_view from_tag, const Dialog&), least recently
-    // active first. For snapshots and reports.
+    // f(std::string_view call_id, std::string_view from_tag, const Dialog&), in eviction order:
+    // ended, unanswered, then confirmed dialogs, each least recently active first. For snapshots
+    // (a restore inserts them in this order, hence keeps it) and reports.
     template <class F>
     void for_each(F&& f) const {
         table_.for_each([&](std::uint32_t, const auto& e) { f(e.key.call_id(), e.key.from_tag(), e.value); });
@@ -122,7 +123,18 @@ public:
     std::int64_t next_deadline_us() const noexcept { return due_.earliest(); }
 
 private:
-    using Table = LruTable<DialogKey, Dialog, DialogKeyHash>;
+    // At the cap, a dialog that has ended and only lingers goes first, then one not answered yet
+    // (oldest first), and a confirmed call only when no other is left. A confirmed call is silent
+    // from its ACK to its BYE: in one least-recently-active order, a flood of unanswered INVITEs
+    // (a SIP scanner) evicted every call in progress before any of its own.
+    struct EvictionClass {
+        static constexpr std::size_t kCount = 3;
+        static constexpr std::size_t of(const Dialog& d) noexcept {
+            if (is_finished(d.state)) return 0;
+            return d.state == DialogState::confirmed ? 2 : 1;
+        }
+    };
+    using Table = LruTable<DialogKey, Dialog, DialogKeyHash, true, EvictionClass>;
     static constexpr CallerIdentity kNoCallerIdentity{};
 
     std::uint32_t lookup(std::uint64_t call_hash, std::string_view call_id, std::string_view tag) const noexcept;

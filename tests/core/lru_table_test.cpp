@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -16,6 +17,8 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 using namespace hepd;
 struct TextHash {
@@ -400,4 +403,120 @@ TEST_CASE("LRU table index holds a growing table at a load of 2/5 to 4/5", "[cor
     CHECK(streams.index_slots() == 262'144);
     for (std::uint64_t k = 0; k < 300'000; k += 997)
         REQUIRE(t.find(key_hash(k), [&](std::uint64_t stored) { return stored == k; }) != Ints::kNone);
+}
+
+namespace {
+// A value whose class is its first member: 0 is evicted first.
+struct Classed {
+    std::size_t cls = 0;
+    int id = 0;
+};
+struct ByClass {
+    static constexpr std::size_t kCount = 3;
+    static constexpr std::size_t of(const Classed& v) noexcept { return v.cls; }
+};
+using ClassedTable = LruTable<std::uint64_t, Classed, IntHash, true, ByClass>;
+std::uint32_t find(const ClassedTable& t, std::uint64_t k) {
+    return t.find(mix64(k), [&](std::uint64_t stored) { return stored == k; });
+}
+std::vector<std::uint64_t> keys_in_order(const ClassedTable& t) {
+    std::vector<std::uint64_t> keys;
+    t.for_each([&](std::uint32_t, const ClassedTable::Entry& e) { keys.push_back(e.key); });
+    return keys;
+}
+}  // namespace
+
+TEST_CASE("LRU table with recency classes evicts the lowest class first, each least recent first", "[core][lru]") {
+    // The classes cost no byte an entry.
+    static_assert(sizeof(ClassedTable::Entry) == sizeof(LruTable<std::uint64_t, Classed, IntHash>::Entry));
+    ClassedTable t(6);
+    // Keys 1..6 with classes 2, 1, 0, 2, 1, 0.
+    for (std::uint64_t k = 1; k <= 6; ++k)
+        REQUIRE_FALSE(t.insert(k, Classed{(3 - k % 3) % 3, static_cast<int>(k)}).second);
+    CHECK(keys_in_order(t) == std::vector<std::uint64_t>{3, 6, 2, 5, 1, 4});
+    CHECK(t.oldest() == find(t, 3));
+    t.touch(find(t, 3));  // the most recent of class 0 now
+    CHECK(keys_in_order(t) == std::vector<std::uint64_t>{6, 3, 2, 5, 1, 4});
+
+    // A value that changed class moves to that class's list when touched.
+    t[find(t, 1)].cls = 0;
+    CHECK(keys_in_order(t) == std::vector<std::uint64_t>{6, 3, 2, 5, 1, 4});  // untouched: still where it was
+    t.touch(find(t, 1));
+    CHECK(keys_in_order(t) == std::vector<std::uint64_t>{6, 3, 1, 2, 5, 4});
+    t[find(t, 5)].cls = 2;
+    t.touch(find(t, 5));
+    CHECK(keys_in_order(t) == std::vector<std::uint64_t>{6, 3, 1, 2, 4, 5});
+
+    // New entries of the highest class evict the lower classes first, then their own oldest.
+    std::vector<std::uint64_t> evicted;
+    for (std::uint64_t k = 7; k <= 12; ++k) {
+        auto [at, gone] = t.insert(k, Classed{2, static_cast<int>(k)});
+        REQUIRE(gone);
+        evicted.push_back(gone->key);
+        CHECK(t.size() == 6);
+        CHECK(t.contains(at));
+    }
+    CHECK(evicted == std::vector<std::uint64_t>{6, 3, 1, 2, 4, 5});
+    CHECK(keys_in_order(t) == std::vector<std::uint64_t>{7, 8, 9, 10, 11, 12});
+    for (std::uint64_t k = 1; k <= 6; ++k) CHECK(find(t, k) == ClassedTable::kNone);
+}
+
+TEST_CASE("LRU table with recency classes agrees with a reference model under random churn", "[core][lru]") {
+    constexpr std::size_t kCap = 150;
+    ClassedTable t(kCap);
+    std::map<std::uint64_t, std::pair<std::size_t, long>> model;  // key -> (class, last use)
+    long now = 0;
+    std::mt19937 rng(11);
+    for (int step = 0; step < 60'000; ++step) {
+        const std::uint64_t k = rng() % 500;
+        ++now;
+        const auto at = find(t, k);
+        if (at != ClassedTable::kNone) {
+            REQUIRE(model.count(k) == 1);
+            REQUIRE(t.contains(at));
+            const auto roll = rng() % 8;
+            if (roll == 0) {
+                t.erase(at);
+                REQUIRE_FALSE(t.contains(at));
+                model.erase(k);
+            } else {
+                if (roll == 1) t[at].cls = rng() % 3;  // a change of class, then the touch that moves it
+                t.touch(at);
+                model[k] = {t[at].cls, now};
+            }
+        } else {
+            REQUIRE(model.count(k) == 0);
+            const std::size_t cls = rng() % 3;
+            auto [in, gone] = t.insert(k, Classed{cls, step});
+            if (model.size() == kCap) {
+                REQUIRE(gone);
+                // The victim: the lowest class, and in it the key used longest ago.
+                const auto victim = std::min_element(model.begin(), model.end(),
+                                                     [](const auto& a, const auto& b) { return a.second < b.second; });
+                REQUIRE(gone->key == victim->first);
+                model.erase(victim);
+            } else {
+                REQUIRE_FALSE(gone);
+            }
+            model[k] = {cls, now};
+        }
+        REQUIRE(t.size() == model.size());
+    }
+    // A walk visits every entry once, by class then recency, as the model orders them.
+    std::vector<std::pair<std::pair<std::size_t, long>, std::uint64_t>> expected;
+    expected.reserve(model.size());
+    for (const auto& [k, v] : model) expected.emplace_back(v, k);
+    std::sort(expected.begin(), expected.end());
+    std::vector<std::uint64_t> expected_keys;
+    expected_keys.reserve(expected.size());
+    for (const auto& e : expected) expected_keys.push_back(e.second);
+    CHECK(keys_in_order(t) == expected_keys);
+    // erase_if walks the lists the same way and leaves them whole.
+    const auto n =
+        t.erase_if([](const ClassedTable::Entry& e) { return e.value.cls == 1; }, [](const ClassedTable::Entry&) {});
+    std::vector<std::uint64_t> kept;
+    for (const auto k : expected_keys)
+        if (model[k].first != 1) kept.push_back(k);
+    CHECK(n == expected_keys.size() - kept.size());
+    CHECK(keys_in_order(t) == kept);
 }

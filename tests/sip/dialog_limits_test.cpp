@@ -56,7 +56,8 @@ TEST_CASE("limits: a flood of 100k unique Call-IDs keeps memory flat and counts 
     }
     CHECK(h.table.size() == 1000);
     CHECK(h.stats().dialogs_created.value() == 100'000);
-    CHECK(h.stats().dialog_evictions.value() == 99'000);
+    CHECK(h.stats().dialog_evictions_total() == 99'000);
+    CHECK(h.stats().evicted(DialogState::trying) == 99'000);
     CHECK(h.stats().finished(DialogOutcome::evicted) == 99'000);
     CHECK(h.stats().in_state(DialogState::trying) == 1000);
     CHECK(h.gauge_sum() == 1000);
@@ -106,7 +107,7 @@ TEST_CASE("limits: IPv6 parties' endpoints are held out of line, counted, and gi
     CHECK(v6.table.memory_bytes() == v4.table.memory_bytes());
 }
 
-TEST_CASE("limits: eviction prefers the least recently active, and finished records count once",
+TEST_CASE("limits: eviction takes an ended dialog before an open one, and finished records count once",
           "[sip][dialog][limits]") {
     DialogConfig config;
     config.max_dialogs = 2;
@@ -120,18 +121,136 @@ TEST_CASE("limits: eviction prefers the least recently active, and finished reco
     h.send(one, A, B, ms(0));
     h.send(two, A, B, ms(1));
     h.send(one.with_to_tag("t").resp(486), B, A, ms(2));  // "one" finished, and now the most recent
-    h.send(three, A, B, ms(3));                           // evicts "two" (open)
-    CHECK(h.table.find("two", "caller-tag") == nullptr);
-    CHECK(h.stats().finished(DialogOutcome::evicted) == 1);
+    h.send(three, A, B, ms(3));  // evicts "one" (finished, lingering: an eviction, not a second outcome)
+    CHECK(h.table.find("one", "caller-tag") == nullptr);
+    CHECK(h.table.find("two", "caller-tag") != nullptr);
+    CHECK(h.stats().finished(DialogOutcome::evicted) == 0);
     Sip four = one;
     four.call_id = "four";
-    h.send(four, A, B, ms(4));  // evicts "one" (finished: an eviction, not a second outcome)
-    CHECK(h.table.find("one", "caller-tag") == nullptr);
-    CHECK(h.stats().dialog_evictions.value() == 2);
+    h.send(four, A, B, ms(4));  // evicts "two", the least recently active open one
+    CHECK(h.table.find("two", "caller-tag") == nullptr);
+    CHECK(h.table.find("three", "caller-tag") != nullptr);
+    CHECK(h.stats().dialog_evictions_total() == 2);
+    CHECK(h.stats().evicted(DialogState::failed) == 1);
+    CHECK(h.stats().evicted(DialogState::trying) == 1);
     CHECK(h.stats().finished(DialogOutcome::evicted) == 1);
     CHECK(h.stats().finished(DialogOutcome::failed) == 1);
     CHECK(h.stats().in_state(DialogState::failed) == 0);
     CHECK(h.stats().in_state(DialogState::trying) == 2);
+}
+
+namespace {
+
+// A call answered and acknowledged at `t` ms: confirmed, then silent until its BYE.
+void confirmed_call(Harness& h, const std::string& call_id, std::int64_t t) {
+    Sip invite;
+    invite.call_id = call_id;
+    REQUIRE(h.send(invite, A, B, ms(t)) == Disposition::dialog_created);
+    h.send(invite.with_to_tag("t").resp(200), B, A, ms(t + 1));
+    h.send(invite.with_to_tag("t").req("ACK", "z9hG4bK-ack", 1), A, B, ms(t + 2));
+    REQUIRE(h.dialog(call_id) != nullptr);
+    REQUIRE(h.dialog(call_id)->state == DialogState::confirmed);
+}
+
+// One unique INVITE nobody answers, as a SIP scanner sends them.
+void scan(Harness& h, int i, std::int64_t t) {
+    Sip invite;
+    invite.call_id = "scan-" + std::to_string(i) + "@203.0.113.7";
+    invite.from_tag = "s" + std::to_string(i);
+    REQUIRE(h.send(invite, "203.0.113.7:5070", B, ms(t)) == Disposition::dialog_created);
+}
+
+}  // namespace
+
+TEST_CASE("catalogue: a flood of unanswered INVITEs evicts ended and unanswered dialogs, not confirmed calls",
+          "[sip][dialog][limits][catalogue]") {
+    DialogConfig config;
+    config.max_dialogs = 100;
+    Harness h(config);
+    // 40 calls up, and 10 refused calls lingering after their end.
+    for (std::int64_t c = 0; c < 40; ++c) confirmed_call(h, "call-" + std::to_string(c), c * 10);
+    for (int c = 0; c < 10; ++c) {
+        Sip refused;
+        refused.call_id = "refused-" + std::to_string(c);
+        h.send(refused, A, B, ms(500 + c));
+        h.send(refused.with_to_tag("r").resp(486), B, A, ms(501 + c));
+    }
+    REQUIRE(h.stats().in_state(DialogState::failed) == 10);
+
+    // A scanner's flood, a hundred times the table, within the INVITE timeout: the confirmed
+    // calls are the least recently active records of the table all along.
+    constexpr int kFlood = 10'000;
+    for (int i = 0; i < kFlood; ++i) scan(h, i, 1'000 + i / 1'000);
+    CHECK(h.table.size() == 100);
+    CHECK(h.stats().in_state(DialogState::confirmed) == 40);
+    CHECK(h.stats().in_state(DialogState::trying) == 60);
+    CHECK(h.stats().evicted(DialogState::failed) == 10);  // the lingering went first
+    CHECK(h.stats().evicted(DialogState::trying) == kFlood - 60);
+    CHECK(h.stats().evicted(DialogState::confirmed) == 0);
+    CHECK(h.stats().dialog_evictions_total() == kFlood - 50);
+    CHECK(h.stats().finished(DialogOutcome::evicted) == kFlood - 60);
+    // The newest unanswered ones stay, oldest first out.
+    CHECK(h.table.find("scan-9999@203.0.113.7", "s9999") != nullptr);
+    CHECK(h.table.find("scan-9940@203.0.113.7", "s9940") != nullptr);
+    CHECK(h.table.find("scan-9939@203.0.113.7", "s9939") == nullptr);
+
+    // The oldest call's BYE finds it: the call completes with its duration.
+    Sip bye;
+    bye.call_id = "call-0";
+    CHECK(h.send(bye.with_to_tag("t").req("BYE", "z9hG4bK-bye", 2), A, B, ms(60'000)) == Disposition::dialog_updated);
+    CHECK(h.stats().anomaly(DialogAnomaly::bye_unknown_dialog) == 0);
+    CHECK(h.stats().finished(DialogOutcome::completed) == 1);
+    REQUIRE(h.dialog("call-0") != nullptr);
+    CHECK(h.dialog("call-0")->state == DialogState::terminated);
+    CHECK(h.dialog("call-0")->duration_us() == std::int64_t{60'000 - 1} * 1'000);
+    CHECK(h.stats().duration.count() == 1);
+
+    // Ended, it goes before the unanswered: the next INVITE evicts it, not a scan.
+    scan(h, kFlood, 60'001);
+    CHECK(h.dialog("call-0") == nullptr);
+    CHECK(h.stats().evicted(DialogState::terminated) == 1);
+    CHECK(h.table.find("scan-9940@203.0.113.7", "s9940") != nullptr);
+
+    // A table of confirmed calls only still takes new INVITEs: the oldest call goes (bounded).
+    h.table.expire(ms(60'001 + 31'000));  // the scans time out and linger; their linger ends
+    h.table.expire(ms(60'001 + 64'000));
+    REQUIRE(h.stats().in_state(DialogState::trying) == 0);
+    REQUIRE(h.table.size() == 39);
+    for (std::int64_t c = 40; c < 101; ++c) confirmed_call(h, "call-" + std::to_string(c), 130'000 + c * 10);
+    CHECK(h.table.size() == 100);
+    CHECK(h.stats().evicted(DialogState::confirmed) == 0);
+    scan(h, kFlood + 1, 140'000);
+    CHECK(h.table.size() == 100);
+    CHECK(h.stats().evicted(DialogState::confirmed) == 1);
+    CHECK(h.dialog("call-1") == nullptr);  // the least recently active call
+    CHECK(h.dialog("call-2") != nullptr);
+    CHECK(h.stats().finished(DialogOutcome::evicted) == kFlood - 60 + 1);
+}
+
+TEST_CASE("limits: restored dialogs keep their eviction class", "[sip][dialog][limits]") {
+    DialogConfig config;
+    config.max_dialogs = 20;
+    Harness h(config);
+    for (std::int64_t c = 0; c < 5; ++c) confirmed_call(h, "call-" + std::to_string(c), c * 10);
+    for (int i = 0; i < 15; ++i) scan(h, i, 100 + i);
+    // A snapshot walks them in eviction order and a restore inserts them in that order.
+    Harness restored(config);
+    h.table.for_each_in_full(
+        [&](std::string_view call_id, std::string_view from_tag, const Dialog& d, const SdpSides& sides,
+            const CallerIdentity& caller) { REQUIRE(restored.table.restore(call_id, from_tag, d, sides, caller)); });
+    std::vector<std::string> order;
+    restored.table.for_each(
+        [&](std::string_view call_id, std::string_view, const Dialog&) { order.emplace_back(call_id); });
+    REQUIRE(order.size() == 20);
+    CHECK(order.front() == "scan-0@203.0.113.7");
+    CHECK(order[14] == "scan-14@203.0.113.7");
+    CHECK(order[15] == "call-0");
+    CHECK(order.back() == "call-4");
+    for (int i = 15; i < 40; ++i) scan(restored, i, 200 + i);
+    CHECK(restored.stats().in_state(DialogState::confirmed) == 5);
+    CHECK(restored.stats().evicted(DialogState::confirmed) == 0);
+    CHECK(restored.table.find("scan-24@203.0.113.7", "s24") == nullptr);
+    CHECK(restored.table.find("scan-25@203.0.113.7", "s25") != nullptr);
 }
 
 TEST_CASE("limits: garbage is counted by reason and stored nowhere", "[sip][dialog][limits]") {
