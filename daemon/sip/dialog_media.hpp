@@ -30,7 +30,9 @@ public:
 // one that shares one of its addresses. When the dialog leaves its table, every address here is
 // told that the dialog's bindings end. The dialog table keeps them beside its records, so that
 // dialog records stay as they are; snapshots carry them with the dialog.
-inline constexpr std::size_t kSdpMedia = 2;  // m= lines paired (audio and video)
+// Every m= line the parser keeps: each one's binding is paired and released with the dialog (a
+// line left out would stay bound until pending_media_timeout).
+inline constexpr std::size_t kSdpMedia = kMaxMedia;
 inline constexpr std::size_t kSdpSides = 4;  // two hops, both directions
 struct SdpSide {
     std::uint32_t hop = 0;  // Hop::id; 0: empty

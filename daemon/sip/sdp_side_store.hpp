@@ -4,9 +4,12 @@
 // and most calls have one media line: so what is kept beside every dialog is two sides with one
 // media address each, the addresses packed (IPv4), their hops as indexes into the dialog's
 // Dialog::hops (28 bytes). A dialog with more (a second hop, a second media line, a side on a hop
-// past the kMaxHops stored, an IPv6 address) keeps all four sides whole in a pool instead. 192
-// bytes a dialog were kept for all four at first, then 100 for two sides with both media
-// addresses, then 60 with the hop ids themselves, then 48 with whole addresses.
+// past the kMaxHops stored, an IPv6 address) keeps all four sides with two media lines each in a
+// pool instead, and one with a media line past the second (audio, video and a second audio, or
+// T.38 or BFCP beside them) all four sides whole in a second pool: every line it binds is
+// released when it ends, and the first pool's entries stay as small as before. 192 bytes a
+// dialog were kept for all four at first, then 100 for two sides with both media addresses, then
+// 60 with the hop ids themselves, then 48 with whole addresses.
 #include "core/packed_endpoint.hpp"
 #include "core/reserved_memory.hpp"
 #include "sip/dialog.hpp"
@@ -32,7 +35,17 @@ public:
     SdpSides get(std::uint32_t at, const Hops& hops) const noexcept {
         if (at >= slots_.size()) return SdpSides{};
         const Slot& s = slots_[at];
-        if (s.more != kNone) return more_[s.more];
+        if (s.more != kNone) {
+            if ((s.more & kWide) != 0) return wide_.at(s.more & ~kWide);
+            SdpSides out{};
+            const TwoLineSides& two = two_lines_.at(s.more);
+            for (std::size_t i = 0; i < out.size(); ++i) {
+                out[i].hop = two[i].hop;
+                out[i].forward = two[i].forward;
+                std::copy(two[i].media.begin(), two[i].media.end(), out[i].media.begin());
+            }
+            return out;
+        }
         SdpSides out{};
         for (std::size_t i = 0; i < s.first.size(); ++i) {
             out[i].hop = s.first[i].hop == kNoHop ? 0 : hops[s.first[i].hop - 1];
@@ -52,17 +65,21 @@ public:
             return;
         }
         s.first = {};
-        if (s.more == kNone) {
-            if (free_.empty()) {
-                s.more = static_cast<std::uint32_t>(more_.size());
-                more_.emplace_back();
-                free_.reserve(more_.capacity());  // release_more() then never allocates
-            } else {
-                s.more = free_.back();
-                free_.pop_back();
+        if (!fits_two_lines(sides)) {
+            if (s.more == kNone || (s.more & kWide) == 0) {
+                release_more(s);
+                s.more = kWide | take(wide_, wide_free_);
             }
+            wide_[s.more & ~kWide] = sides;
+            return;
         }
-        more_[s.more] = sides;
+        if (s.more == kNone || (s.more & kWide) != 0) {
+            release_more(s);
+            s.more = take(two_lines_, two_lines_free_);
+        }
+        TwoLineSides& two = two_lines_[s.more];
+        for (std::size_t i = 0; i < two.size(); ++i)
+            two[i] = TwoLineSide{sides[i].hop, sides[i].forward, {sides[i].media[0], sides[i].media[1]}};
     }
 
     void clear(std::uint32_t at) noexcept {
@@ -72,12 +89,15 @@ public:
     }
 
     std::size_t memory_bytes() const noexcept {
-        return slots_.memory_bytes() + more_.capacity() * sizeof(SdpSides) + free_.capacity() * sizeof(std::uint32_t);
+        return slots_.memory_bytes() + two_lines_.capacity() * sizeof(TwoLineSides) +
+               two_lines_free_.capacity() * sizeof(std::uint32_t) + wide_.capacity() * sizeof(SdpSides) +
+               wide_free_.capacity() * sizeof(std::uint32_t);
     }
 
 private:
     static constexpr std::uint32_t kNone = 0xffffffffU;
-    static constexpr std::uint8_t kNoHop = 0;  // SdpSide::hop 0: no side
+    static constexpr std::uint32_t kWide = 0x80000000U;  // Slot::more names an entry of wide_
+    static constexpr std::uint8_t kNoHop = 0;            // SdpSide::hop 0: no side
     // A side with its first media address only.
     struct CompactSide {
         PackedEndpoint media{};     // in place: an IPv4 address or none
@@ -86,9 +106,18 @@ private:
     };
     struct Slot {
         std::array<CompactSide, 2> first{};
-        std::uint32_t more = kNone;  // index in more_ of all four sides, when they do not fit here
+        // When they do not fit here: the index in two_lines_ of all four sides, or kWide and
+        // their index in wide_.
+        std::uint32_t more = kNone;
     };
     static_assert(sizeof(Slot) == 28);
+    // A side with its first two media lines (audio and video), whole.
+    struct TwoLineSide {
+        std::uint32_t hop = 0;
+        bool forward = false;
+        std::array<Endpoint, 2> media{};
+    };
+    using TwoLineSides = std::array<TwoLineSide, kSdpSides>;
 
     // CompactSide::hop of the hop id `hop`; kMaxHops + 1 when the dialog does not keep it.
     static std::uint8_t hop_number(std::uint32_t hop, const Hops& hops) noexcept {
@@ -109,16 +138,44 @@ private:
         return true;
     }
 
+    // No media line past the second.
+    static bool fits_two_lines(const SdpSides& sides) noexcept {
+        return std::all_of(sides.begin(), sides.end(), [](const SdpSide& side) {
+            return std::all_of(side.media.begin() + 2, side.media.end(),
+                               [](const Endpoint& e) { return e == Endpoint{}; });
+        });
+    }
+
+    // A free entry of `pool`, or a new one.
+    template <class Pool>
+    static std::uint32_t take(Pool& pool, std::vector<std::uint32_t>& free) {
+        if (!free.empty()) {
+            const std::uint32_t i = free.back();
+            free.pop_back();
+            return i;
+        }
+        pool.emplace_back();
+        free.reserve(pool.capacity());  // release_more() then never allocates
+        return static_cast<std::uint32_t>(pool.size() - 1);
+    }
+
     void release_more(Slot& s) noexcept {
         if (s.more == kNone) return;
-        more_[s.more] = SdpSides{};
-        free_.push_back(s.more);  // within the room reserved in set()
+        if ((s.more & kWide) != 0) {
+            wide_[s.more & ~kWide] = SdpSides{};
+            wide_free_.push_back(s.more & ~kWide);  // within the room reserved in take()
+        } else {
+            two_lines_[s.more] = TwoLineSides{};
+            two_lines_free_.push_back(s.more);
+        }
         s.more = kNone;
     }
 
     EntryColumn<Slot> slots_;
-    std::vector<SdpSides> more_;
-    std::vector<std::uint32_t> free_;
+    std::vector<TwoLineSides> two_lines_;
+    std::vector<std::uint32_t> two_lines_free_;
+    std::vector<SdpSides> wide_;
+    std::vector<std::uint32_t> wide_free_;
 };
 
 }  // namespace hepd::sip

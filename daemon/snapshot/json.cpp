@@ -110,12 +110,18 @@ Json dialog_json(const DialogRecord& r) {
     j["confirmed_tag"] = d.confirmed_tag;
     j["recent_fingerprints"] = used_json(d.recent.slots);
     j["recent_next"] = d.recent.next;
+    // By m= line, as in the file: trailing lines without an address are left out.
+    const auto lines = [](const auto& endpoints) {
+        std::size_t n = endpoints.size();
+        while (n > 0 && endpoints[n - 1] == hepd::Endpoint{}) --n;
+        Json out = Json::array();
+        for (std::size_t i = 0; i < n; ++i) out.push_back(endpoint_json(endpoints[i]));
+        return out;
+    };
     Json sides = Json::array();
     for (const sip::SdpSide& side : r.sdp_sides) {
         if (side.hop == 0) continue;
-        Json media = Json::array();
-        for (const hepd::Endpoint& e : side.media) media.push_back(endpoint_json(e));
-        sides.push_back(Json{{"hop", side.hop}, {"forward", side.forward}, {"media", std::move(media)}});
+        sides.push_back(Json{{"hop", side.hop}, {"forward", side.forward}, {"media", lines(side.media)}});
     }
     j["sdp_sides"] = std::move(sides);
     return j;

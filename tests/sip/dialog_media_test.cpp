@@ -111,11 +111,11 @@ TEST_CASE("media: SDP of the offer and the answer become bindings", "[sip][dialo
         h.send(tagged.req("BYE", "z9hG4bK-a5", 4).resp(200).with_body(kAnswer), B, A, ms(906));
         // Each SDP against the other direction's last one: its own sections, plus the audio
         // line paired back (the video has no usable answer). The PRACK's SDP (the answer's
-        // addresses) takes the place of this direction's offer: the offer's audio address,
-        // named by no side now, is released.
+        // addresses) takes the place of this direction's offer: the offer's audio address and
+        // its video's (its third m= line), named by no side now, are released.
         std::size_t released = 0;
         for (const auto& got : h.sink.got) released += got.binding.dialog_ended ? 1 : 0;
-        CHECK(released == 1);
+        CHECK(released == 2);
         CHECK(h.sink.got.size() == 4 + 3 + 3 + 2 + 2 + released);
         CHECK(h.stats().media_bindings.value() == 14);
     }
@@ -261,7 +261,7 @@ TEST_CASE("media: emit_media_bindings keeps at most kMaxBindingCodecs codecs", "
                      {9, "G722", 8000, 1}});
 }
 
-TEST_CASE("media: the SDP side store keeps two sides of one media line beside a dialog, more in a pool",
+TEST_CASE("media: the SDP side store keeps two sides of one media line beside a dialog, more in pools",
           "[sip][dialog][media][memory]") {
     SdpSideStore store(8);
     const auto side = [](std::uint32_t hop, bool forward, std::uint16_t port) {
@@ -284,7 +284,7 @@ TEST_CASE("media: the SDP side store keeps two sides of one media line beside a 
     CHECK(store.get(1, hops) == two_hops);
     CHECK(store.get(0, hops) == one_hop);
     const std::size_t with_pool = store.memory_bytes();
-    CHECK(with_pool >= one_dialog + sizeof(SdpSides));  // the second's four sides whole
+    CHECK(with_pool >= one_dialog + kSdpSides * 2 * sizeof(Endpoint));  // four sides of two lines
 
     // A dialog that leaves gives its pool entry to the next one seen on two hops.
     store.clear(1);
@@ -324,4 +324,18 @@ TEST_CASE("media: the SDP side store keeps two sides of one media line beside a 
     CHECK(store.get(6, hops) == v6);
     store.set(6, one_hop, hops);
     CHECK(store.get(6, hops) == one_hop);
+    // A third media line goes to the second pool, whole; the first pool's entries stay two lines.
+    const std::size_t before_wide = store.memory_bytes();
+    SdpSides three_lines = with_video;
+    three_lines[0].media[2] = Endpoint{IpAddress::v4(0xC0000201U), 4004};
+    store.set(3, three_lines, hops);
+    CHECK(store.get(3, hops) == three_lines);
+    CHECK(store.memory_bytes() >= before_wide + sizeof(SdpSides));
+    store.set(3, with_video, hops);  // back to two lines: from the second pool to the first
+    CHECK(store.get(3, hops) == with_video);
+    store.set(4, three_lines, hops);  // the freed wide entry is taken again
+    CHECK(store.get(4, hops) == three_lines);
+    CHECK(store.get(3, hops) == with_video);
+    store.clear(4);
+    CHECK(store.get(4, hops) == SdpSides{});
 }

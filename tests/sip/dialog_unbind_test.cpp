@@ -120,3 +120,37 @@ TEST_CASE("unbind: an evicted dialog ends its bindings too; a dialog without SDP
     h.send(third, A, B, ms(20));  // evicts the second, which named no media
     CHECK(ended(h.sink).size() == 1);
 }
+
+TEST_CASE("unbind: every m= line's address is released, a third one too (audio, video, a second audio)",
+          "[sip][dialog][media][unbind]") {
+    const auto three = [](std::string_view address, int audio, int video, int second) {
+        return "v=0\no=- 1 1 IN IP4 " + std::string(address) + "\ns=-\nc=IN IP4 " + std::string(address) +
+               "\nt=0 0\nm=audio " + std::to_string(audio) + " RTP/AVP 8\nm=video " + std::to_string(video) +
+               " RTP/AVP 96\na=rtpmap:96 H264/90000\nm=audio " + std::to_string(second) + " RTP/AVP 0\n";
+    };
+    Harness h;
+    const Sip invite;
+    h.send(invite.with_body(three("192.0.2.10", 20000, 20002, 20004)), A, B, ms(0));
+    const Sip ok = invite.with_to_tag("tt").resp(200);
+    h.send(ok.with_body(three("192.0.2.20", 30000, 0, 40000)), B, A, ms(100));  // video declined
+    const Sip tagged = invite.with_to_tag("tt");
+    h.send(tagged.req("ACK", "z9hG4bK-a2", 1), A, B, ms(110));
+    // The third line is bound with its peer, as the first two are.
+    bool third_paired = false;
+    for (const auto& c : h.sink.got)
+        third_paired |= c.binding.media == ep("192.0.2.10:20004") && c.binding.peer == ep("192.0.2.20:40000");
+    CHECK(third_paired);
+    h.send(tagged.req("BYE", "z9hG4bK-a3", 2), A, B, ms(1'000));
+    h.send(tagged.req("BYE", "z9hG4bK-a3", 2).resp(200), B, A, ms(1'010));
+    h.table.expire(ms(1'010 + 33'000));
+    CHECK(h.dialog() == nullptr);
+    const auto list = ended(h.sink);
+    CHECK(list.size() == 5);
+    CHECK(names(list, "192.0.2.10:20000"));
+    CHECK(names(list, "192.0.2.10:20002"));
+    CHECK(names(list, "192.0.2.10:20004"));
+    CHECK(names(list, "192.0.2.20:30000"));
+    CHECK(names(list, "192.0.2.20:40000"));
+    for (const auto& c : list)
+        if (c.binding.media == ep("192.0.2.10:20004")) CHECK(c.binding.peer == ep("192.0.2.20:40000"));
+}

@@ -65,7 +65,7 @@ constexpr const char* kExpected = R"({
     "recent_fingerprints": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
     "recent_next": 5,
     "sdp_sides": [
-      {"hop": 286331153, "forward": false, "media": ["[2001:db8::1]:30000", null]},
+      {"hop": 286331153, "forward": false, "media": ["[2001:db8::1]:30000"]},
       {"hop": 286331153, "forward": true, "media": ["192.0.2.10:49170", "192.0.2.10:49172"]},
       {"hop": 572662306, "forward": true, "media": [null, "198.51.100.7:40002"]}
     ]

@@ -347,9 +347,8 @@ TEST_CASE("values a record cannot hold are refused, naming the field", "[snapsho
         m.mutable_sdp_sides(1)->set_forward(false);
         CHECK(refusal<Dialog, DialogRecord>(m) == "sdp_sides: hop 286331153 twice in one direction");
         m = base;
-        m.mutable_sdp_sides(0)->add_media()->set_port(1);
-        m.mutable_sdp_sides(0)->add_media()->set_port(2);
-        CHECK(refusal<Dialog, DialogRecord>(m) == "sdp_sides.media: 3 entries, at most 2");
+        for (int port = 1; port <= 8; ++port) m.mutable_sdp_sides(0)->add_media()->set_port(port);
+        CHECK(refusal<Dialog, DialogRecord>(m) == "sdp_sides.media: 9 entries, at most 8");
         m = base;
         m.mutable_sdp_sides(1)->mutable_media(0)->set_address("12345");
         CHECK(refusal<Dialog, DialogRecord>(m) == "sdp_sides.media: address of 5 octets");
