@@ -76,10 +76,16 @@ struct MediaBinding {
     // the formats RTP to `media` carries: they tell which of those the call chose (RFC 3264: the
     // answer's first format that the offer also had). In padding: the size is unchanged.
     bool codecs_of_peer = false;
+    // `media` is where the line's RTCP alone goes (an a=rtcp address, RFC 3605, or the port
+    // after an odd RTP port), another media_key() than its RTP's, and `peer` the other end's RTCP
+    // address: reports from `media` belong to this call, though its streams live where its RTP
+    // goes (maybe another shard).
+    bool rtcp = false;
 };
 
-// RTP and its RTCP (port + 1, or the same port with rtcp-mux) map to one key, so both land on
-// the shard that owns the stream.
+// RTP and its RTCP (port + 1 of an even port, or the same port with rtcp-mux) map to one key, so
+// both land on the shard that owns the stream. RTCP anywhere else has a binding of its own
+// (MediaBinding::rtcp).
 inline Endpoint media_key(const Endpoint& e) noexcept {
     return Endpoint{e.address, static_cast<std::uint16_t>(e.port & ~1U)};
 }

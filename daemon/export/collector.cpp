@@ -530,7 +530,8 @@ void Collector::collect_rtp(Writer& out, const rtp::StreamStats& s) const {
     out.add(s.rtcp_fraction_lost);
     out.histogram("hepd_rtcp_rtt_seconds", "Round-trip time derived from RTCP reports.");
     out.add(s.rtcp_rtt_seconds);
-    out.gauge("hepd_rtcp_reported_streams", "Streams known only from receivers' RTCP-JSON reports.");
+    out.gauge("hepd_rtcp_reported_streams",
+              "Streams known only from receivers' RTCP-JSON reports, or RTCP from an a=rtcp address.");
     out.add(as_double(value_of(s.reported_streams_active)));
     out.counter("hepd_rtcp_unmatched_blocks_total", "RTCP report or XR blocks about no known stream.");
     out.add(as_double(value_of(s.rtcp_unmatched_blocks)));

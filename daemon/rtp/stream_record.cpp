@@ -292,6 +292,7 @@ Binding make_binding(const MediaBinding& in) {
     b.caller_peer = in.caller_peer;
     b.callee_peer = in.callee_peer;
     b.time = in.time;
+    b.rtcp = in.rtcp;
     // An answer's formats that name the offerer's address keep their list here until the table
     // finds the offer (choose_from_answer); without one they stand for the address's own.
     const std::size_t n = std::min<std::size_t>(in.codec_count, kMaxBindingCodecs);

@@ -255,6 +255,9 @@ struct Binding {
     std::uint8_t caller_peer = 0;  // the dialog's peer groups (MediaBinding::caller_peer)
     std::uint8_t callee_peer = 0;
     std::uint8_t codec_count = 0;
+    // Of an address where the call's RTCP alone goes (MediaBinding::rtcp): no stream joins it,
+    // reports from there become the call's reported streams.
+    bool rtcp = false;
     std::array<std::uint8_t, kMaxBindingCodecs> payload_types{};
     // The format the other end's answer chose among these (choose_from_answer), or kNoChoice.
     std::uint8_t answer_choice = kNoChoice;

@@ -344,7 +344,9 @@ std::uint32_t StreamTable::find_binding_at(std::uint32_t media, const Endpoint& 
 // A sender no SDP named (NAT) falls back to the address's newest binding only while no other
 // call's binding is live there: a shared address (a media server's port) never decides alone.
 std::uint32_t StreamTable::binding_for(const StreamKey& key, std::uint32_t media) {
-    const auto live = [&](std::uint32_t b) { return b != kNone && !bindings_.entry(b).value.released; };
+    const auto live = [&](std::uint32_t b) {
+        return b != kNone && !bindings_.entry(b).value.released && !bindings_.entry(b).value.binding.rtcp;
+    };
     if (const std::uint32_t b = find_binding_at(media, media_key(key.src)); live(b)) return b;
     if (const std::uint32_t b = find_binding_at(media, Endpoint{}); live(b)) return b;
     const std::uint32_t latest = media_.entry(media).value.latest;
@@ -502,6 +504,10 @@ std::uint32_t StreamTable::store_binding(const Endpoint& media, const Endpoint& 
 
 void StreamTable::bind(const MediaBinding& binding) {
     const Endpoint media = media_key(binding.media);
+    if (binding.rtcp) {
+        bind_rtcp(media, binding_peer(binding), make_binding(binding));
+        return;
+    }
     Binding b = make_binding(binding);
     if (binding.codecs_of_peer) take_offer(media, b);
     apply_binding(media, binding_peer(binding), std::move(b));
@@ -514,6 +520,13 @@ void StreamTable::take_offer(const Endpoint& media, Binding& binding) const noex
     const std::uint32_t offer = m == kNone ? kNone : binding_of_call(m, binding);
     if (offer != kNone && bindings_.entry(offer).value.binding.codec_count != 0)
         binding.choose_from_answer(bindings_.entry(offer).value.binding);
+}
+
+// An address where a call's RTCP alone goes: no stream there joins it or ends (nor becomes the
+// address's newest binding, which a NAT'd sender falls back to).
+void StreamTable::bind_rtcp(const Endpoint& media, const Endpoint& peer, Binding binding) {
+    const std::uint32_t b = store_binding(media, peer, std::move(binding));
+    if (b != kNone && peer.port != 0) answer_offer(find_media(media), b);
 }
 
 // Its dialog has ended: gone now if no stream uses it, else when the last one leaves (join()).
@@ -568,7 +581,7 @@ void StreamTable::insert_binding(const Endpoint& media, const Endpoint& peer, Bi
     // A restore inserts them oldest first, as they were applied: the last one is the newest, the
     // one a sender no SDP named falls back to (binding_for).
     const std::uint32_t m = find_media(key);
-    if (m != kNone) media_[m].latest = b;
+    if (m != kNone && !bindings_.entry(b).value.binding.rtcp) media_[m].latest = b;
 }
 
 void StreamTable::drop_released_unused() {
@@ -649,17 +662,20 @@ void StreamTable::apply_binding(const Endpoint& media, const Endpoint& peer, Bin
         i = next;
     }
     if (rebound) stats_.rebindings.add();
-    // The offer's binding of this address is answered for this peer: its streams moved above;
-    // nothing else will join it unless a stream comes from elsewhere.
-    if (known_peer) {
-        const std::uint32_t offer = find_binding_at(m, Endpoint{});
-        if (offer != kNone && bindings_.entry(offer).value.streams == 0 &&
-            bindings_.entry(offer).value.binding.same_call(identity)) {
-            while (bindings_.entry(offer).value.reported_head != kNone)
-                link_reported(bindings_.entry(offer).value.reported_head, b);
-            drop_binding(offer);
-        }
-    }
+    if (known_peer) answer_offer(m, b);
+}
+
+// The offer's binding of address `m` is answered by `b`'s peer: its streams moved to `b`
+// (apply_binding), its reported streams move now; nothing else will join it unless a stream
+// comes from elsewhere.
+void StreamTable::answer_offer(std::uint32_t m, std::uint32_t b) {
+    const std::uint32_t offer = find_binding_at(m, Endpoint{});
+    if (offer == kNone || offer == b || bindings_.entry(offer).value.streams != 0 ||
+        !bindings_.entry(offer).value.binding.same_call(bindings_.entry(b).value.binding))
+        return;
+    while (bindings_.entry(offer).value.reported_head != kNone)
+        link_reported(bindings_.entry(offer).value.reported_head, b);
+    drop_binding(offer);
 }
 
 // ---- RTCP ----------------------------------------------------------------------------------
@@ -690,14 +706,51 @@ std::uint32_t StreamTable::find_reported_stream(const Endpoint& reporter, std::u
     return candidates == 1 ? only : kNone;
 }
 
-void StreamTable::apply_report_block(const PacketMeta& meta, const Endpoint& reporter, std::uint32_t ssrc,
-                                     std::uint8_t fraction_lost, std::int32_t cumulative_lost, std::uint32_t jitter,
-                                     std::uint32_t lsr, std::uint32_t dlsr, std::uint32_t arrival) {
+// The binding of an address where a call's RTCP alone goes (MediaBinding::rtcp) that a report
+// from `reporter` to `peer` belongs to: the pair's, else the offer's.
+std::uint32_t StreamTable::rtcp_binding(const Endpoint& reporter, const Endpoint& peer) const noexcept {
+    const std::uint32_t m = find_media(reporter);
+    if (m == kNone) return kNone;
+    for (const std::uint32_t b : {find_binding_at(m, peer), find_binding_at(m, Endpoint{})})
+        if (b != kNone && bindings_.entry(b).value.binding.rtcp && !bindings_.entry(b).value.released) return b;
+    return kNone;
+}
+
+// A report block kept as a reported stream of `call_id` (RTCP-JSON, or RTCP from an address of
+// the call's RTCP alone): its figures beside the view, which the caller fills.
+ReceiverView& StreamTable::report_to_call(const PacketMeta& meta, std::string_view call_id, const Endpoint& reporter,
+                                          std::uint32_t reporter_ssrc, std::uint32_t ssrc, std::uint8_t fraction_lost,
+                                          std::uint32_t jitter) {
+    const std::uint32_t r = reported_stream(call_id, ssrc, meta.time);
+    ReportedStream& reported = reported_[r].stream;
+    reported.reporter = reporter;
+    reported.reporter_ssrc = reporter_ssrc;
+    reported.last = std::max(reported.last, meta.time);
+    reported.max_jitter = std::max(reported.max_jitter, jitter);
+    // Summed only while the count is exact, so that their ratio stays a mean.
+    if (reported.view.reports < std::numeric_limits<std::uint16_t>::max()) reported.fraction_lost_sum += fraction_lost;
+    if (reported.dialog == 0 || reported.codec == Codec::unknown)
+        note_reporter_binding(r, call_id, media_key(meta.dst));
+    return reported.view;
+}
+
+void StreamTable::apply_report_block(const PacketMeta& meta, const Endpoint& reporter, std::uint32_t reporter_ssrc,
+                                     std::uint32_t ssrc, std::uint8_t fraction_lost, std::int32_t cumulative_lost,
+                                     std::uint32_t jitter, std::uint32_t lsr, std::uint32_t dlsr,
+                                     std::uint32_t arrival) {
     stats_.rtcp_fraction_lost.observe(fraction_lost / 256.0);
     const auto rtt = round_trip_micros(arrival, lsr, dlsr);
     if (rtt) stats_.rtcp_rtt_seconds.observe(static_cast<double>(*rtt) / 1e6);
     const std::uint32_t i = find_reported_stream(reporter, ssrc, media_key(meta.dst));
-    if (i == kNone) {
+    ReceiverView* view = i != kNone ? &receiver_view(i) : nullptr;
+    // Sent from where the call's RTCP alone goes (a=rtcp): its streams live where their RTP
+    // goes, maybe on another shard, so the report is the call's, as RTCP-JSON would be. Offline,
+    // one shard or several give the same.
+    if (view == nullptr)
+        if (const std::uint32_t b = rtcp_binding(reporter, media_key(meta.dst)); b != kNone)
+            view = &report_to_call(meta, bindings_.entry(b).value.binding.call_id.view(), reporter, reporter_ssrc, ssrc,
+                                   fraction_lost, jitter);
+    if (view == nullptr) {
         stats_.rtcp_unmatched_blocks.add();
         log_throttled(logs_.unmatched_reports, meta.time, spdlog::level::debug, [&](auto level, std::uint64_t more) {
             spdlog::log(level,
@@ -707,12 +760,11 @@ void StreamTable::apply_report_block(const PacketMeta& meta, const Endpoint& rep
         });
         return;
     }
-    ReceiverView& view = receiver_view(i);
-    if (view.reports < std::numeric_limits<std::uint16_t>::max()) ++view.reports;
-    view.fraction_lost = fraction_lost;
-    view.cumulative_lost = cumulative_lost;
-    view.jitter = jitter;
-    if (rtt) view.rtt_us = clamp_rtt(*rtt);
+    if (view->reports < std::numeric_limits<std::uint16_t>::max()) ++view->reports;
+    view->fraction_lost = fraction_lost;
+    view->cumulative_lost = cumulative_lost;
+    view->jitter = jitter;
+    if (rtt) view->rtt_us = clamp_rtt(*rtt);
 }
 
 void StreamTable::on_rtcp(const PacketMeta& meta, ByteSpan payload) {
@@ -724,18 +776,18 @@ void StreamTable::on_rtcp(const PacketMeta& meta, ByteSpan payload) {
     }
     const Endpoint reporter = media_key(meta.src);
     const std::uint32_t arrival = compact_arrival(meta.time);
-    const auto apply_blocks = [&](const ReportBlockList& blocks) {
+    const auto apply_blocks = [&](std::uint32_t reporter_ssrc, const ReportBlockList& blocks) {
         counter_at(stats_.rtcp_reports, ReportSource::rtcp).add();
         for (const ReportBlock b : blocks)
-            apply_report_block(meta, reporter, b.ssrc, b.fraction_lost, b.cumulative_lost, b.jitter, b.last_sr,
-                               b.delay_since_last_sr, arrival);
+            apply_report_block(meta, reporter, reporter_ssrc, b.ssrc, b.fraction_lost, b.cumulative_lost, b.jitter,
+                               b.last_sr, b.delay_since_last_sr, arrival);
     };
     for (const RtcpPacket packet : *compound) {
         switch (packet.type) {
         case RtcpType::sr: {
             const auto sr = parse_sender_report(packet);
             if (sr) {
-                apply_blocks(sr->report_blocks);
+                apply_blocks(sr->ssrc, sr->report_blocks);
             } else {
                 count_error(stats_.rtcp_errors, sr.error());
                 note_parse_error(meta.time, "RTCP", to_string(sr.error()));
@@ -745,7 +797,7 @@ void StreamTable::on_rtcp(const PacketMeta& meta, ByteSpan payload) {
         case RtcpType::rr: {
             const auto rr = parse_receiver_report(packet);
             if (rr) {
-                apply_blocks(rr->report_blocks);
+                apply_blocks(rr->ssrc, rr->report_blocks);
             } else {
                 count_error(stats_.rtcp_errors, rr.error());
                 note_parse_error(meta.time, "RTCP", to_string(rr.error()));
@@ -929,18 +981,8 @@ void StreamTable::on_rtcp_json(const PacketMeta& meta, std::string_view call_id,
             i != kNone) {
             view = &receiver_view(i);
         } else if (!call_id.empty() && call_id.size() <= CompactText::kMaxSize) {
-            const std::uint32_t r = reported_stream(call_id, block.source_ssrc, meta.time);
-            ReportedStream& reported = reported_[r].stream;
-            reported.reporter = reporter;
-            reported.reporter_ssrc = report.ssrc;
-            reported.last = std::max(reported.last, meta.time);
-            reported.max_jitter = std::max(reported.max_jitter, block.ia_jitter);
-            // Summed only while the count is exact, so that their ratio stays a mean.
-            if (reported.view.reports < std::numeric_limits<std::uint16_t>::max())
-                reported.fraction_lost_sum += block.fraction_lost;
-            if (reported.dialog == 0 || reported.codec == Codec::unknown)
-                note_reporter_binding(r, call_id, media_key(meta.dst));
-            view = &reported.view;
+            view = &report_to_call(meta, call_id, reporter, report.ssrc, block.source_ssrc, block.fraction_lost,
+                                   block.ia_jitter);
         } else {
             kept_all = false;
             continue;

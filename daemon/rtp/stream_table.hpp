@@ -11,12 +11,15 @@
 // (core/media_binding.hpp); a stream from S to D joins the binding (D, S), else D's binding with
 // no known peer (an offer not answered yet), else D's newest binding of any peer (a NAT'd
 // sender). A media address shared by many calls (a UAS or media server port) so never decides
-// alone. A binding of another call for a pair that carries running streams ends them (reason
-// `rebound`): the next packet starts a stream of the new call. Offline, bindings arrive in input
-// order (daemon/shard), so "after the new SDP" is decided exactly by packet order.
-// Without signalling, a confirmed sequence restart or timestamp discontinuity
-// (stream_record.hpp: classify) ends the stream (`restarted`), and so does a packet after more
-// than stream_idle_timeout of silence (`idle`): no phantom loss or jitter across calls.
+// alone. RTCP that an SDP sends elsewhere than next to its RTP (a=rtcp, RFC 3605; an odd RTP
+// port) has a binding of its own at that address (MediaBinding::rtcp), paired with the other
+// end's RTCP address: no stream joins it, and reports sent from there, whose stream lives where
+// its RTP goes (maybe another shard), become reported streams of its call, like RTCP-JSON. A binding of another call
+// for a pair that carries running streams ends them (reason `rebound`): the next packet starts a stream of the new
+// call. Offline, bindings arrive in input order (daemon/shard), so "after the new SDP" is decided exactly by packet
+// order. Without signalling, a confirmed sequence restart or timestamp discontinuity (stream_record.hpp: classify) ends
+// the stream (`restarted`), and so does a packet after more than stream_idle_timeout of silence (`idle`): no phantom
+// loss or jitter across calls.
 //
 // Tables (each capped; eviction of the least recently active entry is counted):
 //  - streams        keyed by (src, dst, SSRC), cap max_streams;
@@ -27,7 +30,8 @@
 //  - media entries  one per media_key(dst) with streams or bindings: its streams (for bindings
 //                   and RTCP, which names the destination and the SSRC but not the source) and
 //                   its newest binding;
-//  - reported       receiver views from RTCP-JSON about streams not measured here, keyed by
+//  - reported       receiver views from RTCP-JSON about streams not measured here (and from RTCP
+//                   sent from an address of a call's RTCP alone, above), keyed by
 //                   (Call-ID, SSRC), cap max_reported_streams, finished after
 //                   stream_idle_timeout without a report (reported_stream.hpp). Each is linked
 //                   to the binding of the reporter's address that named its dialog (a list per
@@ -327,11 +331,17 @@ private:
     void take_offer(const Endpoint& media, Binding& binding) const noexcept;
     void note_parse_error(Timestamp now, std::string_view what, std::string_view reason);
     void apply_binding(const Endpoint& media, const Endpoint& peer, Binding binding);
+    void bind_rtcp(const Endpoint& media, const Endpoint& peer, Binding binding);
+    void answer_offer(std::uint32_t m, std::uint32_t b);
     std::uint32_t find_reported_stream(const Endpoint& reporter, std::uint32_t ssrc,
                                        const Endpoint& peer) const noexcept;
-    void apply_report_block(const PacketMeta& meta, const Endpoint& reporter, std::uint32_t ssrc,
-                            std::uint8_t fraction_lost, std::int32_t cumulative_lost, std::uint32_t jitter,
-                            std::uint32_t lsr, std::uint32_t dlsr, std::uint32_t arrival);
+    std::uint32_t rtcp_binding(const Endpoint& reporter, const Endpoint& peer) const noexcept;
+    ReceiverView& report_to_call(const PacketMeta& meta, std::string_view call_id, const Endpoint& reporter,
+                                 std::uint32_t reporter_ssrc, std::uint32_t ssrc, std::uint8_t fraction_lost,
+                                 std::uint32_t jitter);
+    void apply_report_block(const PacketMeta& meta, const Endpoint& reporter, std::uint32_t reporter_ssrc,
+                            std::uint32_t ssrc, std::uint8_t fraction_lost, std::int32_t cumulative_lost,
+                            std::uint32_t jitter, std::uint32_t lsr, std::uint32_t dlsr, std::uint32_t arrival);
     std::uint32_t reported_stream(std::string_view call_id, std::uint32_t ssrc, Timestamp now);
     void end_reported(std::uint32_t at, FinishReason reason);  // finish, unlink and erase
     void finish_reported(std::uint32_t at, FinishReason reason);

@@ -133,8 +133,17 @@ void put_codecs(const SessionDescription& sdp, std::size_t i, MediaBinding& bind
     }
 }
 
+std::optional<Endpoint> rtcp_alias(const SessionDescription& sdp, std::size_t i) noexcept {
+    const auto media = usable_media(sdp, i);
+    if (!media) return std::nullopt;
+    const auto rtcp = rtcp_endpoint(sdp, i);
+    if (!rtcp || is_unspecified(rtcp->address) || media_key(*rtcp) == media_key(*media)) return std::nullopt;
+    return rtcp;
+}
+
 MediaEmitResult emit_media_bindings(const SessionDescription& sdp, const CompactText& call_id, std::uint32_t dialog,
-                                    Timestamp time, std::span<const Endpoint> peers, MediaSink& sink) noexcept {
+                                    Timestamp time, std::span<const Endpoint> peers, MediaSink& sink,
+                                    std::span<const Endpoint> rtcp_peers) noexcept {
     MediaEmitResult result;
     for (std::size_t i = 0; i < sdp.media_count; ++i) {
         const Media& media = sdp.media[i];
@@ -157,6 +166,13 @@ MediaEmitResult emit_media_bindings(const SessionDescription& sdp, const Compact
         put_codecs(sdp, i, binding);
         sink.on_media_binding(binding);
         ++result.emitted;
+        if (const auto rtcp = rtcp_alias(sdp, i)) {
+            binding.rtcp = true;
+            binding.media = *rtcp;
+            binding.peer = i < rtcp_peers.size() ? rtcp_peers[i] : Endpoint{};
+            sink.on_media_binding(binding);
+            ++result.emitted;
+        }
     }
     return result;
 }

@@ -38,13 +38,20 @@ struct SdpSide {
     std::uint32_t hop = 0;  // Hop::id; 0: empty
     bool forward = false;
     std::array<Endpoint, kSdpMedia> media{};  // by m= line; port 0: no usable address
+    std::array<Endpoint, kSdpMedia> rtcp{};   // by m= line, its rtcp_alias(); port 0: none
 
     friend bool operator==(const SdpSide&, const SdpSide&) = default;
 };
 using SdpSides = std::array<SdpSide, kSdpSides>;  // most recent first, empty ones last
 
+// Where RTCP of a side's line `i` goes, as far as media_key() tells: its rtcp_alias(), else its
+// RTP address (whose key its RTCP shares).
+inline Endpoint rtcp_of(const SdpSide& side, std::size_t i) noexcept {
+    return side.rtcp[i].port != 0 ? side.rtcp[i] : side.media[i];
+}
+
 struct MediaEmitResult {
-    std::size_t emitted = 0;   // bindings handed to the sink
+    std::size_t emitted = 0;   // bindings handed to the sink (RTCP ones too)
     std::size_t unusable = 0;  // active media (port != 0) without a literal, specified address
 };
 
@@ -53,13 +60,21 @@ struct MediaEmitResult {
 // a host name: RTP never goes there.
 std::optional<Endpoint> usable_media(const SessionDescription& sdp, std::size_t i) noexcept;
 
+// Where RTCP of usable media section `i` goes when that is not where its RTP goes (another
+// media_key()): an a=rtcp port or address (RFC 3605), or the port after an odd RTP port (RFC
+// 3550 allows it, RFC 8866 5.14 too); nothing with rtcp-mux, for the RTP port's pair, or an
+// unusable address.
+std::optional<Endpoint> rtcp_alias(const SessionDescription& sdp, std::size_t i) noexcept;
+
 // One binding per usable media section, with the first kMaxBindingCodecs formats of the m= line
 // resolved through a=rtpmap or the RFC 3551 static table (an unmapped dynamic type is kept with
-// its number only). `peers[i]`, when given and non-zero, is the other end of section i (from
-// the matching offer or answer). The bindings name `call_id` by view and by block
-// (MediaBinding::call_id_text). No allocation.
+// its number only), and one more with the same codecs for its rtcp_alias() if it has one
+// (MediaBinding::rtcp). `peers[i]` and `rtcp_peers[i]`, when given and non-zero, are the other
+// end of section i and where that end's RTCP goes (from the matching offer or answer). The
+// bindings name `call_id` by view and by block (MediaBinding::call_id_text). No allocation.
 MediaEmitResult emit_media_bindings(const SessionDescription& sdp, const CompactText& call_id, std::uint32_t dialog,
-                                    Timestamp time, std::span<const Endpoint> peers, MediaSink& sink) noexcept;
+                                    Timestamp time, std::span<const Endpoint> peers, MediaSink& sink,
+                                    std::span<const Endpoint> rtcp_peers = {}) noexcept;
 
 // The first kMaxBindingCodecs formats of media section `i` into `binding.codecs`, resolved as
 // emit_media_bindings does.

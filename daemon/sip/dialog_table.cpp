@@ -487,21 +487,26 @@ void DialogTable::emit_sdp(std::uint32_t at, const Message& m, Hop hop, Timestam
     const auto sections = sdp_->media_sections();
     if (std::any_of(sections.begin(), sections.end(), [](const Media& s) { return s.formats_overflow != 0; }))
         defect(MessageDefect::sdp_formats_overflow);
-    SdpSide mine{hop.id, hop.forward, {}};
-    for (std::size_t i = 0; i < kSdpMedia; ++i)
+    SdpSide mine{hop.id, hop.forward, {}, {}};
+    for (std::size_t i = 0; i < kSdpMedia; ++i) {
         if (const auto media = usable_media(*sdp_, i)) mine.media[i] = *media;
+        if (const auto rtcp = rtcp_alias(*sdp_, i)) mine.rtcp[i] = *rtcp;
+    }
 
     SdpSides sides = sdp_sides_.get(at, table_[at].hops);
     const auto other = std::find_if(sides.begin(), sides.end(),
                                     [&](const SdpSide& s) { return s.hop == hop.id && s.forward != hop.forward; });
-    const std::array<Endpoint, kSdpMedia> peers =
-        other != sides.end() ? other->media : std::array<Endpoint, kSdpMedia>{};
+    const SdpSide none{};
+    const SdpSide& peer_side = other != sides.end() ? *other : none;
+    const std::array<Endpoint, kSdpMedia>& peers = peer_side.media;
+    std::array<Endpoint, kSdpMedia> rtcp_peers{};
+    for (std::size_t i = 0; i < kSdpMedia; ++i) rtcp_peers[i] = rtcp_of(peer_side, i);
 
     DiscardSink discard;
     PeerStampingSink sink(sink_ != nullptr ? *sink_ : discard, table_.entry(at).value);
     const DialogKey& key = table_.entry(at).key;
     const std::uint32_t dialog = tag_id(key.from_tag());
-    const MediaEmitResult r = emit_media_bindings(*sdp_, key.call_id_text(), dialog, now, peers, sink);
+    const MediaEmitResult r = emit_media_bindings(*sdp_, key.call_id_text(), dialog, now, peers, sink, rtcp_peers);
     stats_->media_bindings.add(r.emitted);
     if (r.unusable != 0)
         stats_->anomalies[static_cast<std::size_t>(DialogAnomaly::sdp_unusable_address)].add(r.unusable);
@@ -520,6 +525,13 @@ void DialogTable::emit_sdp(std::uint32_t at, const Message& m, Hop hop, Timestam
         back.codecs_of_peer = true;
         sink.on_media_binding(back);
         stats_->media_bindings.add();
+        if (peer_side.rtcp[i].port != 0) {  // and so does the other side's RTCP address
+            back.rtcp = true;
+            back.media = peer_side.rtcp[i];
+            back.peer = rtcp_of(mine, i);
+            sink.on_media_binding(back);
+            stats_->media_bindings.add();
+        }
     }
     // Most recent first; this direction's previous SDP, or the oldest side, makes room.
     auto same = std::find_if(sides.begin(), sides.end(),
@@ -550,15 +562,19 @@ void DialogTable::release_replaced(const SdpSide& replaced, const SdpSides& side
                                    Timestamp now) {
     if (sink_ == nullptr) return;
     MediaBinding ended = release_of(entry, now);
-    for (const Endpoint& media : replaced.media) {
-        if (media.port == 0) continue;
+    const auto release = [&](const Endpoint& media, bool rtcp) {
+        if (media.port == 0) return;
         const bool still_named = std::any_of(sides.begin(), sides.end(), [&](const SdpSide& s) {
-            return s.hop != 0 && std::find(s.media.begin(), s.media.end(), media) != s.media.end();
+            const auto& named = rtcp ? s.rtcp : s.media;
+            return s.hop != 0 && std::find(named.begin(), named.end(), media) != named.end();
         });
-        if (still_named) continue;
+        if (still_named) return;
         ended.media = media;
+        ended.rtcp = rtcp;
         sink_->on_media_binding(ended);
-    }
+    };
+    for (const Endpoint& media : replaced.media) release(media, false);
+    for (const Endpoint& rtcp : replaced.rtcp) release(rtcp, true);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -723,7 +739,7 @@ void DialogTable::end_media(std::uint32_t at, const Table::Entry& entry, Timesta
     const SdpSides sides = sdp_sides_.get(at, entry.value.hops);
     // Each media address with the other end of its media line on the same hop (as emit_sdp()
     // paired them), once: the stream table finds that pair directly.
-    std::array<std::pair<Endpoint, Endpoint>, kSdpSides * kSdpMedia> sent{};
+    std::array<std::pair<Endpoint, Endpoint>, kSdpSides * kSdpMedia * 2> sent{};
     std::size_t count = 0;
     MediaBinding ended = release_of(entry, when);
     ended.at_deadline = at_deadline;
@@ -732,16 +748,20 @@ void DialogTable::end_media(std::uint32_t at, const Table::Entry& entry, Timesta
         const auto other = std::find_if(sides.begin(), sides.end(), [&](const SdpSide& s) {
             return s.hop == side.hop && s.forward != side.forward;
         });
-        for (std::size_t i = 0; i < kSdpMedia; ++i) {
-            if (side.media[i].port == 0) continue;
-            const Endpoint peer = other != sides.end() ? other->media[i] : Endpoint{};
-            const std::pair<Endpoint, Endpoint> key{media_key(side.media[i]), peer.port != 0 ? media_key(peer) : peer};
+        const auto end_of = [&](const Endpoint& media, const Endpoint& peer, bool rtcp) {
+            if (media.port == 0) return;
+            const std::pair<Endpoint, Endpoint> key{media_key(media), peer.port != 0 ? media_key(peer) : peer};
             const auto end = sent.begin() + static_cast<std::ptrdiff_t>(count);
-            if (std::find(sent.begin(), end, key) != end) continue;
+            if (std::find(sent.begin(), end, key) != end) return;
             sent[count++] = key;
-            ended.media = side.media[i];
+            ended.media = media;
             ended.peer = peer;
+            ended.rtcp = rtcp;
             sink_->on_media_binding(ended);
+        };
+        for (std::size_t i = 0; i < kSdpMedia; ++i) {
+            end_of(side.media[i], other != sides.end() ? other->media[i] : Endpoint{}, false);
+            end_of(side.rtcp[i], other != sides.end() ? rtcp_of(*other, i) : Endpoint{}, true);
         }
     }
     sdp_sides_.clear(at);

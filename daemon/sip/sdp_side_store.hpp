@@ -6,8 +6,9 @@
 // Dialog::hops (28 bytes). A dialog with more (a second hop, a second media line, a side on a hop
 // past the kMaxHops stored, an IPv6 address) keeps all four sides with two media lines each in a
 // pool instead, and one with a media line past the second (audio, video and a second audio, or
-// T.38 or BFCP beside them) all four sides whole in a second pool: every line it binds is
-// released when it ends, and the first pool's entries stay as small as before. 192 bytes a
+// T.38 or BFCP beside them) or an RTCP address of its own (sip::rtcp_alias()) all four sides
+// whole in a second pool: every address it binds is released when it ends, and the first pool's
+// entries stay as small as before. 192 bytes a
 // dialog were kept for all four at first, then 100 for two sides with both media addresses, then
 // 60 with the hop ids themselves, then 48 with whole addresses.
 #include "core/packed_endpoint.hpp"
@@ -126,7 +127,7 @@ private:
     }
 
     // Two sides of one media line each, on hops the dialog keeps, their addresses IPv4 (or none):
-    // the third and fourth sides and every second media address are empty.
+    // the third and fourth sides, every further media address and every RTCP one are empty.
     static bool fits_beside(const SdpSides& sides, const Hops& hops) noexcept {
         for (std::size_t i = 0; i < sides.size(); ++i) {
             if (i >= 2 && sides[i] != SdpSide{}) return false;
@@ -134,15 +135,20 @@ private:
             if (!EndpointPool::in_place(sides[i].media[0])) return false;
             for (std::size_t m = 1; m < kSdpMedia; ++m)
                 if (sides[i].media[m] != Endpoint{}) return false;
+            if (!no_rtcp(sides[i])) return false;
         }
         return true;
     }
 
-    // No media line past the second.
+    static bool no_rtcp(const SdpSide& side) noexcept {
+        return std::all_of(side.rtcp.begin(), side.rtcp.end(), [](const Endpoint& e) { return e == Endpoint{}; });
+    }
+
+    // No media line past the second, no RTCP address of its own.
     static bool fits_two_lines(const SdpSides& sides) noexcept {
         return std::all_of(sides.begin(), sides.end(), [](const SdpSide& side) {
-            return std::all_of(side.media.begin() + 2, side.media.end(),
-                               [](const Endpoint& e) { return e == Endpoint{}; });
+            return no_rtcp(side) && std::all_of(side.media.begin() + 2, side.media.end(),
+                                                [](const Endpoint& e) { return e == Endpoint{}; });
         });
     }
 

@@ -121,7 +121,8 @@ Json dialog_json(const DialogRecord& r) {
     Json sides = Json::array();
     for (const sip::SdpSide& side : r.sdp_sides) {
         if (side.hop == 0) continue;
-        sides.push_back(Json{{"hop", side.hop}, {"forward", side.forward}, {"media", lines(side.media)}});
+        sides.push_back(Json{
+            {"hop", side.hop}, {"forward", side.forward}, {"media", lines(side.media)}, {"rtcp", lines(side.rtcp)}});
     }
     j["sdp_sides"] = std::move(sides);
     return j;
@@ -224,6 +225,7 @@ Json binding_json(const BindingRecord& r) {
     j["time"] = time_json(b.time);
     j["waiting"] = r.waiting;
     j["released"] = r.released;
+    j["rtcp"] = b.rtcp;
     Json codecs = Json::array();
     for (std::size_t i = 0; i < b.codec_count && i < kMaxBindingCodecs; ++i) {
         Json c;

@@ -174,9 +174,13 @@ void put_sdp_sides(const sip::SdpSides& in, google::protobuf::RepeatedPtrField<S
         to.set_hop(side.hop);
         to.set_forward(side.forward);
         // Trailing lines without an address are left out; the ones before a used line stay.
-        std::size_t n = side.media.size();
-        while (n > 0 && side.media[n - 1] == hepd::Endpoint{}) --n;
-        for (std::size_t i = 0; i < n; ++i) to_proto(side.media[i], *to.add_media());
+        const auto put = [](const auto& lines, auto& into) {
+            std::size_t n = lines.size();
+            while (n > 0 && lines[n - 1] == hepd::Endpoint{}) --n;
+            for (std::size_t i = 0; i < n; ++i) to_proto(lines[i], *into.Add());
+        };
+        put(side.media, *to.mutable_media());
+        put(side.rtcp, *to.mutable_rtcp());
     }
 }
 
@@ -194,13 +198,19 @@ void get_sdp_sides(FieldReader& r, const google::protobuf::RepeatedPtrField<SdpS
         for (std::size_t j = 0; j < i; ++j)
             if (out[j].hop == to.hop && out[j].forward == to.forward)
                 return r.fail("sdp_sides", "hop " + std::to_string(to.hop) + " twice in one direction");
-        if (!r.entries("sdp_sides.media", side.media_size(), to.media.size())) return;
-        for (std::size_t m = 0; m < static_cast<std::size_t>(side.media_size()); ++m) {
-            r.endpoint("sdp_sides.media", side.media(static_cast<int>(m)), to.media[m]);
-            if (!r.ok()) return;
-            if (to.media[m].address.empty() != (to.media[m].port == 0))
-                return r.fail("sdp_sides.media", "an address without a port or a port without an address");
-        }
+        const auto get = [&](const char* field, const auto& lines, auto& into) {
+            if (!r.entries(field, lines.size(), into.size())) return false;
+            for (std::size_t m = 0; m < static_cast<std::size_t>(lines.size()); ++m) {
+                r.endpoint(field, lines.Get(static_cast<int>(m)), into[m]);
+                if (!r.ok()) return false;
+                if (into[m].address.empty() != (into[m].port == 0)) {
+                    r.fail(field, "an address without a port or a port without an address");
+                    return false;
+                }
+            }
+            return true;
+        };
+        if (!get("sdp_sides.media", side.media(), to.media) || !get("sdp_sides.rtcp", side.rtcp(), to.rtcp)) return;
     }
 }
 
@@ -595,6 +605,7 @@ void to_proto(const BindingRecord& in, Binding& out) {
     if (in.peer.port != 0) to_proto(in.peer, *out.mutable_peer());
     out.set_dialog(b.dialog);
     if (b.answer_choice < n) out.set_answer_choice(b.answer_choice + 1U);
+    out.set_rtcp(b.rtcp);
 }
 
 bool from_proto(const Binding& in, BindingRecord& out, std::string& why) {
@@ -626,6 +637,7 @@ bool from_proto(const Binding& in, BindingRecord& out, std::string& why) {
             b.answer_choice = static_cast<std::uint8_t>(in.answer_choice() - 1);
         }
     }
+    b.rtcp = in.rtcp();
     out.waiting = in.waiting();
     out.released = in.released();
     return r.ok();

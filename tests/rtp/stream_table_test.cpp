@@ -948,6 +948,52 @@ TEST_CASE("RTCP XR VoIP metrics", "[rtp][stream][table][rtcp][xr]") {
     CHECK(t.stats().rtcp_unmatched_blocks.value() == 1);
 }
 
+TEST_CASE("RTCP from an address of a call's RTCP alone (a=rtcp) becomes a reported stream of the call",
+          "[rtp][stream][table][rtcp]") {
+    StreamTable t(small_config());
+    RecordingSink sink;
+    t.set_sink(&sink);
+    // Bob's SDP: RTP at 40000, a=rtcp:45001 (another media key); its answer pairs it with alice's.
+    const Endpoint bob_far_rtcp = ep("10.0.0.2:45001");
+    MediaBinding rtcp = media_binding(bob_far_rtcp, "call-R", 0, {codec(8, "PCMA", 8000)});
+    rtcp.rtcp = true;
+    rtcp.dialog = 7;
+    t.bind(rtcp);  // the offer's: no peer yet
+    rtcp.peer = alice_rtcp;
+    t.bind(rtcp);  // the answer pairs it, the offer's goes
+    CHECK(t.bindings_size() == 1);
+    CHECK(t.find_binding(bob_far_rtcp, alice_rtcp) != nullptr);
+    CHECK(t.pending_binding(bob_far_rtcp) == nullptr);  // never the address's binding for RTP
+
+    // RTP sent there (nothing should) joins no call through it.
+    send(t, carol, bob_far_rtcp, 0x33, 3);
+    CHECK(t.binding_of({carol, bob_far_rtcp, 0x33}) == nullptr);
+
+    // Bob reports on alice's stream, which lives where its RTP goes (here: nowhere).
+    t.on_rtcp(meta_at(100'000, bob_far_rtcp, alice_rtcp), span_of(receiver_report(0xB0B, {Block{0xA11CE, 12, 4}})));
+    CHECK(t.stats().rtcp_unmatched_blocks.value() == 0);
+    const ReportedStream* r = t.find_reported("call-R", 0xA11CE);
+    REQUIRE(r != nullptr);
+    CHECK(r->reporter_ssrc == 0xB0B);
+    CHECK(r->view.reports == 1);
+    CHECK(r->view.fraction_lost == 12);
+    CHECK(r->view.cumulative_lost == 4);
+    CHECK(r->dialog == 7);
+    CHECK(r->codec == Codec::pcma);
+    // From elsewhere, or to an unrelated address without an offer's binding: nobody's.
+    t.on_rtcp(meta_at(200'000, carol, alice_rtcp), span_of(receiver_report(1, {Block{0xA11CE}})));
+    CHECK(t.stats().rtcp_unmatched_blocks.value() == 1);
+
+    // The dialog's end releases the binding and finishes its reported stream.
+    t.unbind(bob_far_rtcp, alice_rtcp, "call-R", 7, Timestamp{kBaseUs + 300'000});
+    CHECK(t.bindings_size() == 0);
+    REQUIRE(sink.reported.size() == 1);
+    CHECK(sink.reported_reasons[0] == FinishReason::call_ended);
+    // A late report joins nothing.
+    t.on_rtcp(meta_at(400'000, bob_far_rtcp, alice_rtcp), span_of(receiver_report(0xB0B, {Block{0xA11CE}})));
+    CHECK(t.stats().rtcp_unmatched_blocks.value() == 2);
+}
+
 TEST_CASE("RTCP-JSON: a capped table of receiver views by Call-ID and SSRC", "[rtp][stream][table][rtcp_json]") {
     StreamTableConfig c = small_config();
     c.max_reported_streams = 2;

@@ -154,3 +154,45 @@ TEST_CASE("unbind: every m= line's address is released, a third one too (audio, 
     for (const auto& c : list)
         if (c.binding.media == ep("192.0.2.10:20004")) CHECK(c.binding.peer == ep("192.0.2.20:40000"));
 }
+
+TEST_CASE("unbind: RTCP addresses of their own (a=rtcp, odd RTP ports) are bound, paired and released",
+          "[sip][dialog][media][unbind][rtcp]") {
+    const auto with_rtcp = [](std::string_view address, int port, std::string_view extra) {
+        return sdp(address, port) + std::string(extra);
+    };
+    Harness h;
+    const Sip invite;
+    h.send(invite.with_body(with_rtcp("192.0.2.10", 20000, "a=rtcp:20555\n")), A, B, ms(0));
+    const Sip ok = invite.with_to_tag("tt").resp(200);
+    h.send(ok.with_body(sdp("192.0.2.20", 30001)), B, A, ms(100));  // odd RTP port: RTCP on 30002
+    const Sip tagged = invite.with_to_tag("tt");
+    h.send(tagged.req("ACK", "z9hG4bK-a2", 1), A, B, ms(110));
+    const auto rtcp_binding = [&](std::string_view media, std::string_view peer) {
+        return std::any_of(h.sink.got.begin(), h.sink.got.end(), [&](const auto& c) {
+            return c.binding.rtcp && !c.binding.dialog_ended && c.binding.media == ep(media) &&
+                   (peer.empty() ? c.binding.peer.port == 0 : c.binding.peer == ep(peer)) &&
+                   c.binding.codec_count == (c.binding.peer.port == 0 || media == "192.0.2.20:30002" ? 2 : 0);
+        });
+    };
+    CHECK(rtcp_binding("192.0.2.10:20555", ""));                  // the offer's, with its codecs
+    CHECK(rtcp_binding("192.0.2.20:30002", "192.0.2.10:20555"));  // the answer's, paired
+    CHECK(rtcp_binding("192.0.2.10:20555", "192.0.2.20:30002"));  // and the offer's learns its peer
+    // Plain RTP bindings are no RTCP ones; an even port's RTCP (port + 1) needs none.
+    for (const auto& c : h.sink.got)
+        if (c.binding.media == ep("192.0.2.10:20000") || c.binding.media == ep("192.0.2.20:30001"))
+            CHECK_FALSE(c.binding.rtcp);
+
+    h.send(tagged.req("BYE", "z9hG4bK-a3", 2), A, B, ms(1'000));
+    h.send(tagged.req("BYE", "z9hG4bK-a3", 2).resp(200), B, A, ms(1'010));
+    h.table.expire(ms(1'010 + 33'000));
+    const auto list = ended(h.sink);
+    CHECK(list.size() == 4);
+    CHECK(names(list, "192.0.2.10:20000"));
+    CHECK(names(list, "192.0.2.20:30001"));
+    CHECK(names(list, "192.0.2.10:20555"));
+    CHECK(names(list, "192.0.2.20:30002"));
+    for (const auto& c : list) {
+        if (c.binding.media == ep("192.0.2.10:20555")) CHECK(c.binding.peer == ep("192.0.2.20:30002"));
+        if (c.binding.media == ep("192.0.2.20:30002")) CHECK(c.binding.peer == ep("192.0.2.10:20555"));
+    }
+}

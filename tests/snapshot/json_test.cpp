@@ -65,9 +65,9 @@ constexpr const char* kExpected = R"({
     "recent_fingerprints": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
     "recent_next": 5,
     "sdp_sides": [
-      {"hop": 286331153, "forward": false, "media": ["[2001:db8::1]:30000"]},
-      {"hop": 286331153, "forward": true, "media": ["192.0.2.10:49170", "192.0.2.10:49172"]},
-      {"hop": 572662306, "forward": true, "media": [null, "198.51.100.7:40002"]}
+      {"hop": 286331153, "forward": false, "media": ["[2001:db8::1]:30000"], "rtcp": []},
+      {"hop": 286331153, "forward": true, "media": ["192.0.2.10:49170", "192.0.2.10:49172"], "rtcp": []},
+      {"hop": 572662306, "forward": true, "media": [null, "198.51.100.7:40002"], "rtcp": []}
     ]
   }],
   "transactions": [{
@@ -140,6 +140,7 @@ constexpr const char* kExpected = R"({
     "time": "2023-11-14T22:13:20.480004Z",
     "waiting": true,
     "released": false,
+    "rtcp": false,
     "codecs": [
       {"payload_type": 0, "codec": "pcmu", "clock_rate": 8000},
       {"payload_type": 8, "codec": "pcma", "clock_rate": 8000},

@@ -85,6 +85,15 @@ TEST_CASE("a dialog with every field set survives the round trip", "[snapshot][m
     CHECK(m.sdp_sides(2).media(0).address().empty());
     CHECK(m.sdp_sides(2).media(0).port() == 0);
     CHECK(out.sdp_sides[2].media[1] == ep("198.51.100.7:40002"));
+    CHECK(m.sdp_sides(1).rtcp_size() == 0);  // no RTCP address of its own
+
+    // One (a=rtcp) comes back on its line.
+    DialogRecord with_rtcp = in;
+    with_rtcp.sdp_sides[1].rtcp[1] = ep("192.0.2.10:49555");
+    Dialog r;
+    CHECK(round_trip(with_rtcp, &r) == with_rtcp);
+    REQUIRE(r.sdp_sides(1).rtcp_size() == 2);
+    CHECK(r.sdp_sides(1).rtcp(1).port() == 49555);
 }
 
 TEST_CASE("a dialog from a file without SDP sides has none", "[snapshot][mapping]") {
@@ -260,6 +269,14 @@ TEST_CASE("a binding with every field set survives the round trip", "[snapshot][
     BindingRecord out;
     std::string why;
     CHECK_FALSE(from_proto(wrong, out, why));
+
+    // Of an address of a call's RTCP alone (a=rtcp).
+    BindingRecord rtcp = in;
+    rtcp.binding.rtcp = true;
+    Binding r;
+    CHECK(round_trip(rtcp, &r) == rtcp);
+    CHECK(r.rtcp());
+    CHECK_FALSE(m.rtcp());
 }
 
 TEST_CASE("a clock rate unknown to this build reads as unlisted", "[snapshot][mapping]") {
