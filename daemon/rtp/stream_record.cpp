@@ -339,7 +339,7 @@ void Binding::choose_from_answer(const Binding& offer) noexcept {
         for (std::size_t o = 0; at < 0 && named && o < codec_count && o < kMaxBindingCodecs; ++o)
             if (codec(o) == wanted && clock(o) == answer.clock(a)) at = static_cast<int>(o);
         if (at >= 0) {
-            answer_choice = static_cast<std::uint8_t>(at);
+            answer_choice = static_cast<std::uint8_t>(at) & 0x0FU;  // below kMaxBindingCodecs
             return;
         }
     }

@@ -255,13 +255,15 @@ struct Binding {
     std::uint8_t caller_peer = 0;  // the dialog's peer groups (MediaBinding::caller_peer)
     std::uint8_t callee_peer = 0;
     std::uint8_t codec_count = 0;
+    // The format the other end's answer chose among these (choose_from_answer), or kNoChoice.
+    // Beside the next flag in one octet: the entry stays 40 bytes.
+    std::uint8_t answer_choice : 4 = kNoChoice;
     // Of an address where the call's RTCP alone goes (MediaBinding::rtcp): no stream joins it,
     // reports from there become the call's reported streams.
-    bool rtcp = false;
+    bool rtcp : 1 = false;
     std::array<std::uint8_t, kMaxBindingCodecs> payload_types{};
-    // The format the other end's answer chose among these (choose_from_answer), or kNoChoice.
-    std::uint8_t answer_choice = kNoChoice;
-    static constexpr std::uint8_t kNoChoice = 0xFF;
+    static constexpr std::uint8_t kNoChoice = 0x0F;
+    static_assert(kMaxBindingCodecs < kNoChoice);
 
     bool same_call(const Binding& o) const noexcept { return dialog == o.dialog && call_id == o.call_id; }
     Codec codec(std::size_t i) const noexcept { return static_cast<Codec>(codec_clocks_[i] & 0x0FU); }

@@ -634,7 +634,7 @@ bool from_proto(const Binding& in, BindingRecord& out, std::string& why) {
         if (in.answer_choice() > b.codec_count) {
             r.fail("answer_choice", std::to_string(in.answer_choice()) + " beyond the codecs");
         } else {
-            b.answer_choice = static_cast<std::uint8_t>(in.answer_choice() - 1);
+            b.answer_choice = static_cast<std::uint8_t>(in.answer_choice() - 1) & 0x0FU;  // checked above
         }
     }
     b.rtcp = in.rtcp();

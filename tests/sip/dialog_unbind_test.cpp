@@ -171,12 +171,14 @@ TEST_CASE("unbind: RTCP addresses of their own (a=rtcp, odd RTP ports) are bound
         return std::any_of(h.sink.got.begin(), h.sink.got.end(), [&](const auto& c) {
             return c.binding.rtcp && !c.binding.dialog_ended && c.binding.media == ep(media) &&
                    (peer.empty() ? c.binding.peer.port == 0 : c.binding.peer == ep(peer)) &&
-                   c.binding.codec_count == (c.binding.peer.port == 0 || media == "192.0.2.20:30002" ? 2 : 0);
+                   c.binding.codec_count == 2 &&
+                   c.binding.codecs_of_peer == (media == "192.0.2.10:20555" && !peer.empty());
         });
     };
     CHECK(rtcp_binding("192.0.2.10:20555", ""));                  // the offer's, with its codecs
     CHECK(rtcp_binding("192.0.2.20:30002", "192.0.2.10:20555"));  // the answer's, paired
-    CHECK(rtcp_binding("192.0.2.10:20555", "192.0.2.20:30002"));  // and the offer's learns its peer
+    CHECK(
+        rtcp_binding("192.0.2.10:20555", "192.0.2.20:30002"));  // the offer's learns its peer and the answer's formats
     // Plain RTP bindings are no RTCP ones; an even port's RTCP (port + 1) needs none.
     for (const auto& c : h.sink.got)
         if (c.binding.media == ep("192.0.2.10:20000") || c.binding.media == ep("192.0.2.20:30001"))
