@@ -133,11 +133,13 @@ void put_codecs(const SessionDescription& sdp, std::size_t i, MediaBinding& bind
     }
 }
 
-std::optional<Endpoint> rtcp_alias(const SessionDescription& sdp, std::size_t i) noexcept {
-    const auto media = usable_media(sdp, i);
-    if (!media) return std::nullopt;
+std::optional<Endpoint> rtcp_alias(const SessionDescription& sdp, std::size_t i, const Endpoint& media) noexcept {
+    // Most lines: RTCP on the RTP port (rtcp-mux) or the one after an even port, the RTP
+    // address's own key; nothing to parse.
+    const Media& line = sdp.media[i];
+    if (line.rtcp_mux || (line.rtcp_port == 0 && media.port % 2 == 0)) return std::nullopt;
     const auto rtcp = rtcp_endpoint(sdp, i);
-    if (!rtcp || is_unspecified(rtcp->address) || media_key(*rtcp) == media_key(*media)) return std::nullopt;
+    if (!rtcp || is_unspecified(rtcp->address) || media_key(*rtcp) == media_key(media)) return std::nullopt;
     return rtcp;
 }
 
@@ -166,7 +168,7 @@ MediaEmitResult emit_media_bindings(const SessionDescription& sdp, const Compact
         put_codecs(sdp, i, binding);
         sink.on_media_binding(binding);
         ++result.emitted;
-        if (const auto rtcp = rtcp_alias(sdp, i)) {
+        if (const auto rtcp = rtcp_alias(sdp, i, *endpoint)) {
             binding.rtcp = true;
             binding.media = *rtcp;
             binding.peer = i < rtcp_peers.size() ? rtcp_peers[i] : Endpoint{};

@@ -60,11 +60,11 @@ struct MediaEmitResult {
 // a host name: RTP never goes there.
 std::optional<Endpoint> usable_media(const SessionDescription& sdp, std::size_t i) noexcept;
 
-// Where RTCP of usable media section `i` goes when that is not where its RTP goes (another
-// media_key()): an a=rtcp port or address (RFC 3605), or the port after an odd RTP port (RFC
-// 3550 allows it, RFC 8866 5.14 too); nothing with rtcp-mux, for the RTP port's pair, or an
-// unusable address.
-std::optional<Endpoint> rtcp_alias(const SessionDescription& sdp, std::size_t i) noexcept;
+// Where RTCP of usable media section `i` (its RTP address `media`, usable_media()) goes when
+// that is not where its RTP goes (another media_key()): an a=rtcp port or address (RFC 3605), or
+// the port after an odd RTP port (RFC 3550 allows it, RFC 8866 5.14 too); nothing with
+// rtcp-mux, for the RTP port's pair, or an unusable address.
+std::optional<Endpoint> rtcp_alias(const SessionDescription& sdp, std::size_t i, const Endpoint& media) noexcept;
 
 // One binding per usable media section, with the first kMaxBindingCodecs formats of the m= line
 // resolved through a=rtpmap or the RFC 3551 static table (an unmapped dynamic type is kept with

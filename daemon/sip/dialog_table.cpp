@@ -488,9 +488,11 @@ void DialogTable::emit_sdp(std::uint32_t at, const Message& m, Hop hop, Timestam
     if (std::any_of(sections.begin(), sections.end(), [](const Media& s) { return s.formats_overflow != 0; }))
         defect(MessageDefect::sdp_formats_overflow);
     SdpSide mine{hop.id, hop.forward, {}, {}};
-    for (std::size_t i = 0; i < kSdpMedia; ++i) {
-        if (const auto media = usable_media(*sdp_, i)) mine.media[i] = *media;
-        if (const auto rtcp = rtcp_alias(*sdp_, i)) mine.rtcp[i] = *rtcp;
+    for (std::size_t i = 0; i < std::min<std::size_t>(sdp_->media_count, kSdpMedia); ++i) {
+        const auto media = usable_media(*sdp_, i);
+        if (!media) continue;
+        mine.media[i] = *media;
+        if (const auto rtcp = rtcp_alias(*sdp_, i, *media)) mine.rtcp[i] = *rtcp;
     }
 
     SdpSides sides = sdp_sides_.get(at, table_[at].hops);

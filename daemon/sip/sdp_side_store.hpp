@@ -129,26 +129,27 @@ private:
     // Two sides of one media line each, on hops the dialog keeps, their addresses IPv4 (or none):
     // the third and fourth sides, every further media address and every RTCP one are empty.
     static bool fits_beside(const SdpSides& sides, const Hops& hops) noexcept {
-        for (std::size_t i = 0; i < sides.size(); ++i) {
-            if (i >= 2 && sides[i] != SdpSide{}) return false;
+        for (std::size_t i = 2; i < sides.size(); ++i)
+            if (sides[i].hop != 0) return false;  // hop 0: an empty side
+        for (std::size_t i = 0; i < 2; ++i) {
             if (hop_number(sides[i].hop, hops) > kMaxHops) return false;
             if (!EndpointPool::in_place(sides[i].media[0])) return false;
             for (std::size_t m = 1; m < kSdpMedia; ++m)
-                if (sides[i].media[m] != Endpoint{}) return false;
+                if (sides[i].media[m].port != 0) return false;  // port 0: none
             if (!no_rtcp(sides[i])) return false;
         }
         return true;
     }
 
     static bool no_rtcp(const SdpSide& side) noexcept {
-        return std::all_of(side.rtcp.begin(), side.rtcp.end(), [](const Endpoint& e) { return e == Endpoint{}; });
+        return std::all_of(side.rtcp.begin(), side.rtcp.end(), [](const Endpoint& e) { return e.port == 0; });
     }
 
     // No media line past the second, no RTCP address of its own.
     static bool fits_two_lines(const SdpSides& sides) noexcept {
         return std::all_of(sides.begin(), sides.end(), [](const SdpSide& side) {
-            return no_rtcp(side) && std::all_of(side.media.begin() + 2, side.media.end(),
-                                                [](const Endpoint& e) { return e == Endpoint{}; });
+            return no_rtcp(side) &&
+                   std::all_of(side.media.begin() + 2, side.media.end(), [](const Endpoint& e) { return e.port == 0; });
         });
     }
 
