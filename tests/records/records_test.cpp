@@ -145,6 +145,27 @@ struct TempDir {
     }
 };
 
+// A writer's surroundings: a fresh directory with its record file, the two clocks at fixed times.
+struct WriterBed {
+    TempDir dir;
+    ManualClock steady{Timestamp{1'000'000'000}};
+    ManualClock wall{Timestamp{1'700'000'000'000'000}};
+    RecordWriterOptions o = options_in(dir);
+
+    static RecordWriterOptions options_in(const TempDir& d) {
+        RecordWriterOptions out;
+        out.file.path = (d.path / "calls.jsonl").string();
+        return out;
+    }
+};
+
+// The call_id of each line of a record file, in order.
+std::vector<std::string> call_ids(const std::string& path) {
+    std::vector<std::string> out;
+    for (const std::string& text : lines_of(path)) out.push_back(Json::parse(text)["call_id"]);
+    return out;
+}
+
 }  // namespace
 
 TEST_CASE("party names: user part and host of sip, sips and tel URIs", "[records]") {
@@ -601,11 +622,8 @@ TEST_CASE("record file: a write cut short by a full disk leaves only whole lines
 }
 
 TEST_CASE("writer: a full shard queue drops the event and counts it; the rest is written after the hold", "[records]") {
-    TempDir dir;
-    ManualClock steady(Timestamp{1'000'000'000});
-    ManualClock wall(Timestamp{1'700'000'000'000'000});
-    RecordWriterOptions o;
-    o.file.path = (dir.path / "calls.jsonl").string();
+    WriterBed bed;
+    auto& [dir, steady, wall, o] = bed;
     o.join.hold_us = 5'000'000;
     o.queue_size = 16;
     o.flush_interval_us = 0;
@@ -636,11 +654,8 @@ TEST_CASE("writer: a full shard queue drops the event and counts it; the rest is
 }
 
 TEST_CASE("writer: max_file_age rotates an idle file, without waiting for the next record", "[records]") {
-    TempDir dir;
-    ManualClock steady(Timestamp{1'000'000'000});
-    ManualClock wall(Timestamp{1'700'000'000'000'000});
-    RecordWriterOptions o;
-    o.file.path = (dir.path / "calls.jsonl").string();
+    WriterBed bed;
+    auto& [dir, steady, wall, o] = bed;
     o.file.max_age_us = 60'000'000;
     o.join.hold_us = 0;
     o.flush_interval_us = 0;
@@ -668,11 +683,8 @@ TEST_CASE("writer: max_file_age rotates an idle file, without waiting for the ne
 }
 
 TEST_CASE("writer: a removed or replaced record file is opened again at its path", "[records]") {
-    TempDir dir;
-    ManualClock steady(Timestamp{1'000'000'000});
-    ManualClock wall(Timestamp{1'700'000'000'000'000});
-    RecordWriterOptions o;
-    o.file.path = (dir.path / "calls.jsonl").string();
+    WriterBed bed;
+    auto& [dir, steady, wall, o] = bed;
     o.join.hold_us = 0;
     o.flush_interval_us = 0;
     RecordWriter w(o, 1, steady, wall);
@@ -683,27 +695,22 @@ TEST_CASE("writer: a removed or replaced record file is opened again at its path
         wall.advance_us(1'000'000);
         w.poll();
     };
-    auto ids = [](const fs::path& path) {
-        std::vector<std::string> out;
-        for (const std::string& text : lines_of(path.string())) out.push_back(Json::parse(text)["call_id"]);
-        return out;
-    };
     call("before");
     fs::remove(o.file.path);  // rm, or a shipper removing what it shipped
     call("after-rm");
-    CHECK(ids(o.file.path) == std::vector<std::string>{"after-rm"});
+    CHECK(call_ids(o.file.path) == std::vector<std::string>{"after-rm"});
     fs::rename(o.file.path, o.file.path + ".1");  // logrotate without copytruncate: renamed, created anew
     std::ofstream(o.file.path).close();
     call("after-logrotate");
-    CHECK(ids(o.file.path + ".1") == std::vector<std::string>{"after-rm"});
-    CHECK(ids(o.file.path) == std::vector<std::string>{"after-logrotate"});
+    CHECK(call_ids(o.file.path + ".1") == std::vector<std::string>{"after-rm"});
+    CHECK(call_ids(o.file.path) == std::vector<std::string>{"after-logrotate"});
     CHECK(w.stats().written.value() == 3);
     CHECK(w.stats().write_errors.value() == 0);
     CHECK(w.stats().reopens.value() == 2);
     // The directory too: created again.
     fs::remove_all(dir.path);
     call("after-rm-r");
-    CHECK(ids(o.file.path) == std::vector<std::string>{"after-rm-r"});
+    CHECK(call_ids(o.file.path) == std::vector<std::string>{"after-rm-r"});
     CHECK(w.stats().reopens.value() == 3);
     CHECK(w.stats().write_errors.value() == 0);
     // Opened again empty and left so past max_file_age: the file ages from its first line, so
@@ -720,15 +727,12 @@ TEST_CASE("writer: a removed or replaced record file is opened again at its path
     wall.advance_us(1'000'000);
     w.poll();
     CHECK(w.stats().rotations.value() == 0);
-    CHECK(ids(o.file.path) == std::vector<std::string>{"late"});
+    CHECK(call_ids(o.file.path) == std::vector<std::string>{"late"});
 }
 
 TEST_CASE("writer: stop writes the held records and counts the streams still waiting", "[records]") {
-    TempDir dir;
-    ManualClock steady(Timestamp{1'000'000'000});
-    ManualClock wall(Timestamp{1'700'000'000'000'000});
-    RecordWriterOptions o;
-    o.file.path = (dir.path / "calls.jsonl").string();
+    WriterBed bed;
+    auto& [dir, steady, wall, o] = bed;
     o.join.hold_us = 60'000'000;
     RecordWriter w(o, 1, steady, wall);
     w.start();
@@ -782,11 +786,8 @@ TEST_CASE("restore: records written since the snapshot are found in whole lines 
 }
 
 TEST_CASE("writer: calls whose records were written before a crash are not written again", "[records]") {
-    TempDir dir;
-    ManualClock steady(Timestamp{1'000'000'000});
-    ManualClock wall(Timestamp{1'700'000'000'000'000});
-    RecordWriterOptions o;
-    o.file.path = (dir.path / "calls.jsonl").string();
+    WriterBed bed;
+    auto& [dir, steady, wall, o] = bed;
     o.join.hold_us = 0;
     RecordWriter w(o, 1, steady, wall);
     w.skip_written({record_key("written", "a")});
@@ -796,17 +797,12 @@ TEST_CASE("writer: calls whose records were written before a crash are not writt
     }
     w.poll();
     w.stop();
-    std::vector<std::string> ids;
-    for (const auto& line : lines_of(o.file.path)) ids.push_back(Json::parse(line)["call_id"]);
-    CHECK(ids == std::vector<std::string>{"new", "written"});
+    CHECK(call_ids(o.file.path) == std::vector<std::string>{"new", "written"});
 }
 
 TEST_CASE("writer: at a stop without snapshot, ended calls are recorded, open ones counted", "[records]") {
-    TempDir dir;
-    ManualClock steady(Timestamp{1'000'000'000});
-    ManualClock wall(Timestamp{1'700'000'000'000'000});
-    RecordWriterOptions o;
-    o.file.path = (dir.path / "calls.jsonl").string();
+    WriterBed bed;
+    auto& [dir, steady, wall, o] = bed;
     o.queue_size = 2;  // fewer than the calls that end at the stop: none is dropped
     RecordWriter w(o, 1, steady, wall);
     w.start();
@@ -823,8 +819,7 @@ TEST_CASE("writer: at a stop without snapshot, ended calls are recorded, open on
     }
     CHECK(w.record_remaining(0, dialogs, streams) == 3);
     w.stop();
-    std::vector<std::string> ids;
-    for (const auto& line : lines_of(o.file.path)) ids.push_back(Json::parse(line)["call_id"]);
+    std::vector<std::string> ids = call_ids(o.file.path);
     std::sort(ids.begin(), ids.end());
     CHECK(ids == std::vector<std::string>{"ended-0", "ended-1", "ended-2"});
     CHECK(w.stats().dropped[static_cast<std::size_t>(DropReason::in_progress)].value() == 3);
