@@ -621,9 +621,9 @@ TEST_CASE("record file: a write cut short by a full disk leaves only whole lines
     CHECK(numbers == std::vector<int>{1, 2, 6});
 }
 
-TEST_CASE("writer: a full shard queue drops the event and counts it; the rest is written after the hold", "[records]") {
-    WriterBed bed;
-    auto& [dir, steady, wall, o] = bed;
+TEST_CASE_METHOD(WriterBed,
+                 "writer: a full shard queue drops the event and counts it; the rest is written after the hold",
+                 "[records]") {
     o.join.hold_us = 5'000'000;
     o.queue_size = 16;
     o.flush_interval_us = 0;
@@ -653,9 +653,8 @@ TEST_CASE("writer: a full shard queue drops the event and counts it; the rest is
     CHECK(w.stats().bytes.value() == fs::file_size(o.file.path));
 }
 
-TEST_CASE("writer: max_file_age rotates an idle file, without waiting for the next record", "[records]") {
-    WriterBed bed;
-    auto& [dir, steady, wall, o] = bed;
+TEST_CASE_METHOD(WriterBed, "writer: max_file_age rotates an idle file, without waiting for the next record",
+                 "[records]") {
     o.file.max_age_us = 60'000'000;
     o.join.hold_us = 0;
     o.flush_interval_us = 0;
@@ -682,9 +681,7 @@ TEST_CASE("writer: max_file_age rotates an idle file, without waiting for the ne
     CHECK(w.stats().rotations.value() == 1);
 }
 
-TEST_CASE("writer: a removed or replaced record file is opened again at its path", "[records]") {
-    WriterBed bed;
-    auto& [dir, steady, wall, o] = bed;
+TEST_CASE_METHOD(WriterBed, "writer: a removed or replaced record file is opened again at its path", "[records]") {
     o.join.hold_us = 0;
     o.flush_interval_us = 0;
     RecordWriter w(o, 1, steady, wall);
@@ -730,9 +727,7 @@ TEST_CASE("writer: a removed or replaced record file is opened again at its path
     CHECK(call_ids(o.file.path) == std::vector<std::string>{"late"});
 }
 
-TEST_CASE("writer: stop writes the held records and counts the streams still waiting", "[records]") {
-    WriterBed bed;
-    auto& [dir, steady, wall, o] = bed;
+TEST_CASE_METHOD(WriterBed, "writer: stop writes the held records and counts the streams still waiting", "[records]") {
     o.join.hold_us = 60'000'000;
     RecordWriter w(o, 1, steady, wall);
     w.start();
@@ -785,9 +780,8 @@ TEST_CASE("restore: records written since the snapshot are found in whole lines 
     CHECK(find_written(path, Timestamp{now}, {}).empty());
 }
 
-TEST_CASE("writer: calls whose records were written before a crash are not written again", "[records]") {
-    WriterBed bed;
-    auto& [dir, steady, wall, o] = bed;
+TEST_CASE_METHOD(WriterBed, "writer: calls whose records were written before a crash are not written again",
+                 "[records]") {
     o.join.hold_us = 0;
     RecordWriter w(o, 1, steady, wall);
     w.skip_written({record_key("written", "a")});
@@ -800,9 +794,8 @@ TEST_CASE("writer: calls whose records were written before a crash are not writt
     CHECK(call_ids(o.file.path) == std::vector<std::string>{"new", "written"});
 }
 
-TEST_CASE("writer: at a stop without snapshot, ended calls are recorded, open ones counted", "[records]") {
-    WriterBed bed;
-    auto& [dir, steady, wall, o] = bed;
+TEST_CASE_METHOD(WriterBed, "writer: at a stop without snapshot, ended calls are recorded, open ones counted",
+                 "[records]") {
     o.queue_size = 2;  // fewer than the calls that end at the stop: none is dropped
     RecordWriter w(o, 1, steady, wall);
     w.start();
