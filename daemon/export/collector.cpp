@@ -340,7 +340,7 @@ void Collector::collect_sip(Writer& out, const sip::DialogStats& d) const {
     out.by_enum<sip::DialogState>("state", d.dialogs_by_state);
     out.counter("hepd_dialogs_evicted_total",
                 "Dialogs evicted from a full dialog table, by the state they were in (ended ones first, then "
-                "unanswered ones, confirmed calls last).");
+                "unanswered ones, ringing ones, confirmed calls last).");
     out.by_enum<sip::DialogState>("state", d.dialog_evictions);
     // The families labelled by peer groups: one series set per pair of groups seen.
     auto by_peers = [&](auto&& add) {

@@ -123,15 +123,22 @@ public:
     std::int64_t next_deadline_us() const noexcept { return due_.earliest(); }
 
 private:
-    // At the cap, a dialog that has ended and only lingers goes first, then one not answered yet
-    // (oldest first), and a confirmed call only when no other is left. A confirmed call is silent
-    // from its ACK to its BYE: in one least-recently-active order, a flood of unanswered INVITEs
-    // (a SIP scanner) evicted every call in progress before any of its own.
+    // At the cap, a dialog that has ended and only lingers goes first, then one nobody answered
+    // yet (trying, or a proxy's 100), then one ringing (the callee's 1xx: a phone rings, which a
+    // scanner's INVITE rarely reaches), and a confirmed call only when no other is left; each the
+    // least recently active of its class. A confirmed call is silent from its ACK to its BYE and a
+    // ringing one for up to a minute: in one order, a flood of unanswered INVITEs (a SIP scanner)
+    // evicted the calls in progress before any of its own.
     struct EvictionClass {
-        static constexpr std::size_t kCount = 3;
+        static constexpr std::size_t kCount = 4;
         static constexpr std::size_t of(const Dialog& d) noexcept {
-            if (is_finished(d.state)) return 0;
-            return d.state == DialogState::confirmed ? 2 : 1;
+            switch (d.state) {
+            case DialogState::trying:
+            case DialogState::proceeding: return 1;
+            case DialogState::early: return 2;
+            case DialogState::confirmed: return 3;
+            default: return 0;
+            }
         }
     };
     using Table = LruTable<DialogKey, Dialog, DialogKeyHash, true, EvictionClass>;

@@ -227,6 +227,60 @@ TEST_CASE("catalogue: a flood of unanswered INVITEs evicts ended and unanswered 
     CHECK(h.stats().finished(DialogOutcome::evicted) == kFlood - 60 + 1);
 }
 
+TEST_CASE("limits: a call ringing outlives a flood of INVITEs a proxy answers with 100 Trying",
+          "[sip][dialog][limits]") {
+    DialogConfig config;
+    config.max_dialogs = 50;
+    Harness h(config);
+    const auto ringing_call = [&](const std::string& call_id, std::int64_t t) {
+        Sip invite;
+        invite.call_id = call_id;
+        REQUIRE(h.send(invite, A, B, ms(t)) == Disposition::dialog_created);
+        h.send(invite.resp(100), B, A, ms(t + 1));
+        h.send(invite.with_to_tag("t").resp(180), B, A, ms(t + 2));
+        REQUIRE(h.dialog(call_id)->state == DialogState::early);
+    };
+    for (std::int64_t c = 0; c < 10; ++c) confirmed_call(h, "call-" + std::to_string(c), c * 10);
+    for (std::int64_t c = 0; c < 10; ++c) ringing_call("ringing-" + std::to_string(c), 200 + c * 10);
+    // The scanner's INVITEs reach a proxy, which sends each its 100 Trying: hop by hop, not a
+    // phone ringing.
+    constexpr int kFlood = 5'000;
+    for (int i = 0; i < kFlood; ++i) {
+        scan(h, i, 1'000 + i / 100);
+        Sip invite;
+        invite.call_id = "scan-" + std::to_string(i) + "@203.0.113.7";
+        invite.from_tag = "s" + std::to_string(i);
+        h.send(invite.resp(100), B, "203.0.113.7:5070", ms(1'000 + i / 100));
+    }
+    CHECK(h.table.size() == 50);
+    CHECK(h.stats().in_state(DialogState::early) == 10);
+    CHECK(h.stats().in_state(DialogState::confirmed) == 10);
+    CHECK(h.stats().evicted(DialogState::proceeding) == kFlood - 30);
+    CHECK(h.stats().evicted(DialogState::early) == 0);
+    // Answered, each ringing call goes on with its setup time measured.
+    for (int c = 0; c < 10; ++c) {
+        Sip invite;
+        invite.call_id = "ringing-" + std::to_string(c);
+        CHECK(h.send(invite.with_to_tag("t").resp(200), B, A, ms(2'000)) == Disposition::dialog_updated);
+        REQUIRE(h.dialog(invite.call_id) != nullptr);
+        CHECK(h.dialog(invite.call_id)->state == DialogState::confirmed);
+    }
+    CHECK(h.stats().in_state(DialogState::confirmed) == 20);
+
+    // With no dialog unanswered left, a ringing call goes before a confirmed one.
+    // The scans time out (after a 100, Timer C's three minutes) and linger; their linger ends.
+    h.table.expire(ms(200'000));
+    h.table.expire(ms(240'000));
+    REQUIRE(h.table.size() == 20);
+    for (std::int64_t c = 10; c < 40; ++c) ringing_call("ringing-" + std::to_string(c), 250'000 + c * 10);
+    REQUIRE(h.table.size() == 50);
+    scan(h, kFlood, 260'000);
+    CHECK(h.stats().evicted(DialogState::early) == 1);
+    CHECK(h.stats().evicted(DialogState::confirmed) == 0);
+    CHECK(h.dialog("ringing-10") == nullptr);  // the least recently active ringing call
+    CHECK(h.dialog("ringing-11") != nullptr);
+}
+
 TEST_CASE("limits: restored dialogs keep their eviction class", "[sip][dialog][limits]") {
     DialogConfig config;
     config.max_dialogs = 20;
