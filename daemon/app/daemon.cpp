@@ -412,6 +412,7 @@ int Daemon::serve_metrics() {
             f.rotations = s.rotations.value();
             f.write_errors = s.write_errors.value();
             f.reopens = s.reopens.value();
+            f.truncated_lines = s.truncated_lines.value();
             for (std::size_t r = 0; r < s.dropped.size(); ++r) f.dropped[r] = s.dropped[r].value();
             // Queue drops are counted by the shards as they happen, not when the writer looks.
             f.dropped[static_cast<std::size_t>(records::DropReason::queue_full)] = records_->queue_drops();

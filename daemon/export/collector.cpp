@@ -632,6 +632,9 @@ void Collector::collect_records(Writer& out) const {
     out.counter("hepd_records_reopens_total",
                 "Times the call-record file was found removed or replaced (rm, logrotate) and opened again.");
     out.add(as_double(f.reopens));
+    out.counter("hepd_records_truncated_lines_total",
+                "Partial last lines (a write cut by a crash or power loss) cut off the call-record file when opened.");
+    out.add(as_double(f.truncated_lines));
     out.counter("hepd_records_dropped_total",
                 "Dialogs, streams or lines that did not reach the call-record file, by reason.");
     for (std::size_t r = 0; r < f.dropped.size(); ++r)

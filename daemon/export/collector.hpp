@@ -79,6 +79,7 @@ struct RecordFigures {
     std::uint64_t rotations = 0;
     std::uint64_t write_errors = 0;
     std::uint64_t reopens = 0;
+    std::uint64_t truncated_lines = 0;
     std::array<std::uint64_t, records::kDropReasonCount> dropped{};  // by records::DropReason
     std::uint64_t unbound_streams = 0;
     std::int64_t held = 0;

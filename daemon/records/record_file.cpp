@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <filesystem>
 #include <string_view>
@@ -36,10 +37,11 @@ RecordFile::~RecordFile() {
 bool RecordFile::open(Timestamp now) {
     if (fd_ >= 0) return true;
     if (now < open_retry_at_) return false;
-    fd_ = ::open(options_.path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+    // Read too: the end of an existing file is looked at for a partial line.
+    fd_ = ::open(options_.path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
     if (fd_ < 0 && errno == ENOENT) {
         make_directory();  // removed with the file
-        fd_ = ::open(options_.path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+        fd_ = ::open(options_.path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
     }
     if (fd_ < 0) {
         const int err = errno;
@@ -52,9 +54,46 @@ bool RecordFile::open(Timestamp now) {
         return false;
     }
     struct stat st {};
-    size_ = (::fstat(fd_, &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0) + buffer_.size();
+    size_ = ::fstat(fd_, &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+    cut_partial_line();
+    size_ += buffer_.size();
     opened_ = now;  // an existing file's age counts from this start: its lines may be from before
     return true;
+}
+
+// A process (or machine) that died in a write left part of a line at the end of the file: the
+// next line appended would be glued to it, and a shipper would reject or garble both. That part
+// is not a record (restore does not count it as written), so it is cut off as a failed write's
+// is; a shipper has read no further than the last '\n'. size_ is the file's size on entry.
+void RecordFile::cut_partial_line() {
+    std::array<char, 4096> block{};
+    std::uint64_t end = size_;  // the bytes before `end` are looked at, the last block first
+    while (end > 0) {
+        const std::uint64_t from = end > block.size() ? end - block.size() : 0;
+        const ssize_t n = ::pread(fd_, block.data(), end - from, static_cast<off_t>(from));
+        if (n != static_cast<ssize_t>(end - from)) {
+            if (n < 0 && errno == EINTR) continue;
+            ++stats_.write_errors;  // unreadable: left as it is
+            spdlog::error("call records: cannot read the end of {}: {}", options_.path,
+                          error_text(n < 0 ? errno : EIO));
+            return;
+        }
+        const std::string_view text(block.data(), static_cast<std::size_t>(n));
+        if (end == size_ && text.back() == '\n') return;  // ends in a whole line: the usual case
+        const std::size_t newline = text.rfind('\n');
+        if (newline != std::string_view::npos) {
+            end = from + newline + 1;
+            break;
+        }
+        end = from;
+    }
+    if (end == size_) return;  // empty
+    ++stats_.truncated_lines;
+    spdlog::warn("call records: {} ended in part of a line ({} bytes, a write cut by a crash or power loss); cut off",
+                 options_.path, size_ - end);
+    good_size_ = end;
+    cut_ = true;
+    if (cut_off()) size_ = end;  // else the next flush tries again, or ends the line
 }
 
 void RecordFile::close() {

@@ -3,8 +3,10 @@
 // the file to PATH.YYYYMMDDTHHMMSSZ (the moment of rotation; -2, -3... for more in one second),
 // starts a new one and deletes the oldest rotated files beyond `keep`. A failed write (disk
 // full) loses the lines it did not write whole, counted, and the part of a line it wrote is cut
-// off the file again; the next write tries again. A file removed or replaced under it (rm,
-// logrotate) is noticed by tick() and the path opened again. Used by one thread.
+// off the file again; the next write tries again. A file found ending in part of a line when it
+// is opened (a crash or power loss in a write) has that part cut off too. A file removed or
+// replaced under it (rm, logrotate) is noticed by tick() and the path opened again. Used by one
+// thread.
 #include "core/log.hpp"
 #include "core/time.hpp"
 
@@ -32,9 +34,10 @@ struct RecordFileStats {
     std::uint64_t lines = 0;  // written to the file
     std::uint64_t bytes = 0;
     std::uint64_t rotations = 0;
-    std::uint64_t write_errors = 0;  // failed open, write, rename, truncation
-    std::uint64_t lost_lines = 0;    // lines a failed write did not write whole
-    std::uint64_t reopens = 0;       // the file was removed or replaced and opened again at its path
+    std::uint64_t write_errors = 0;     // failed open, write, rename, truncation
+    std::uint64_t lost_lines = 0;       // lines a failed write did not write whole
+    std::uint64_t reopens = 0;          // the file was removed or replaced and opened again at its path
+    std::uint64_t truncated_lines = 0;  // partial last lines found when the file was opened, cut off
 };
 
 class RecordFile {
@@ -65,6 +68,7 @@ private:
     void prune();
     void close();
     bool cut_off();
+    void cut_partial_line();
     void lost(std::uint64_t lines);
 
     RecordFileOptions options_;

@@ -162,6 +162,8 @@ void RecordWriter::publish() {
     if (f.write_errors > stats_.write_errors.value())
         stats_.write_errors.add(f.write_errors - stats_.write_errors.value());
     if (f.reopens > stats_.reopens.value()) stats_.reopens.add(f.reopens - stats_.reopens.value());
+    if (f.truncated_lines > stats_.truncated_lines.value())
+        stats_.truncated_lines.add(f.truncated_lines - stats_.truncated_lines.value());
     if (f.lost_lines > published_lost_) {
         stats_.dropped[static_cast<std::size_t>(DropReason::write_error)].add(f.lost_lines - published_lost_);
         published_lost_ = f.lost_lines;

@@ -36,7 +36,8 @@ struct RecordStats {
     Counter bytes;
     Counter rotations;
     Counter write_errors;
-    Counter reopens;  // the file was removed or replaced under the writer and opened again
+    Counter reopens;          // the file was removed or replaced under the writer and opened again
+    Counter truncated_lines;  // partial last lines (a crash in a write) cut off the file at its opening
     std::array<Counter, kDropReasonCount> dropped{};
     Counter unbound_streams;  // finished streams that no SDP bound to a call (not records)
     Gauge held;               // dialogs waiting out their hold
