@@ -513,24 +513,25 @@ void Daemon::shutdown() {
     for (auto& r : udp_) r->stop();
     for (auto& s : sinks_) s->flush();
     pipeline_->finish(clock_.now());
-    // Without a final snapshot the tables have no restart to go on in: the calls that ended get
-    // their records now, those in progress are counted (RECORDS.md, "Shutdown").
-    if (records_ && !cfg_.state.snapshot_on_shutdown) {
+    // The final snapshot carries the tables over to the next start. Without one (not asked for,
+    // or it failed: disk full, read-only) they have no restart to go on in: the calls that ended
+    // get their records now, those in progress are counted (RECORDS.md, "Shutdown").
+    const bool carried_over = cfg_.state.snapshot_on_shutdown && snapshots_->write_now();
+    if (records_ && !carried_over) {
         std::size_t ended = 0;
         for (std::size_t i = 0; i < workers_.size(); ++i)
             ended += records_->record_remaining(i, workers_[i]->dialogs(), workers_[i]->streams());
         const auto in_progress =
             records_->stats().dropped[static_cast<std::size_t>(records::DropReason::in_progress)].value();
-        spdlog::info("no final snapshot: {} ended calls recorded now, {} calls in progress have no record", ended,
-                     in_progress);
+        spdlog::log(cfg_.state.snapshot_on_shutdown ? spdlog::level::warn : spdlog::level::info,
+                    "{}: {} ended calls recorded now, {} calls in progress have no record",
+                    cfg_.state.snapshot_on_shutdown ? "final snapshot failed" : "no final snapshot", ended,
+                    in_progress);
     }
     // Dialogs that left the tables are in no snapshot: their records are written now.
     if (records_) records_->stop();
-    if (cfg_.state.snapshot_on_shutdown) {
-        snapshots_->write_now();
-    } else {
-        snapshots_->discard();
-    }
+    // An older periodic snapshot would bring back calls that were just recorded.
+    if (!carried_over) snapshots_->discard();
     // After the last receive: what was accepted is sent, within 2 s for all destinations, or
     // counted. Last, after the state is safe: a destination whose name does not resolve holds
     // its thread in getaddrinfo() for as long as the resolver tries (up to 30 s).

@@ -59,7 +59,7 @@ void SnapshotScheduler::run() {
     }
 }
 
-void SnapshotScheduler::write_now() {
+bool SnapshotScheduler::write_now() {
     const auto copy_start = std::chrono::steady_clock::now();
     snapshot::SnapshotMeta meta;
     meta.captured_at = wall_.now();  // the records of its calls are written after this (restore)
@@ -72,19 +72,20 @@ void SnapshotScheduler::write_now() {
     if (!result) {
         state_.failures.fetch_add(1);
         spdlog::error("snapshot not written: {}", result.error().message);
-        return;
+        return false;
     }
     state_.last_success_unix_seconds = wall_.now().as_seconds();
     spdlog::info("snapshot written to {}: {} bytes, {} dialogs, {} streams in {:.3f} s (tables copied in {:.3f} s)",
                  path_, result->bytes, result->counts.dialogs, result->counts.streams,
                  state_.last_duration_seconds.load(), copy_seconds);
+    return true;
 }
 
 void SnapshotScheduler::discard() {
     if (::unlink(path_.c_str()) == 0) {
         spdlog::info(
-            "snapshot {} removed: no final snapshot (state.snapshot_on_shutdown: false), and an older one "
-            "would bring back calls that ended since",
+            "snapshot {} removed: no final snapshot was written, and an older one would bring back calls that "
+            "ended since",
             path_);
     } else if (errno != ENOENT) {
         spdlog::warn("cannot remove the snapshot {}: {}; the next start restores it", path_, error_text(errno));

@@ -43,11 +43,12 @@ public:
     // Wakes the thread and joins it without waiting out the interval; a snapshot under way is
     // completed first. Idempotent; the destructor does it too.
     void stop();
-    // Captures and writes on the calling thread (the final snapshot, once stopped).
-    void write_now();
-    // A clean stop without a final snapshot (state.snapshot_on_shutdown false): the last periodic
-    // one is removed, once stopped. Restored at the next start it would bring back calls that
-    // ended since, and write their records a second time.
+    // Captures and writes on the calling thread (the final snapshot, once stopped); false when
+    // the snapshot was not written (logged, counted in failures).
+    bool write_now();
+    // A clean stop without a final snapshot (state.snapshot_on_shutdown false, or write_now()
+    // failed): the last periodic one is removed, once stopped. Restored at the next start it
+    // would bring back calls that ended since, and write their records a second time.
     void discard();
 
 private:

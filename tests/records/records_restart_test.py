@@ -8,6 +8,9 @@
    written, then hepd is killed (SIGKILL) before the next snapshot. The restart restores that
    snapshot, and the call's record is not written a second time; a call the snapshot held in
    progress ends after the restart and has its record, once.
+3. A final snapshot that fails (its temporary file's path taken by a directory: fails as root
+   too): the stop is one without a final snapshot, as in 1; the older periodic snapshot is
+   removed, so the restart brings back nothing and writes nothing more.
 
 Loopback only, free ports, every wait bounded by one deadline.
 
@@ -16,6 +19,7 @@ Loopback only, free ports, every wait bounded by one deadline.
 import json
 import os
 import re
+import shutil
 import socket
 import sys
 import tempfile
@@ -132,10 +136,44 @@ def crash_after_record(work):
     check("crash: every call recorded once", sorted(call_ids(records)), ["crash-1", "open-2"])
 
 
+def final_snapshot_fails(work):
+    part, config, records = part_work(work, "final-fails", RECORDS + "state:\n  snapshot_interval: 2s\n")
+    state = os.path.join(part, "state")
+    blocker = os.path.join(state, "hepd.snapshot.tmp")
+    d = Daemon(hepd, part, config, deadline)
+    try:
+        send(d, "ended-3", ["INVITE", "200", "ACK", "BYE", "200BYE"])
+        send(d, "open-3", ["INVITE", "200", "ACK"])
+        check("final snapshot fails: a periodic snapshot holds both calls",
+              wait_until(lambda: 2 in snapshots(d), 15), True)
+        # Snapshots are written to hepd.snapshot.tmp, then renamed: a directory there fails them.
+        os.makedirs(os.path.join(blocker, "in-the-way"))
+        check("final snapshot fails: no record before the stop (the call lingers 32 s)", call_ids(records), [])
+    finally:
+        check("final snapshot fails: exit status", d.stop(), 0)
+    check("final snapshot fails: it failed, logged",
+          re.search(r"snapshot not written: .*cannot create .*hepd\.snapshot\.tmp", d.text()) is not None, True)
+    check("final snapshot fails: the ended call is recorded at the stop, the one in progress is not",
+          call_ids(records), ["ended-3"])
+    check("final snapshot fails: the exit says so",
+          "final snapshot failed: 1 ended calls recorded now, 1 calls in progress have no record" in d.text(), True)
+    check("final snapshot fails: the older periodic snapshot is removed",
+          os.path.exists(os.path.join(state, "hepd.snapshot")), False)
+    shutil.rmtree(blocker)
+    d = Daemon(hepd, part, config, deadline)
+    try:
+        time.sleep(2)
+        check("final snapshot fails: nothing restored at the restart", "restored" in d.text(), False)
+    finally:
+        check("final snapshot fails: restart exit status", d.stop(), 0)
+    check("final snapshot fails: nothing more written after the restart", call_ids(records), ["ended-3"])
+
+
 def main():
     with tempfile.TemporaryDirectory() as work:
         stop_without_snapshot(work)
         crash_after_record(work)
+        final_snapshot_fails(work)
     if failures:
         print(f"FAILED: {len(failures)} checks: {failures}")
         return 1
