@@ -41,8 +41,9 @@ struct MediaBinding {
     // Position of that SIP message in the input (pipeline order): offline, a shard applies
     // bindings from other shards exactly where a single shard would have.
     std::uint64_t order = 0;
-    // Offline, shards reading the input together: the newest input time before that SIP message;
-    // for an end at_deadline, the newest input time from which a single reader applies it. Of a
+    // Offline, shards reading the input together: the newest input time up to that SIP message
+    // (its own included); for an end at_deadline, the newest input time from which a single
+    // reader applies it (before the datagram that brings the input there). Of a
     // binding and an end, the end comes first when its input clock is not later.
     Timestamp input_clock;
     std::string_view call_id;  // a view: whoever queues a binding copies the text

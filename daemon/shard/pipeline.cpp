@@ -244,7 +244,7 @@ private:
     }
 
     // Applies the bindings from other shards that come before `limit` in the input, and the ends
-    // due by `before` (the newest input time before it), in input order (each link delivers in
+    // due by `before` (the newest input time up to it), in input order (each link delivers in
     // order; merge them). Every one of them has arrived once the peers' progress has passed
     // `limit` and their release floor `before` (read before the links were drained).
     // Per media datagram: nearly always nothing waits from before it (two compares).
@@ -254,7 +254,7 @@ private:
     }
 
     // Which of two queued messages a single reader applied first. A binding sits just after its
-    // SIP message; an end due at a time just before the first datagram that found the newest
+    // SIP message; an end due at a time just before the first datagram that brought the newest
     // input time there: it comes first when that time is no later than the binding's input clock.
     static bool comes_first(const MediaBinding& x, const MediaBinding& y) noexcept {
         if (x.at_deadline != y.at_deadline)
@@ -509,18 +509,19 @@ public:
             d.order = order;
             if (d.kind == PayloadClass::sip) {
                 current_order_ = d.order;
-                current_clock_ = before;
-                // Each side's timers run to the newest time before its datagram, as with a
-                // single reader, whatever media are held back: when a message meets a dialog, or
-                // a packet its stream, must not depend on how far the peers are.
-                sip_to(before);
+                current_clock_ = watermark_;
+                // Each side's timers run as with a single reader, whatever media are held back:
+                // when a message meets a dialog, or a packet its stream, must not depend on how
+                // far the peers are. The SIP side's run through the message's own time.
+                sip_to(watermark_);
                 worker().process(d, *this);
+                sip_due_us_ = worker().next_sip_deadline_us();
                 if (held_.empty()) catch_up_clock();
                 // The peers reading beside this shard have just seen this SIP go by: their
                 // media after it wait for this, not for the next regular publication.
                 publish_reading();
-            } else if (held_.empty() && media_may_go(d.order, before)) {
-                ready_for_media(d.order, before);
+            } else if (held_.empty() && media_may_go(d.order, watermark_)) {
+                ready_for_media(d, before);
                 worker().process(d, *this);
                 catch_up_clock();
             } else {
@@ -584,23 +585,26 @@ private:
 
     // Bindings before `order` from every shard are all here (in waiting_): the peers have
     // passed `order`, or every peer SIP read so far.
-    // And every end of bindings due by `before` (the newest input time before it) is here: no
-    // peer has a dialog whose linger may run out by then unfinished.
-    bool media_may_go(std::uint64_t order, Timestamp before) {
+    // And every end of bindings due by `through` (the newest input time up to it, its own
+    // included) is here: no peer has a dialog whose linger may run out by then unfinished.
+    bool media_may_go(std::uint64_t order, Timestamp through) {
         const std::uint64_t needed = std::min(order, peer_sip_end_);
-        if (horizon_ >= needed && before.us < release_horizon_) return true;
+        if (horizon_ >= needed && through.us < release_horizon_) return true;
         horizon_ = peers_progress();
         release_horizon_ = peers_release_floor();
         drain_shard_links();
-        return horizon_ >= needed && before.us < release_horizon_;
+        return horizon_ >= needed && through.us < release_horizon_;
     }
 
-    // Where a single reader stood before this media datagram: its SIP side's timers (this
-    // shard's own ends of bindings due by then), every binding and end before it applied, then
-    // its media side's timers.
-    void ready_for_media(std::uint64_t order, Timestamp before) {
+    // Where a single reader stood before this media datagram (`before`: the newest input time
+    // before it): its SIP side's timers, on through the datagram's own time when a deadline is
+    // due by then (this shard's own ends of bindings due by then), every binding and end before
+    // it applied, then its media side's timers.
+    [[gnu::always_inline]] void ready_for_media(const Datagram& d, Timestamp before) {
+        const Timestamp through = std::max(before, d.time);
         sip_to(before);
-        apply_bindings_before(order, before);
+        sip_due_to(through);
+        apply_bindings_before(d.order, through);
         media_to(before);
     }
 
@@ -630,6 +634,14 @@ private:
         expiring_from_ = sip_clock_;
         sip_clock_ = t;
         worker().advance_sip(t, *this);
+    }
+    // The SIP side's timers up to `t` when a dialog's deadline may be due by then; one compare
+    // a datagram otherwise (sip_due_us_ is a lower bound of the table's deadlines: only SIP
+    // brings earlier ones).
+    void sip_due_to(Timestamp t) {
+        if (t.us < sip_due_us_ || t <= sip_clock_) return;
+        sip_to(t);
+        sip_due_us_ = worker().next_sip_deadline_us();
     }
     void media_to(Timestamp t) {
         if (t <= media_clock_) return;
@@ -687,8 +699,9 @@ private:
         if (!in_place && d.payload.size() + d.correlation_id.size() > pipeline_.options_.batch_bytes) {
             // Fits no batch: everything before it goes first, then it, in order.
             drain_own_held(true);
-            while (!media_may_go(d.order, before)) wait_for_peers(d.order, before);
-            ready_for_media(d.order, before);
+            const Timestamp through = std::max(before, d.time);
+            while (!media_may_go(d.order, through)) wait_for_peers(d.order, through);
+            ready_for_media(d, before);
             worker().process(d, *this);
             catch_up_clock();
             return;
@@ -713,12 +726,13 @@ private:
             while (h.next < ds.size()) {
                 const Datagram& d = ds[h.next];
                 const Timestamp before = held_before_.front();
-                if (!media_may_go(d.order, before)) {
+                const Timestamp through = std::max(before, d.time);
+                if (!media_may_go(d.order, through)) {
                     if (!wait) return false;
-                    wait_for_peers(d.order, before);
+                    wait_for_peers(d.order, through);
                     continue;
                 }
-                ready_for_media(d.order, before);
+                ready_for_media(d, before);
                 held_before_.pop_front();
                 worker().process(d, *this);
                 ++h.next;
@@ -731,14 +745,14 @@ private:
         return true;
     }
 
-    // Sleeps until the peers have read past `order` and their release floor `before`, taking
+    // Sleeps until the peers have read past `order` and their release floor `through`, taking
     // their bindings meanwhile (a peer may wait for room on its link to this shard). A peer rings
     // at every publication once its progress is past `order`.
-    void wait_for_peers(std::uint64_t order, Timestamp before) {
+    void wait_for_peers(std::uint64_t order, Timestamp through) {
         publish_reading();
         waits_for.store(order, std::memory_order_relaxed);
         sleep_unless(
-            [&] { return (peers_progress() >= order && peers_release_floor() > before.us) || inbound_bindings(); });
+            [&] { return (peers_progress() >= order && peers_release_floor() > through.us) || inbound_bindings(); });
         waits_for.store(UINT64_MAX, std::memory_order_relaxed);
         drain_shard_links();
     }
@@ -765,7 +779,7 @@ private:
     const bool live_ticks_;
     std::thread thread_;
     std::uint64_t current_order_ = 0;
-    Timestamp current_clock_{};         // run_readers: the newest input time before that SIP datagram
+    Timestamp current_clock_{};         // run_readers: the newest input time up to that SIP datagram
     std::uint64_t horizon_ = 0;         // peers' progress as last read (ordered mode)
     std::uint64_t popped_end_ = 0;      // order after the last datagram taken off the queues
     std::uint64_t published_seen_ = 0;  // the producer's published_ as last read (ordered mode)
@@ -787,6 +801,8 @@ private:
     Timestamp sip_clock_{};
     Timestamp media_clock_{};
     Timestamp expiring_from_{};  // the SIP side's clock before its current step (ends sent in it)
+    // run_readers: a lower bound of the worker's next SIP deadline (refreshed after own SIP).
+    std::int64_t sip_due_us_ = std::numeric_limits<std::int64_t>::min();
     std::deque<Timestamp> held_before_;
     Timestamp last_tick_{};     // on pipeline_.clock_ (live mode)
     bool saw_traffic_ = false;  // since the last tick
@@ -816,17 +832,39 @@ Pipeline::Producer::Producer(Pipeline& pipeline, std::size_t index) : pipeline_(
 
 Pipeline::Producer::~Producer() = default;
 
-void Pipeline::Producer::advance_direct(Timestamp time) {
-    if (time > watermark_) {
-        watermark_ = time;
-        pipeline_.workers_[0]->advance(watermark_, *direct_);
+// A deadline the datagram's time has reached takes effect before it (the end of an ended call's
+// bindings before media that come after it): the SIP side's timers run through its time first,
+// for SIP always, for the rest when a dialog's deadline may be due by then (one compare). The
+// side not run yet runs after it. Each side steps once per newest time, as in shards reading
+// together: a deadline a message sets behind the clock (input times gone back) is due at the
+// next step, not at once.
+inline void Pipeline::Producer::process_direct(const Datagram& d, const Worker::Lookahead* ahead) {
+    Worker& worker = *pipeline_.workers_[0];
+    const bool sip = d.kind == PayloadClass::sip;
+    const bool newest = d.time > watermark_;
+    const bool sip_first = newest && (sip || d.time.us >= sip_due_us_);
+    if (sip_first) {
+        worker.advance_sip(d.time, *direct_);
+        sip_due_us_ = worker.next_sip_deadline_us();
+    }
+    if (ahead != nullptr) {
+        worker.process_ahead(d, *ahead, *direct_);
+    } else {
+        worker.process(d, *direct_);
+    }
+    if (sip) sip_due_us_ = worker.next_sip_deadline_us();  // only SIP brings earlier deadlines
+    if (!newest) return;
+    watermark_ = d.time;
+    if (sip_first) {
+        worker.advance_media(watermark_, *direct_);
+    } else {
+        worker.advance(watermark_, *direct_);
     }
 }
 
 void Pipeline::Producer::process_held() {
     if (!held_) return;
-    pipeline_.workers_[0]->process_ahead(*held_, held_ahead_, *direct_);
-    advance_direct(held_->time);
+    process_direct(*held_, &held_ahead_);
     held_.reset();
 }
 
@@ -852,8 +890,7 @@ void Pipeline::Producer::push(const Datagram& in) {
         // outlive this call) waits for the next. Raw packets and the rest go straight through.
         if (!in.from_agent || !within(stable_, in.payload) || !within(stable_, as_bytes(in.correlation_id))) {
             process_held();
-            pipeline_.workers_[0]->process(in, *direct_);
-            advance_direct(in.time);
+            process_direct(in, nullptr);
             return;
         }
         const Worker::Lookahead ahead = pipeline_.workers_[0]->look_ahead(in);

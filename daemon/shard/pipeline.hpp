@@ -13,8 +13,10 @@
 // waits. `hepd pcap` goes further (run_readers): no producer, every shard reads the input and keeps its own,
 // under the same rules; there the end of a dialog's bindings when its linger runs out, which a
 // single reader's clock brings at no message of its own, goes by time: before the first media
-// datagram whose newest earlier input time has reached it, media waiting below the peers'
+// datagram whose time (or an earlier one's) has reached it, media waiting below the peers'
 // release floors (their earliest deadlines). Live, bindings apply as they arrive.
+// Offline, a deadline a datagram's time has reached takes effect before that datagram: a call
+// that ended keeps none of its media addresses past its linger, however long the input is quiet.
 //
 // Nobody polls: a thread with nothing to do (a shard, a lossless producer waiting for room, the
 // caller of run_on_shards) sleeps on a Doorbell, and every event that can unblock it rings it.
@@ -65,8 +67,9 @@ public:
     // end of its bindings to `out`).
     virtual void advance(Timestamp now, BindingSink& out) = 0;
     // One side's timers only: the SIP side's (dialog expiry) or the media side's (stream
-    // expiry). A reading shard moves each to the newest input time before its next datagram of
-    // that side, as a single reader would have, however far the other side lags (media held
+    // expiry). Offline each runs as a single reader's: the media side's to the newest input
+    // time before its next datagram, the SIP side's through that datagram's own time (for media
+    // when a dialog's deadline is due by then), however far the other side lags (media held
     // back for the peers); advance() moves both.
     virtual void advance_sip(Timestamp now, BindingSink& out) { advance(now, out); }
     virtual void advance_media(Timestamp now, BindingSink& out) { advance(now, out); }
@@ -264,11 +267,15 @@ private:
     // Single-shard mode: delivered in place.
     class DirectSink;
     std::unique_ptr<DirectSink> direct_;
-    ByteSpan stable_;                     // stable_input()
-    std::optional<Datagram> held_;        // single-shard mode: the datagram before the one at hand
-    Worker::Lookahead held_ahead_;        // and what the worker looked up for it
-    void advance_direct(Timestamp time);  // single-shard mode: after each datagram
+    ByteSpan stable_;               // stable_input()
+    std::optional<Datagram> held_;  // single-shard mode: the datagram before the one at hand
+    Worker::Lookahead held_ahead_;  // and what the worker looked up for it
+    // Single-shard mode: a datagram (what the worker looked up for it, if anything) between its
+    // timers.
+    [[gnu::always_inline]] inline void process_direct(const Datagram& d, const Worker::Lookahead* ahead);
     void process_held();
+    // Single-shard mode: a lower bound of the worker's next SIP deadline (refreshed after SIP).
+    std::int64_t sip_due_us_ = std::numeric_limits<std::int64_t>::min();
 };
 
 }  // namespace hepd::shard

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
@@ -688,7 +689,8 @@ TEST_CASE("ordered mode: the final flush does not wait on a shard that waits for
 namespace {
 
 // Logs, in order, what a single shard fed directly is asked: "look:<text>", "process:<text>"
-// with the key it looked up ("+key <hash>"), and "advance:<time>".
+// with the key it looked up ("+key <hash>"), and "advance:<time>" (both sides' timers), or
+// "sip:<time>" and "media:<time>" (one side's).
 class LookaheadWorker final : public Worker {
 public:
     Lookahead look_ahead(const Datagram& d) const noexcept override {
@@ -704,6 +706,10 @@ public:
     }
     void bind(const MediaBinding& /*binding*/) override {}
     void advance(Timestamp now, BindingSink& /*out*/) override { log.push_back("advance:" + std::to_string(now.us)); }
+    void advance_sip(Timestamp now, BindingSink& /*out*/) override { log.push_back("sip:" + std::to_string(now.us)); }
+    void advance_media(Timestamp now, BindingSink& /*out*/) override {
+        log.push_back("media:" + std::to_string(now.us));
+    }
     void finish(Timestamp /*end*/) override {}
 
     mutable std::vector<std::string> log;
@@ -746,16 +752,97 @@ TEST_CASE("a single shard looks one agent datagram ahead in the stable input, an
     producer.push(copy);
     producer.push(agent(5, 4, 35));
     producer.end_input();  // processes the held one before the bytes go
+    // A SIP datagram's SIP-side timers run through its time before it, the media side's after it.
     const std::vector<std::string> expected{
-        "look:aa",     "look:bbb",   "process:aa +key 2", "advance:10", "process:bbb +key 3", "advance:20",
-        "process:raw", "advance:30", "process:zz",        "advance:40", "look:cccc",          "process:cccc +key 4",
+        "look:aa", "look:bbb",           "sip:10",   "process:aa +key 2", "media:10",
+        "sip:20",  "process:bbb +key 3", "media:20", "process:raw",       "advance:30",
+        "sip:40",  "process:zz",         "media:40", "look:cccc",         "process:cccc +key 4",
     };
     CHECK(w.log == expected);  // 35 < 40: the clock does not go back
 
     // After end_input() nothing is held: the bytes may be gone.
     w.log.clear();
     producer.push(agent(0, 2, 50));
-    CHECK(w.log == std::vector<std::string>{"process:aa", "advance:50"});
+    CHECK(w.log == std::vector<std::string>{"sip:50", "process:aa", "media:50"});
     producer.flush();
     pipeline.finish(Timestamp{50});
+}
+
+namespace {
+
+// A single shard's SIP deadline: "end" processed sets it to the time in `end_at`, a SIP-side step
+// that reaches it clears it. Logs what LookaheadWorker logs.
+class DeadlineWorker final : public Worker {
+public:
+    void process(const Datagram& d, BindingSink& /*out*/) override {
+        log.push_back("process:" + std::string(as_text(d.payload)));
+        if (as_text(d.payload) == "end") deadline_us = end_at;
+    }
+    void bind(const MediaBinding& /*binding*/) override {}
+    void advance(Timestamp now, BindingSink& out) override {
+        log.push_back("advance:" + std::to_string(now.us));
+        expire(now, out);
+    }
+    void advance_sip(Timestamp now, BindingSink& out) override {
+        log.push_back("sip:" + std::to_string(now.us));
+        expire(now, out);
+    }
+    void advance_media(Timestamp now, BindingSink& /*out*/) override {
+        log.push_back("media:" + std::to_string(now.us));
+    }
+    std::int64_t next_sip_deadline_us() const noexcept override { return deadline_us; }
+    void finish(Timestamp /*end*/) override {}
+
+    std::vector<std::string> log;
+    std::int64_t deadline_us = std::numeric_limits<std::int64_t>::max();
+    std::int64_t end_at = 0;
+
+private:
+    void expire(Timestamp now, BindingSink& /*out*/) {
+        if (now.us >= deadline_us) deadline_us = std::numeric_limits<std::int64_t>::max();
+    }
+};
+
+}  // namespace
+
+// A call's end at its deadline must come before a datagram at or past it, not after it: the
+// media that reach its addresses then are no longer its own (hepd pcap, one shard).
+TEST_CASE("a single shard runs the SIP side's timers before a datagram whose time reached a deadline",
+          "[shard][pipeline]") {
+    PipelineOptions o;
+    o.lossless = true;
+    auto owned = std::make_unique<DeadlineWorker>();
+    DeadlineWorker& w = *owned;
+    std::vector<std::unique_ptr<Worker>> ws;
+    ws.push_back(std::move(owned));
+    Pipeline pipeline(o, std::move(ws));
+    pipeline.start();
+    auto& producer = pipeline.producer(0);
+    const std::string media = "rtp";
+    const std::string end = "end";
+    const auto sip = [&](std::int64_t t) {
+        Datagram d = rtp_to(5060, end, t);
+        d.kind = PayloadClass::sip;
+        return d;
+    };
+
+    w.end_at = 100;
+    producer.push(sip(10));  // sets the deadline at 100
+    producer.push(rtp_to(4000, media, 50));
+    producer.push(rtp_to(4000, media, 100));  // at the deadline: the SIP side first
+    producer.push(rtp_to(4000, media, 200));  // nothing due: one step, after it
+    CHECK(w.log == std::vector<std::string>{"sip:10", "process:end", "media:10", "process:rtp", "advance:50", "sip:100",
+                                            "process:rtp", "media:100", "process:rtp", "advance:200"});
+
+    // A deadline set behind the clock (input times gone back) is due at the clock's next step,
+    // before the datagram that brings it, and not before one that does not move the clock.
+    w.log.clear();
+    w.end_at = 150;
+    producer.push(sip(120));
+    producer.push(rtp_to(4000, media, 180));
+    producer.push(rtp_to(4000, media, 201));
+    CHECK(w.log == std::vector<std::string>{"process:end", "process:rtp", "sip:201", "process:rtp", "media:201"});
+    CHECK(w.deadline_us == std::numeric_limits<std::int64_t>::max());
+    producer.flush();
+    pipeline.finish(Timestamp{201});
 }
