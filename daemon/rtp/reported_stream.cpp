@@ -2,6 +2,10 @@
 
 #include "rtp/emodel.hpp"
 
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
 namespace hepd::rtp {
 
 ReportedSummary summarize_reported(const ReportedStream& s, const QualityOptions& options) noexcept {
@@ -27,6 +31,16 @@ ReportedSummary summarize_reported(const ReportedStream& s, const QualityOptions
     out.r_factor = e.r;
     out.mos = e.mos;
     return out;
+}
+
+void take_codec(ReportedStream& s, Codec codec, std::uint32_t clock_rate) noexcept {
+    if (s.clock_rate != 0 && clock_rate != 0 && clock_rate != s.clock_rate) {
+        const std::uint64_t scaled = (std::uint64_t{s.max_jitter} * clock_rate + s.clock_rate / 2) / s.clock_rate;
+        s.max_jitter =
+            static_cast<std::uint32_t>(std::min<std::uint64_t>(scaled, std::numeric_limits<std::uint32_t>::max()));
+    }
+    s.codec = codec;
+    s.clock_rate = clock_rate;
 }
 
 }  // namespace hepd::rtp

@@ -13,7 +13,10 @@
 //    rtpengine assumes too). The codec is the format the answer chose among the reporter's
 //    address's (RFC 3264: the answer's first that the offer also had, Binding::voice_format), not
 //    the offer's first; with only the offer seen, its codec when it offers one, else none yet
-//    (each report asks again, so an answer that comes later decides);
+//    (each report asks again, so an answer that comes later decides). A re-INVITE that changes
+//    it on the same address changes it from the next report on (take_codec), as a measured
+//    stream follows its payload type: the stream ends with, and is scored under, the codec it
+//    ended with;
 //  - RTT: the last round trip from LSR/DLSR;
 //  - MOS: the E-model (emodel.hpp) of that loss (random, BurstR 1: bursts are not reported),
 //    half the RTT plus the jitter buffer as the delay, and the codec's impairment.
@@ -77,5 +80,11 @@ struct ReportedSummary {
 };
 
 ReportedSummary summarize_reported(const ReportedStream& stream, const QualityOptions& options) noexcept;
+
+// The stream's codec is now `codec` at `clock_rate` (0: unknown). The largest jitter so far,
+// reported in the previous codec's timestamp units, moves to the new clock's, so that it keeps
+// its value in time; from an unknown clock it is kept as it is (the receiver counted in the
+// clock in use all along, which was only not known here).
+void take_codec(ReportedStream& stream, Codec codec, std::uint32_t clock_rate) noexcept;
 
 }  // namespace hepd::rtp

@@ -726,11 +726,15 @@ ReceiverView& StreamTable::report_to_call(const PacketMeta& meta, std::string_vi
     reported.reporter = reporter;
     reported.reporter_ssrc = reporter_ssrc;
     reported.last = std::max(reported.last, meta.time);
+    // The codec first: this report's jitter is in the clock of the codec in use now.
+    if (reported.dialog == 0 || reported.codec == Codec::unknown) {
+        note_reporter_binding(r, call_id, media_key(meta.dst));
+    } else if (const std::uint32_t b = reported_.entry(r).value.binding; b != kNone) {
+        take_binding_codec(reported, b);
+    }
     reported.max_jitter = std::max(reported.max_jitter, jitter);
     // Summed only while the count is exact, so that their ratio stays a mean.
     if (reported.view.reports < std::numeric_limits<std::uint16_t>::max()) reported.fraction_lost_sum += fraction_lost;
-    if (reported.dialog == 0 || reported.codec == Codec::unknown)
-        note_reporter_binding(r, call_id, media_key(meta.dst));
     return reported.view;
 }
 
@@ -892,13 +896,20 @@ void StreamTable::note_reporter_binding(std::uint32_t at, std::string_view call_
         reported.dialog = binding.dialog;
         reported.caller_peer = binding.caller_peer;
         reported.callee_peer = binding.callee_peer;
-        // The answer's choice, not the offer's first format (until the answer is known, an offer
-        // of several codecs leaves it open: tried again at the next report).
-        if (const int f = binding.voice_format(bindings_.entry(b).key.peer.port != 0); f >= 0) {
-            reported.codec = binding.codec(static_cast<std::size_t>(f));
-            reported.clock_rate = binding.clock_rate(static_cast<std::size_t>(f));
-        }
+        take_binding_codec(reported, b);
         if (reported.codec != Codec::unknown) return;
+    }
+}
+
+// The answer's choice, not the offer's first format (until the answer is known, an offer of
+// several codecs leaves it open: tried again at the next report). Asked at every report of a
+// linked stream, so that a re-INVITE's answer that changes the codec changes it.
+void StreamTable::take_binding_codec(ReportedStream& reported, std::uint32_t b) const noexcept {
+    const Binding& binding = bindings_.entry(b).value.binding;
+    if (const int f = binding.voice_format(bindings_.entry(b).key.peer.port != 0); f >= 0) {
+        const auto i = static_cast<std::size_t>(f);
+        if (binding.codec(i) != reported.codec || binding.clock_rate(i) != reported.clock_rate)
+            take_codec(reported, binding.codec(i), binding.clock_rate(i));
     }
 }
 

@@ -346,6 +346,7 @@ private:
     void end_reported(std::uint32_t at, FinishReason reason);  // finish, unlink and erase
     void finish_reported(std::uint32_t at, FinishReason reason);
     void note_reporter_binding(std::uint32_t at, std::string_view call_id, const Endpoint& peer);
+    void take_binding_codec(ReportedStream& reported, std::uint32_t binding) const noexcept;
     void link_reported(std::uint32_t at, std::uint32_t binding);
     void unlink_reported(std::uint32_t at);
     void unlink_reported_of(std::uint32_t binding);

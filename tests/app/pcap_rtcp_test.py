@@ -5,7 +5,8 @@ another media key), carried as RTCP and as RTCP-JSON (HEP type 5 with the Call-I
 id): every report block is the call's (a reported stream of that call, with the SDP's codec),
 none is unmatched, and 1, 2 and 3 shards give the same records and report (the RTCP address and
 the RTP address may belong to different shards). RTCP next to an even RTP port still lands on the
-measured stream. The capture is built here.
+measured stream. A re-INVITE that moves an RTCP-JSON-only call from opus to PCMA on the same
+addresses moves its reported streams to PCMA. The capture is built here.
 
   pcap_rtcp_test.py HEPD
 """
@@ -94,10 +95,10 @@ def rr(ssrc, about, lost):
     return struct.pack("!BBHI", 0x81, 201, 7, ssrc) + block
 
 
-def rr_json(ssrc, about, lost):
+def rr_json(ssrc, about, lost, jitter=80):
     return (f'{{"ssrc":{ssrc},"type":201,"report_count":1,"report_blocks":[{{"source_ssrc":{about},'
-            f'"highest_seq_no":1000,"fraction_lost":25,"ia_jitter":80,"packets_lost":{lost},"lsr":0,"dlsr":0}}],'
-            f'"sdes_report_count":0,"sdes_information":[]}}').encode()
+            f'"highest_seq_no":1000,"fraction_lost":25,"ia_jitter":{jitter},"packets_lost":{lost},"lsr":0,'
+            f'"dlsr":0}}],"sdes_report_count":0,"sdes_information":[]}}').encode()
 
 
 def media_call(cap, n, a, b, pa, pb, ra, rb, extra_a="", extra_b=""):
@@ -122,6 +123,38 @@ def json_call(cap, n, a, b, pa, pb, ra, rb, extra_a="", extra_b=""):
         cap.add_hep(t + 1.01 + k * 0.5, a, ra, b, rb, rr_json(0x1000 + n, 0x2000 + n, 3 + k), 5, cid)
 
 
+def reinvite_call(cap, n, a, b, pa, pb):
+    """RTCP-JSON only, opus answered with opus; a re-INVITE on the same addresses moves the call to
+    PCMA (a transfer to a PSTN leg). Reports before it count 20 ms of jitter at 48 kHz (960), after it
+    10 ms at 8 kHz (80)."""
+    t = 100.0 + n
+    cid = f"rtcp-{n}"
+
+    def add(t, s, d, m):
+        cap.add_hep(t, s, 5060, d, 5060, m.encode(), 1, cid)
+
+    def sdp_of(addr, port, fmt, maps):
+        return (f"v=0\r\no=- 1 1 IN IP4 {addr}\r\ns=-\r\nc=IN IP4 {addr}\r\nt=0 0\r\n"
+                f"m=audio {port} RTP/AVP {fmt} 101\r\na=rtpmap:{maps}\r\na=rtpmap:101 telephone-event/8000\r\n")
+
+    opus_a, opus_b = sdp_of(a, pa, 111, "111 opus/48000/2"), sdp_of(b, pb, 111, "111 opus/48000/2")
+    pcma_a, pcma_b = sdp_of(a, pa, 8, "8 PCMA/8000"), sdp_of(b, pb, 8, "8 PCMA/8000")
+    add(t, a, b, sip(f"INVITE sip:bob@{b} SIP/2.0", cid, "ft", None, 1, "INVITE", a, opus_a))
+    add(t + 0.1, b, a, sip("SIP/2.0 200 OK", cid, "ft", "tt", 1, "INVITE", a, opus_b))
+    add(t + 0.11, a, b, sip(f"ACK sip:bob@{b} SIP/2.0", cid, "ft", "tt", 1, "ACK", a))
+    for k in range(2):
+        cap.add_hep(t + 1 + k * 0.4, b, pb + 1, a, pa + 1, rr_json(0x2000 + n, 0x1000 + n, 7, 960), 5, cid)
+        cap.add_hep(t + 1.01 + k * 0.4, a, pa + 1, b, pb + 1, rr_json(0x1000 + n, 0x2000 + n, 3, 960), 5, cid)
+    add(t + 2, a, b, sip(f"INVITE sip:bob@{b} SIP/2.0", cid, "ft", "tt", 2, "INVITE", a, pcma_a))
+    add(t + 2.1, b, a, sip("SIP/2.0 200 OK", cid, "ft", "tt", 2, "INVITE", a, pcma_b))
+    add(t + 2.11, a, b, sip(f"ACK sip:bob@{b} SIP/2.0", cid, "ft", "tt", 2, "ACK", a))
+    for k in range(2):
+        cap.add_hep(t + 2.5 + k * 0.4, b, pb + 1, a, pa + 1, rr_json(0x2000 + n, 0x1000 + n, 9, 80), 5, cid)
+        cap.add_hep(t + 2.51 + k * 0.4, a, pa + 1, b, pb + 1, rr_json(0x1000 + n, 0x2000 + n, 5, 80), 5, cid)
+    add(t + 3.5, a, b, sip(f"BYE sip:bob@{b} SIP/2.0", cid, "ft", "tt", 3, "BYE", a))
+    add(t + 3.51, b, a, sip("SIP/2.0 200 OK", cid, "ft", "tt", 3, "BYE", a))
+
+
 def run(path, cores):
     out = path + f".{cores}.json"
     r = subprocess.run([HEPD, "pcap", path, "--cores", str(cores), "--records", "-", "--json", out],
@@ -144,11 +177,12 @@ def main():
                    "a=rtcp:41001 IN IP4 10.0.4.1\r\n", "a=rtcp:51001 IN IP4 10.0.4.2\r\n")
         json_call(cap, 5, "10.0.5.1", "10.0.5.2", 20000, 30000, 20555, 30777, "a=rtcp:20555\r\n",
                   "a=rtcp:30777\r\n")
+        reinvite_call(cap, 6, "10.0.6.1", "10.0.6.2", 20000, 30000)
         path = os.path.join(tmp, "rtcp.pcap")
         cap.write(path)
 
         records, report = run(path, 1)
-        check("five calls", [r["call_id"] for r in records], [f"rtcp-{n}" for n in range(1, 6)])
+        check("six calls", [r["call_id"] for r in records], [f"rtcp-{n}" for n in range(1, 7)])
         streams = report["streams"]
         by_call = {r["call_id"]: r for r in records}
         # Next to an even RTP port: on the measured streams, as before.
@@ -160,6 +194,15 @@ def main():
                   sorted((r["ssrc"], r["reports"], r["cumulative_lost"]) for r in got),
                   [(0x1000 + n, 3, 9), (0x2000 + n, 3, 5)])
             check(f"rtcp-{n}: with the SDP's codec", sorted({r["codec"] for r in got}), ["pcma"])
+        # A re-INVITE moved the call from opus to PCMA: each reported stream ends with PCMA, its
+        # largest jitter the opus reports' 20 ms (not 960 units read at 8 kHz), scored as PCMA.
+        got = by_call["rtcp-6"]["reported"]
+        check("rtcp-6: both directions reported", sorted((r["ssrc"], r["reports"]) for r in got),
+              [(0x1006, 4), (0x2006, 4)])
+        check("rtcp-6: the codec after the re-INVITE", [r["codec"] for r in got], ["pcma", "pcma"])
+        check("rtcp-6: the largest jitter in time", [r["max_jitter_ms"] for r in got], [20.0, 20.0])
+        check("rtcp-6: the last jitter at 8 kHz", [r["jitter_ms"] for r in got], [10.0, 10.0])
+        check("rtcp-6: by_codec under source=rtcp", report["streams"]["reported"]["by_codec"], {"pcma": 10})
         for cores in (2, 3):
             again, other = run(path, cores)
             check(f"--cores {cores}: the same records", again, records)

@@ -70,10 +70,23 @@ struct Call {
         sip(invite.with_to_tag("callee").resp(200).with_body(sdp("10.0.0.3", 30000, answer_formats, answer_maps)),
             sip::test::B, sip::test::A, 900);
     }
-    // RTCP-JSON from `reporter` to `peer` about SSRC 0xE, jitter 80 timestamp units.
-    const ReportedStream* reported_by(const Endpoint& reporter, const Endpoint& peer, std::int64_t at_ms = 5'000) {
+    // A re-INVITE from A (CSeq `cseq`) with `formats`, and B's 200 OK answering `answer_formats`,
+    // both on the addresses of the first offer and answer.
+    void reinvite(std::uint32_t cseq, const std::string& formats, const std::string& maps,
+                  const std::string& answer_formats, const std::string& answer_maps, std::int64_t at_ms) {
+        const sip::test::Sip again = sip::test::Sip{}
+                                         .req("INVITE", "z9hG4bK-re" + std::to_string(cseq), cseq)
+                                         .with_to_tag("callee")
+                                         .with_body(sdp("10.0.0.1", 20000, formats, maps));
+        sip(again, sip::test::A, sip::test::B, at_ms);
+        sip(again.resp(200).with_body(sdp("10.0.0.3", 30000, answer_formats, answer_maps)), sip::test::B, sip::test::A,
+            at_ms + 100);
+    }
+    // RTCP-JSON from `reporter` to `peer` about SSRC 0xE, jitter `jitter` timestamp units.
+    const ReportedStream* reported_by(const Endpoint& reporter, const Endpoint& peer, std::int64_t at_ms = 5'000,
+                                      int jitter = 80) {
         table.on_rtcp_json(stream_test::meta_at(at_ms * 1000, reporter, peer), kCallId,
-                           stream_test::span_of(std::string_view(report(0xA, 0xE, 80))));
+                           stream_test::span_of(std::string_view(report(0xA, 0xE, jitter))));
         return table.find_reported(kCallId, 0xE);
     }
 };
@@ -154,4 +167,63 @@ TEST_CASE("RTCP-JSON only, the offer known and no answer yet: a codec only when 
         REQUIRE(r != nullptr);
         CHECK(r->codec == Codec::pcma);
     }
+}
+
+TEST_CASE("RTCP-JSON only: a re-INVITE that changes the codec on the same addresses changes the reported stream's",
+          "[rtp][stream][rtcp_json][reported][codec]") {
+    SECTION("G.711 to G.729, reported by either end") {
+        for (const bool by_offerer : {true, false}) {
+            CAPTURE(by_offerer);
+            Call call;
+            call.setup("0 101", kPcmuOnly, "0 101", kPcmuOnly);
+            const Endpoint reporter = by_offerer ? a_rtcp() : b_rtcp();
+            const Endpoint peer = by_offerer ? b_rtcp() : a_rtcp();
+            const ReportedStream* r = call.reported_by(reporter, peer, 5'000);
+            REQUIRE(r != nullptr);
+            CHECK(r->codec == Codec::pcmu);
+            const double pcmu_mos = summarize_reported(*r, {}).mos;
+            const char* g729 = "a=rtpmap:18 G729/8000\na=rtpmap:101 telephone-event/8000\n";
+            call.reinvite(2, "18 101", g729, "18 101", g729, 6'000);
+            r = call.reported_by(reporter, peer, 10'000);
+            REQUIRE(r != nullptr);
+            CHECK(r->codec == Codec::g729);
+            CHECK(r->clock_rate == 8000);
+            const ReportedSummary s = summarize_reported(*r, {});
+            CHECK(s.codec == Codec::g729);
+            CHECK(s.mos < pcmu_mos);  // G.729's Ie 11, not G.711's
+        }
+    }
+    SECTION("opus to PCMA (a transfer to a PSTN leg): the largest jitter keeps its time") {
+        Call call;
+        const char* opus = "a=rtpmap:111 opus/48000/2\na=rtpmap:101 telephone-event/8000\n";
+        call.setup("111 101", opus, "111 101", opus);
+        const ReportedStream* r = call.reported_by(a_rtcp(), b_rtcp(), 5'000, 960);  // 20 ms at 48 kHz
+        REQUIRE(r != nullptr);
+        CHECK(r->codec == Codec::opus);
+        CHECK(summarize_reported(*r, {}).max_jitter_ms == Approx(20.0));
+        const char* pcma = "a=rtpmap:8 PCMA/8000\na=rtpmap:101 telephone-event/8000\n";
+        call.reinvite(2, "8 101", pcma, "8 101", pcma, 6'000);
+        r = call.reported_by(a_rtcp(), b_rtcp(), 10'000, 80);  // 10 ms at 8 kHz
+        REQUIRE(r != nullptr);
+        CHECK(r->codec == Codec::pcma);
+        CHECK(r->clock_rate == 8000);
+        const ReportedSummary s = summarize_reported(*r, {});
+        CHECK(s.max_jitter_ms == Approx(20.0));  // the opus report's, not 960 units read at 8 kHz
+        CHECK(s.jitter_ms == Approx(10.0));
+    }
+}
+
+TEST_CASE("take_codec: the largest reported jitter moves to the new clock, not from an unknown one",
+          "[rtp][reported][codec]") {
+    ReportedStream s;
+    s.max_jitter = 160;
+    take_codec(s, Codec::pcmu, 0);
+    take_codec(s, Codec::opus, 48000);  // from unknown: the receiver counted in 48 kHz all along
+    CHECK(s.max_jitter == 160);
+    take_codec(s, Codec::g722, 8000);
+    CHECK(s.max_jitter == 27);  // 160 / 6, rounded
+    CHECK(s.codec == Codec::g722);
+    CHECK(s.clock_rate == 8000);
+    take_codec(s, Codec::opus, 48000);
+    CHECK(s.max_jitter == 162);
 }
