@@ -75,6 +75,33 @@ void keep_voice_reference(Stream& s, std::int64_t voice_arrival) noexcept {
     if ((s.flags & Stream::kHasVoiceReference) != 0) s.set_voice_reference(voice_arrival);
 }
 
+// A voice packet of payload type `pt` changes the voice payload type of a stream that has no
+// binding (it is counted already): the run of the type it leaves closes, one of a dynamic type
+// opens (UnboundRuns).
+[[gnu::noinline]] void note_unbound_change(Stream& s, std::uint8_t pt, bool dynamic) {
+    const std::uint8_t from = s.voice_payload_type;
+    const bool counted = from != kNoPayloadType;  // a payload-type change
+    const std::uint32_t voice_before = s.voice_packets() - 1;
+    if (counted && s.extras.allocated()) {
+        UnboundRuns& runs = s.extras.mut().unbound;
+        for (std::size_t i = 0; i < UnboundRuns::kTypes; ++i) {
+            if (runs.payload_type[i] != from) continue;
+            runs.packets[i] += voice_before;
+            ++runs.changes[i];
+        }
+    }
+    if (!dynamic) return;
+    UnboundRuns& runs = s.extras.mut().unbound;  // a dynamic type runs the candidate clocks in extras anyway
+    for (std::size_t i = 0; i < UnboundRuns::kTypes; ++i) {
+        if (runs.payload_type[i] != pt && runs.payload_type[i] != kNoPayloadType) continue;
+        runs.payload_type[i] = pt;
+        runs.packets[i] -= voice_before;
+        runs.before[i] = from;
+        if (counted) ++runs.changes[i];
+        return;
+    }
+}
+
 }  // namespace
 
 SeqVerdict observe_packet(Stream& s, const RtpPacket& p, Timestamp arrival, Timing timing, const Binding* binding) {
@@ -126,7 +153,11 @@ SeqVerdict observe_packet(Stream& s, const RtpPacket& p, Timestamp arrival, Timi
         return verdict;
     }
 
-    if (p.payload_type != s.voice_payload_type) {
+    // Rare (a stream's first packet, a codec change, dynamic CN before its binding): without the
+    // hint the note below costs the common path a register move a packet (callgrind).
+    if (p.payload_type != s.voice_payload_type) [[unlikely]] {
+        // Without a binding a dynamic type may yet be named comfort noise: noted at the change.
+        if (binding == nullptr) note_unbound_change(s, p.payload_type, assigned.clock_rate == 0);
         if (s.voice_payload_type != kNoPayloadType) ++s.payload_type_changes;
         s.voice_payload_type = p.payload_type;
         s.flags = static_cast<std::uint8_t>(s.flags & ~Stream::kHasVoiceReference);
@@ -180,6 +211,57 @@ void bind_clock(Stream& s, const Binding& binding) {
     extras.bound = s.estimate(nearest);
     extras.bound_clock = rate;
     extras.bound_us_per_tick = static_cast<float>(1e6 / rate);
+}
+
+void meet_binding(Stream& s, const Binding& binding) {
+    if (s.extras.allocated() && s.extras.get().unbound.payload_type[0] != kNoPayloadType) {
+        StreamExtras& extras = s.extras.mut();
+        const UnboundRuns runs = extras.unbound;
+        extras.unbound = UnboundRuns{};
+        const std::uint32_t voice = s.voice_packets();
+        std::array<bool, UnboundRuns::kTypes> moved{};
+        for (std::size_t i = 0; i < UnboundRuns::kTypes; ++i) {
+            const std::uint8_t pt = runs.payload_type[i];
+            const int at = pt == kNoPayloadType ? -1 : binding.find(pt);
+            const Codec named = at >= 0 ? binding.codec(static_cast<std::size_t>(at)) : Codec::unknown;
+            if (is_voice_codec(named)) continue;
+            const std::uint32_t packets = runs.packets[i] + (pt == s.voice_payload_type ? voice : 0);
+            (named == Codec::comfort_noise ? s.comfort_noise_packets : s.event_packets) += packets;
+            s.payload_type_changes =
+                static_cast<std::uint16_t>(s.payload_type_changes - std::min(s.payload_type_changes, runs.changes[i]));
+            moved[i] = true;
+        }
+        // The voice type before the runs that were none: the reference was one of their packets.
+        for (std::size_t hop = 0; hop < UnboundRuns::kTypes; ++hop) {
+            std::size_t i = 0;
+            while (i < UnboundRuns::kTypes && !(moved[i] && runs.payload_type[i] == s.voice_payload_type)) ++i;
+            if (i == UnboundRuns::kTypes) break;
+            s.voice_payload_type = runs.before[i];
+            s.flags = static_cast<std::uint8_t>(s.flags & ~Stream::kHasVoiceReference);
+        }
+        // The candidate clocks ran for one of them (the stream began with it): they are the
+        // voice type's if that is dynamic, else the static type's estimate is the one under that
+        // type's clock (its packets fed every candidate at their own clock; its own at the CN's).
+        const std::uint8_t dynamic = extras.dynamic_payload_type;
+        bool dynamic_moved = false;
+        for (std::size_t i = 0; i < UnboundRuns::kTypes; ++i)
+            dynamic_moved = dynamic_moved || (moved[i] && runs.payload_type[i] == dynamic);
+        if (dynamic_moved && (s.flags & Stream::kCandidateClocks) != 0) {
+            const std::uint8_t voice_pt = s.voice_payload_type;
+            if (voice_pt != kNoPayloadType && static_payload(voice_pt).clock_rate == 0) {
+                extras.dynamic_payload_type = voice_pt;
+            } else {
+                const int at = binding.find(dynamic);
+                const int candidate =
+                    at >= 0 ? candidate_clock_index(binding.clock_rate(static_cast<std::size_t>(at))) : -1;
+                if (candidate > 0) s.jitter = s.estimate(static_cast<std::size_t>(candidate));
+                extras.dynamic_payload_type = kNoPayloadType;
+                extras.bound_clock = 0;
+                s.flags = static_cast<std::uint8_t>(s.flags & ~Stream::kCandidateClocks);
+            }
+        }
+    }
+    bind_clock(s, binding);
 }
 
 namespace {

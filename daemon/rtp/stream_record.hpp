@@ -28,10 +28,11 @@
 // WebRTC offers, or events several to a packet): the binding is consulted only when a packet's
 // payload type is not the stream's voice one, so rarely. Otherwise the per-packet path does not
 // look at the media binding, so the result is the same whether the binding arrives before or
-// after the first packets (the binding crosses a queue between shards); the exceptions are such
-// dynamic CN packets and the estimate under a clock outside the candidates (below), for the
-// packets before a late binding. The clock rate of a dynamic payload type is the one thing that
-// needs SDP: until it is known the estimator runs once per candidate clock
+// after the first packets (the binding crosses a queue between shards): dynamic CN packets before
+// a late binding count as voice until it comes, and then move (meet_binding), except for jitter
+// already taken between them; the estimate under a clock outside the candidates (below) starts
+// from a candidate's at a late binding. The clock rate of a dynamic payload type is the one thing
+// that needs SDP: until it is known the estimator runs once per candidate clock
 // (kCandidateClockRates) and the binding's rtpmap picks the candidate when the stream is read or
 // finished; without a binding, the candidate under which the stream is smoothest (smallest
 // maximum jitter) is taken. An rtpmap clock that is none of the candidates (SILK 24000, G.722.1
@@ -114,6 +115,23 @@ struct HeldPacket {
     friend bool operator==(const HeldPacket&, const HeldPacket&) = default;
 };
 
+// Dynamic payload types that ran as voice while the stream had no binding (live, RTP may come
+// before the SDP that names them: the 200 OK's HEP later than the first RTP): the binding may yet
+// call one comfort noise or events (a=rtpmap:105 CN/16000), and its packets then move there
+// (meet_binding). Noted at payload-type changes only (a run of CN begins with one), never per
+// packet. Two types (a voice one and a CN one); a third is not noted and stays voice.
+struct UnboundRuns {
+    static constexpr std::size_t kTypes = 2;
+    std::array<std::uint8_t, kTypes> payload_type{kNoPayloadType, kNoPayloadType};
+    std::array<std::uint8_t, kTypes> before{kNoPayloadType, kNoPayloadType};  // voice type before its last run
+    std::array<std::uint16_t, kTypes> changes{};  // payload-type changes its runs counted (into and out of)
+    // Voice packets of its runs; while its run is open (it is the voice payload type), less the
+    // stream's voice packets before that run.
+    std::array<std::uint32_t, kTypes> packets{};
+
+    friend bool operator==(const UnboundRuns&, const UnboundRuns&) = default;
+};
+
 // The parts of a stream that most streams never use, out of line (40 bytes a stream less): the
 // estimates under the other candidate clocks and the payload type that runs them (only a dynamic
 // payload type does) and a held packet (only after a break). The receiver's view stays inline:
@@ -127,6 +145,7 @@ struct StreamExtras {
     std::uint32_t bound_clock = 0;  // Hz; 0: none
     float bound_us_per_tick = 0.0F;
     JitterEstimate bound;
+    UnboundRuns unbound;  // not in snapshots: only until the binding comes, a batch age
 
     friend bool operator==(const StreamExtras&, const StreamExtras&) = default;
 };
@@ -213,6 +232,13 @@ SeqVerdict observe_packet(Stream& stream, const RtpPacket& packet, Timestamp arr
 // type a clock of kClockRates that is no candidate, that clock gets its own estimate from now
 // on, seeded from the candidate nearest to it. Nothing otherwise; never per packet.
 void bind_clock(Stream& stream, const Binding& binding);
+// A running stream joins `binding` (late: its first packets came before the SDP, live):
+// packets of a dynamic payload type that ran as voice before it (UnboundRuns) and that the binding
+// names comfort noise or telephone-event move to those counts, with the payload-type changes they
+// made; the voice payload type and the one whose clock the jitter is taken under are the voice
+// ones again. Then bind_clock. Jitter already taken between such packets stays (the estimate is
+// a running filter: no sample leaves it), and so does a codec change across such a run.
+void meet_binding(Stream& stream, const Binding& binding);
 
 // A voice packet whose RTP timestamp and arrival time disagree by more than this (under every
 // clock the payload type may have) breaks the stream: sipp replaying the same sequence and

@@ -384,7 +384,7 @@ void StreamTable::join(std::uint32_t stream, std::uint32_t binding, Timestamp wh
     }
     slot.binding = binding;
     if (binding == kNone) return;
-    bind_clock(slot.stream, bindings_.entry(binding).value.binding);
+    meet_binding(slot.stream, bindings_.entry(binding).value.binding);
     if (bindings_[binding].streams++ == 0) {
         --pending_count_;
         stats_.pending_bindings.add(-1);

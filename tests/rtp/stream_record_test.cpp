@@ -94,7 +94,7 @@ TEST_CASE("a perfectly paced stream has no jitter", "[rtp][stream][jitter]") {
     Stream s;
     for (int i = 0; i < 50; ++i)
         observe_packet(s, make_rtp(8, static_cast<std::uint16_t>(i), static_cast<std::uint32_t>(i * 160), 1),
-                       Timestamp{kBaseUs + i * 20'000});
+                       Timestamp{kBaseUs + i * 20'000LL});
     const StreamSummary sum = summarize(s, nullptr, options);
     CHECK(sum.jitter_ms == 0.0);
     CHECK(sum.max_jitter_ms == 0.0);
@@ -136,7 +136,7 @@ TEST_CASE("an event-only stream has neither jitter nor MOS", "[rtp][stream][dtmf
     Stream s;
     for (int i = 0; i < 8; ++i)
         observe_packet(s, make_rtp(101, static_cast<std::uint16_t>(7984 + i), 13280, 2, 4, i == 0),
-                       Timestamp{kBaseUs + i * 20'000});
+                       Timestamp{kBaseUs + i * 20'000LL});
     observe_packet(s, make_rtp(101, 7991, 13280, 2, 4), Timestamp{kBaseUs + 140'100});  // end, resent
     observe_packet(s, make_rtp(101, 7991, 13280, 2, 4), Timestamp{kBaseUs + 140'200});
     CHECK(s.event_packets == 10);
@@ -159,7 +159,7 @@ TEST_CASE("comfort noise does not feed jitter", "[rtp][stream][jitter]") {
         observe_packet(s,
                        make_rtp(cn ? 13 : 0, static_cast<std::uint16_t>(i),
                                 static_cast<std::uint32_t>(cn ? 7 : i * 160), 3, cn ? 1 : 160),
-                       Timestamp{kBaseUs + i * 20'000});
+                       Timestamp{kBaseUs + i * 20'000LL});
     }
     CHECK(s.comfort_noise_packets == 4);
     CHECK(s.payload_type_changes == 0);
@@ -176,13 +176,13 @@ TEST_CASE("the voice reference outlives comfort noise up to 2^32 us, and no long
         std::uint16_t seq = 0;
         for (int i = 0; i < 10; ++i, ++seq)
             observe_packet(s, make_rtp(0, seq, static_cast<std::uint32_t>(i * 160), 5),
-                           Timestamp{kBaseUs + i * 20'000});
-        const std::int64_t last_voice_us = 9 * 20'000;
+                           Timestamp{kBaseUs + i * 20'000LL});
+        const std::int64_t last_voice_us = 9 * 20'000LL;
         for (std::int64_t t = 1; t <= silence_s; ++t, ++seq)
             observe_packet(s, make_rtp(13, seq, 7, 5, 1), Timestamp{kBaseUs + last_voice_us + t * 1'000'000});
         CHECK(s.comfort_noise_packets == silence_s);
         const std::int64_t arrival = last_voice_us + (silence_s + 1) * 1'000'000;
-        const auto timestamp = static_cast<std::uint32_t>(9 * 160 + (arrival - last_voice_us - 500'000) * 8 / 1000);
+        const auto timestamp = static_cast<std::uint32_t>(9 * 160LL + (arrival - last_voice_us - 500'000) * 8 / 1000);
         observe_packet(s, make_rtp(0, seq, timestamp, 5), Timestamp{kBaseUs + arrival});
         CHECK(s.voice_packets() == 11);
         return summarize(s, nullptr, options).max_jitter_ms;
@@ -197,12 +197,12 @@ TEST_CASE("a payload-type change restarts the jitter reference", "[rtp][stream][
     int i = 0;
     for (; i < 10; ++i)
         observe_packet(s, make_rtp(0, static_cast<std::uint16_t>(i), static_cast<std::uint32_t>(i * 160), 4),
-                       Timestamp{kBaseUs + i * 20'000});
+                       Timestamp{kBaseUs + i * 20'000LL});
     // PCMA after a 500 ms pause whose time the timestamps do not show: across the change this
     // would be |D| = 500 ms; within the new payload type everything is paced.
     for (; i < 20; ++i)
         observe_packet(s, make_rtp(8, static_cast<std::uint16_t>(i), static_cast<std::uint32_t>(i * 160), 4),
-                       Timestamp{kBaseUs + 500'000 + i * 20'000});
+                       Timestamp{kBaseUs + 500'000 + i * 20'000LL});
     CHECK(s.payload_type_changes == 1);
     CHECK(s.voice_payload_type == 8);
     CHECK(summarize(s, nullptr, options).max_jitter_ms == 0.0);
@@ -282,7 +282,7 @@ TEST_CASE("summary: loss and MOS for known codecs", "[rtp][stream][mos]") {
         for (int i = 0; i <= 100; ++i) {
             if (std::find(dropped.begin(), dropped.end(), i) != dropped.end()) continue;
             observe_packet(s, make_rtp(pt, static_cast<std::uint16_t>(i), static_cast<std::uint32_t>(i * 160), 6),
-                           Timestamp{kBaseUs + i * 20'000});
+                           Timestamp{kBaseUs + i * 20'000LL});
         }
         return s;
     };
@@ -379,4 +379,36 @@ TEST_CASE("make_binding keeps rtpmap names and clocks, filling static ones", "[r
     CHECK(unlisted.codec(0) == Codec::other);
     CHECK(unlisted.clock(0) == kUnlistedClock);
     CHECK(unlisted.clock_rate(0) == 0);
+}
+
+TEST_CASE("meet_binding: telephone-event packets of several events before the binding become events",
+          "[rtp][stream][binding]") {
+    // PCMA with RFC 4733 events on 101, two events a packet (8 octets: not event-shaped), before
+    // the binding: counted as voice of another payload type until the binding names them.
+    Stream s;
+    std::uint16_t seq = 1;
+    std::uint32_t ts = 0;
+    std::int64_t at = 0;
+    const auto send = [&](std::uint8_t pt, std::size_t size, int count) {
+        for (int i = 0; i < count; ++i, at += 20'000, ts += 160)
+            observe_packet(s, make_rtp(pt, seq++, ts, 7, size), Timestamp{kBaseUs + at});
+    };
+    send(8, 160, 50);
+    send(101, 8, 6);
+    send(8, 160, 50);
+    send(101, 8, 3);  // the stream is in an event when the binding comes
+    CHECK(s.voice_packets() == 109);
+    CHECK(s.payload_type_changes == 3);
+    const Binding binding = make_binding(
+        media_binding(ep("10.0.0.2:40000"), "ev@x", 0, {codec(8, "PCMA", 8000), codec(101, "telephone-event", 8000)}));
+    meet_binding(s, binding);
+    CHECK(s.event_packets == 9);
+    CHECK(s.voice_packets() == 100);
+    CHECK(s.payload_type_changes == 0);
+    CHECK(s.voice_payload_type == 8);
+    CHECK((s.flags & Stream::kCandidateClocks) == 0);
+    CHECK(summarize(s, &binding, {}).codec == Codec::pcma);
+    send(8, 160, 10);  // voice again, without a payload-type change
+    CHECK(s.payload_type_changes == 0);
+    CHECK(s.voice_packets() == 110);
 }

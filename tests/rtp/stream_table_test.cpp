@@ -57,7 +57,7 @@ TEST_CASE("streams are keyed by source, destination and SSRC", "[rtp][stream][ta
     CHECK(t.stats().streams_active.value() == 4);
     CHECK(t.stats().streams_started.value() == 4);
     CHECK(t.stats().rtp_packets.value() == 40);
-    CHECK(t.stats().rtp_bytes.value() == 40 * 160);
+    CHECK(t.stats().rtp_bytes.value() == 40ULL * 160);
     const Stream* s = t.find({alice, bob, 0xAAAA});
     REQUIRE(s != nullptr);
     CHECK(s->packets == 10);
@@ -399,7 +399,7 @@ TEST_CASE("RTCP to a shared address: each report reaches the stream it goes back
     const auto caller = [](int i) {
         return Endpoint{IpAddress::v4(0x0a010000U + static_cast<std::uint32_t>(i)), 40000};
     };
-    for (int i = 0; i < 80; ++i) send(t, caller(i), bob, 0x5150, 3, i * 100);
+    for (int i = 0; i < 80; ++i) send(t, caller(i), bob, 0x5150, 3, i * 100LL);
     const Endpoint server_rtcp{bob.address, static_cast<std::uint16_t>(bob.port + 1)};
     for (int i = 0; i < 80; ++i)
         t.on_rtcp(meta_at(100'000 + i, server_rtcp, Endpoint{caller(i).address, 40001}),
@@ -683,6 +683,90 @@ TEST_CASE("comfort noise on a dynamic payload type is not the stream's voice, no
     // G.729's impairment (Ie 11), not comfort noise's default.
     CHECK(f.summary.r_factor == Approx(93.2 - 11.0).margin(0.01));
     CHECK(t.stats().finished_streams_by_codec[static_cast<std::size_t>(CodecLabel::g729)].value() == 1);
+}
+
+namespace {
+
+// A stream with silence suppression and comfort noise on dynamic payload type 105 (one CN
+// packet at the start of each silence), optionally beginning in silence (CN first), its SDP
+// bound before packet `bind_at` (0: before the first; live, a late 200 OK's HEP binds it in the
+// middle).
+Finished play_with_dynamic_cn(const MediaBinding& binding, std::uint8_t voice_pt, std::uint32_t rate, bool cn_first,
+                              std::size_t bind_at, std::uint64_t* late_bindings = nullptr) {
+    struct Packet {
+        std::int64_t at;
+        std::uint8_t pt;
+        std::uint16_t seq;
+        std::uint32_t ts;
+        std::size_t size;
+        bool marker;
+    };
+    std::vector<Packet> packets;
+    std::uint16_t seq = 100;
+    std::uint32_t ts = 0;
+    std::int64_t at = 0;
+    const std::uint32_t step = rate / 50;  // 20 ms
+    if (cn_first) {
+        packets.push_back({at, 105, seq++, ts, 1, false});
+        at += 500'000;
+        ts += rate / 2;
+    }
+    for (int burst = 0; burst < 4; ++burst) {
+        for (int i = 0; i < 100; ++i, ++seq, ts += step, at += 20'000)
+            packets.push_back({at + (i % 4) * 1'000LL, voice_pt, seq, ts, 20, i == 0 && (burst > 0 || cn_first)});
+        packets.push_back({at, 105, seq++, ts, 1, false});
+        at += 2'000'000;
+        ts += 2 * rate;
+    }
+    StreamTable t(small_config());
+    RecordingSink sink;
+    t.set_sink(&sink);
+    for (std::size_t i = 0; i < packets.size(); ++i) {
+        if (i == bind_at) t.bind(binding);
+        const Packet& p = packets[i];
+        t.on_rtp(meta_at(p.at, alice, bob), make_rtp(p.pt, p.seq, p.ts, 0x99, p.size, p.marker));
+    }
+    t.finish_all(Timestamp{kBaseUs + 20'000'000});
+    if (late_bindings != nullptr) *late_bindings = t.stats().late_bindings.value();
+    REQUIRE(sink.finished.size() == 1);
+    return sink.finished[0];
+}
+
+}  // namespace
+
+TEST_CASE("comfort noise on a dynamic payload type before a late binding is comfort noise once it binds",
+          "[rtp][stream][table][binding][jitter]") {
+    // Live, RTP may come before its SDP (the 200 OK's HEP later than the first RTP): the CN
+    // packets before the binding looked like voice of another payload type. When the binding
+    // names 105 CN they are re-classified: the same figures as with the binding first.
+    const auto check = [](const char* name, const MediaBinding& binding, std::uint8_t voice_pt, std::uint32_t rate,
+                          bool cn_first, std::size_t bind_at) {
+        INFO(name);
+        const Finished early = play_with_dynamic_cn(binding, voice_pt, rate, cn_first, 0);
+        std::uint64_t late_bindings = 0;
+        const Finished late = play_with_dynamic_cn(binding, voice_pt, rate, cn_first, bind_at, &late_bindings);
+        REQUIRE(late.bound);
+        CHECK(late_bindings == 1);
+        CHECK(early.stream.comfort_noise_packets == (cn_first ? 5U : 4U));
+        CHECK(late.stream.comfort_noise_packets == early.stream.comfort_noise_packets);
+        CHECK(late.stream.voice_packets() == 400);
+        CHECK(late.stream.voice_payload_type == voice_pt);
+        CHECK(late.stream.payload_type_changes == 0);
+        CHECK(late.summary.codec == early.summary.codec);
+        CHECK(late.summary.clock_rate == rate);
+        CHECK(late.summary.jitter_slot == early.summary.jitter_slot);
+        // One jitter sample fewer (the first voice packet after the early CN has no reference).
+        CHECK(late.summary.max_jitter_ms == Approx(early.summary.max_jitter_ms).epsilon(0.05));
+        CHECK(late.summary.r_factor == Approx(early.summary.r_factor).margin(0.05));
+    };
+    check("G.729, CN/16000 after the first talk spurt",
+          media_binding(bob, "cn@x", 0, {codec(18, "G729", 8000), codec(105, "CN", 16000)}), 18, 8000, false, 150);
+    check("G.729, beginning in silence",
+          media_binding(bob, "cn@x", 0, {codec(18, "G729", 8000), codec(105, "CN", 16000)}), 18, 8000, true, 150);
+    check("opus, beginning in silence",
+          media_binding(bob, "cn@x", 0,
+                        {codec(111, "opus", 48000), codec(105, "CN", 16000), codec(101, "telephone-event", 8000)}),
+          111, 48000, true, 250);
 }
 
 TEST_CASE("another call's SDP for a running pair ends its streams; the next packet starts the new call's",
