@@ -46,6 +46,10 @@ struct MediaBinding {
     // reader applies it (before the datagram that brings the input there). Of a
     // binding and an end, the end comes first when its input clock is not later.
     Timestamp input_clock;
+    // Offline, shards reading the input together, a binding (not an end): the newest input time
+    // before that SIP message, where a single reader's media side (stream expiry) stands when it
+    // applies it. The receiving shard runs its own there first.
+    Timestamp media_clock;
     std::string_view call_id;  // a view: whoever queues a binding copies the text
     // The dialog key's block that holds call_id (DialogKey::call_id_text), or null: valid while
     // the binding is being sent; a shard that keeps the binding in its own tables shares the

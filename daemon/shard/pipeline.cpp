@@ -121,6 +121,7 @@ public:
         // single reader applied it at the first step past that which reached its deadline (a
         // deadline already behind the clock, times having gone back, at the next step).
         b.input_clock = b.at_deadline ? Timestamp{std::max(b.time.us, expiring_from_.us + 1)} : current_clock_;
+        b.media_clock = current_before_;
         // Only shards reading together place an end by its time; the producer's ordered mode
         // places it where it was sent.
         if (read == nullptr) b.at_deadline = false;
@@ -248,9 +249,12 @@ private:
     // order; merge them). Every one of them has arrived once the peers' progress has passed
     // `limit` and their release floor `before` (read before the links were drained).
     // Per media datagram: nearly always nothing waits from before it (two compares).
+    // run_readers: `media_cap` is the newest input time before the media datagram they come
+    // before (where its media side's timers go next).
     void apply_bindings_before(std::uint64_t limit,
-                               Timestamp before = Timestamp{std::numeric_limits<std::int64_t>::max()}) {
-        if (limit > waiting_first_ || before.us >= waiting_first_time_) apply_waiting_before(limit, before);
+                               Timestamp before = Timestamp{std::numeric_limits<std::int64_t>::max()},
+                               Timestamp media_cap = Timestamp{std::numeric_limits<std::int64_t>::max()}) {
+        if (limit > waiting_first_ || before.us >= waiting_first_time_) apply_waiting_before(limit, before, media_cap);
     }
 
     // Which of two queued messages a single reader applied first. A binding sits just after its
@@ -264,7 +268,7 @@ private:
 
     // The earliest of the queues' fronts goes while it is due; the fronts left give the new lower
     // bounds (a queue delivers in the order its sender applied them, so what is due is at a front).
-    void apply_waiting_before(std::uint64_t limit, Timestamp before) {
+    void apply_waiting_before(std::uint64_t limit, Timestamp before, Timestamp media_cap) {
         while (true) {
             std::size_t best = waiting_.size();
             waiting_first_ = UINT64_MAX;
@@ -284,6 +288,20 @@ private:
             if (h.binding.at_deadline ? h.binding.input_clock > before : h.binding.order >= limit) return;
             h.binding.call_id = h.call_id.view();
             h.binding.call_id_text = &h.call_id;
+            // The stream table as a single reader's meets it: its expiry run to where that
+            // reader's media side stood, for a binding the newest time before its SIP message.
+            // An end a deadline set behind the clock brought (input times gone back) came at the
+            // step from the time just below its input clock. Another end is due before that
+            // reader's newest time reached it, and what expires between meets it alike (a stream
+            // of its binding ends idle either way, its reported streams are idle by its time).
+            if (read != nullptr) {
+                const MediaBinding& b = h.binding;
+                if (!b.at_deadline) {
+                    media_to(b.media_clock);
+                } else if (b.input_clock > b.time) {
+                    media_to(std::min(Timestamp{b.input_clock.us - 1}, media_cap));
+                }
+            }
             worker().bind(h.binding);
             waiting_[best].pop_front();
             --waiting_count_;
@@ -486,6 +504,7 @@ private:
         drain_shard_links();
         apply_bindings_before(UINT64_MAX);
         run_task();
+        if (read != nullptr) media_to(end);  // a single reader's media side ends at the newest time
         worker().finish(end);
         cpu_seconds = thread_cpu_seconds();
     }
@@ -510,6 +529,7 @@ public:
             if (d.kind == PayloadClass::sip) {
                 current_order_ = d.order;
                 current_clock_ = watermark_;
+                current_before_ = before;
                 // Each side's timers run as with a single reader, whatever media are held back:
                 // when a message meets a dialog, or a packet its stream, must not depend on how
                 // far the peers are. The SIP side's run through the message's own time.
@@ -604,28 +624,18 @@ private:
         const Timestamp through = std::max(before, d.time);
         sip_to(before);
         sip_due_to(through);
-        apply_bindings_before(d.order, through);
+        apply_bindings_before(d.order, through, before);
         media_to(before);
     }
 
-    // The shard's clock follows the input while none of its media is held back.
+    // The shard's SIP side follows the input while none of its media is held back. Its media side
+    // does not: a peer's binding from before here may still come, and must meet streams a single
+    // reader had not expired yet. It runs before each own media datagram, each binding and end
+    // (to where a single reader's stood then) and at the end.
     void catch_up_clock() {
         if (watermark_ <= clock_) return;
         clock_ = watermark_;
-        // A side whose timers are already there is not run again: with input times that go
-        // back, a dialog or stream begun since would be expired against a time a single reader
-        // had passed before it began.
-        const bool sip = clock_ > sip_clock_;
-        const bool media = clock_ > media_clock_;
-        if (sip && media) {
-            expiring_from_ = sip_clock_;
-            sip_clock_ = media_clock_ = clock_;
-            worker().advance(clock_, *this);
-        } else if (sip) {
-            sip_to(clock_);
-        } else if (media) {
-            media_to(clock_);
-        }
+        sip_to(clock_);
     }
 
     // One side's timers, up to `t` (never back).
@@ -780,6 +790,7 @@ private:
     std::thread thread_;
     std::uint64_t current_order_ = 0;
     Timestamp current_clock_{};         // run_readers: the newest input time up to that SIP datagram
+    Timestamp current_before_{};        // run_readers: and the newest before it
     std::uint64_t horizon_ = 0;         // peers' progress as last read (ordered mode)
     std::uint64_t popped_end_ = 0;      // order after the last datagram taken off the queues
     std::uint64_t published_seen_ = 0;  // the producer's published_ as last read (ordered mode)

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""`hepd pcap`: a binding (an SDP offer) that another shard applies meets the stream table as a
+single reader's would: its stream expiry run to where that reader's media side stood, the newest
+input time before the SIP message, first. A stream to the offered address that a single reader
+had already expired as idle (30 s without a packet, the input's clock moved on by a packet to
+another address) neither joins the call nor ends `rebound`; its next packet starts a new stream
+that joins it. Eight scenarios 200 s apart, each on its own address (at 2 and 3 shards the
+offer's shard and the address's are not always one), half of them with input times going back
+(a second capture appended: the INVITE and the packet after it 6 minutes before the stream).
+1, 2 and 3 shards give the same records and streams report. The capture is built here
+(pcap_rtcp_test's builders), in input order, not sorted by time.
+
+  pcap_order_test.py HEPD
+"""
+import os
+import struct
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from hepd_live import check, failures  # noqa: E402
+from pcap_rtcp_test import rtp, run, sdp, sip, udp_frame  # noqa: E402
+
+
+class InputOrder:
+    """A capture written in the order frames are added (times may go back)."""
+
+    def __init__(self):
+        self.frames = []
+
+    def add(self, t, src, sport, dst, dport, payload):
+        self.frames.append((t, udp_frame(src, sport, dst, dport, payload if isinstance(payload, bytes)
+                                         else payload.encode())))
+
+    def write(self, path):
+        with open(path, "wb") as f:
+            f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+            for t, fr in self.frames:
+                sec, us = int(t), int(round((t - int(t)) * 1e6))
+                f.write(struct.pack("<IIII", sec, us, len(fr), len(fr)) + fr)
+
+
+def stale(cap, n, back):
+    """A stream to A:pa, idle for 48 s (a packet elsewhere moves the clock), then an INVITE
+    offering A:pa and the stream's next packet."""
+    t = 1000.0 + 200 * n
+    a, b, pa = f"10.0.{n}.1", f"10.0.{n}.2", 20000 + 2 * n
+    cap.add(t, "192.0.2.7", 41000 + 2 * n, a, pa, rtp(1000, 0, 0xA000 + n))
+    cap.add(t + 48.2, "192.0.2.8", 41000 + 2 * n, f"10.9.{n}.9", 20010, rtp(1000, 0, 0xB000 + n))
+    at = t - 328.3 if back else t + 48.3
+    invite = sip(f"INVITE sip:bob@{b} SIP/2.0", f"order-{n}", "ft", None, 1, "INVITE", a, sdp(a, pa))
+    cap.add(at, a, 5060, b, 5060, invite)
+    cap.add(at + 17.6, "192.0.2.7", 41000 + 2 * n, a, pa, rtp(1001, 160, 0xA000 + n))
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        cap = InputOrder()
+        for n in range(8):
+            stale(cap, n, back=n % 2 == 1)
+        path = os.path.join(tmp, "order.pcap")
+        cap.write(path)
+
+        records, report = run(path, 1)
+        check("eight calls", [r["call_id"] for r in records], [f"order-{n}" for n in range(8)])
+        for r in records:
+            n = int(r["call_id"].split("-")[1])
+            streams = [(s["ssrc"], s["packets"]) for s in r["streams"]]
+            check(f"{r['call_id']}: the new stream only, not the stale one", streams, [(0xA000 + n, 1)])
+        check("the stale streams end idle, none rebound", report["streams"]["finished"].get("rebound", 0), 0)
+        for cores in (2, 3):
+            again, other = run(path, cores)
+            check(f"--cores {cores}: the same records", again, records)
+            check(f"--cores {cores}: the same streams report", other["streams"], report["streams"])
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
