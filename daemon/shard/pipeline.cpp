@@ -309,7 +309,13 @@ private:
     }
 
     void hold_binding(std::size_t from, const MediaBinding& binding) {
-        waiting_[from].push_back(HeldBinding::of(binding));
+        std::deque<HeldBinding>& q = waiting_[from];
+        q.push_back(HeldBinding::of(binding));
+        // One step of the sender's SIP side may send the ends it brought in another order than
+        // their deadlines (its dialog table's): each goes where a single reader applied it, so
+        // that what is due is at the front.
+        for (auto it = q.end() - 1; it != q.begin() && comes_first(it->binding, (it - 1)->binding); --it)
+            std::iter_swap(it, it - 1);
         waiting_peak = std::max(waiting_peak, ++waiting_count_);
         if (binding.at_deadline) {
             waiting_first_time_ = std::min(waiting_first_time_, binding.input_clock.us);

@@ -7,6 +7,10 @@ another address) neither joins the call nor ends `rebound`; its next packet star
 that joins it. Eight scenarios 200 s apart, each on its own address (at 2 and 3 shards the
 offer's shard and the address's are not always one), half of them with input times going back
 (a second capture appended: the INVITE and the packet after it 6 minutes before the stream).
+And the ends of two calls' bindings that one step of their shard's SIP clock brings (their
+lingers run out 2.8 s apart, nothing in the input between) apply at their own deadlines, in
+deadline order whatever order the dialog table sends them in: RTP to the address of the call
+whose linger ran out first, between the two deadlines, joins no call.
 1, 2 and 3 shards give the same records and streams report. The capture is built here
 (pcap_rtcp_test's builders), in input order, not sorted by time.
 
@@ -53,17 +57,37 @@ def stale(cap, n, back):
     cap.add(at + 17.6, "192.0.2.7", 41000 + 2 * n, a, pa, rtp(1001, 160, 0xA000 + n))
 
 
+def ends_out_of_order(cap, t):
+    """Call c188-10 answered, call c188-6 not (its BYE ends it): their lingers run out at
+    t + 34.3 and t + 37.1; RTP to c188-6's address at t + 34.4; the clock then moves past both."""
+    a1, a2, b = "10.0.1.1", "10.0.3.1", "10.1.3.2"
+    for at, src, dst, msg in [
+        (0.0, a1, b, sip(f"INVITE sip:bob@{b} SIP/2.0", "c188-10", "f10", None, 1, "INVITE", a1, sdp(a1, 20006))),
+        (0.1, b, a1, sip("SIP/2.0 200 OK", "c188-10", "f10", "tt", 1, "INVITE", a1, sdp(b, 30000))),
+        (0.18, a2, b, sip(f"INVITE sip:bob@{b} SIP/2.0", "c188-6", "f6", None, 1, "INVITE", a2, sdp(a2, 20004))),
+        (2.3, a2, b, sip(f"BYE sip:bob@{b} SIP/2.0", "c188-6", "f6", None, 2, "BYE", a2)),
+        (5.13, a1, b, sip(f"BYE sip:bob@{b} SIP/2.0", "c188-10", "f10", "tt", 2, "BYE", a1)),
+    ]:
+        cap.add(t + at, src, 5060, dst, 5060, msg)
+    cap.add(t + 34.38, "192.0.2.3", 41002, a2, 20004, rtp(1000, 0, 0xC0DE))
+    cap.add(t + 37.87, "10.1.2.2", 5060, "10.0.0.1", 5060,
+            sip("SIP/2.0 100 Trying", "other", "fo", None, 1, "INVITE", "10.0.0.1"))
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         cap = InputOrder()
         for n in range(8):
             stale(cap, n, back=n % 2 == 1)
+        ends_out_of_order(cap, 3000.0)
         path = os.path.join(tmp, "order.pcap")
         cap.write(path)
 
         records, report = run(path, 1)
-        check("eight calls", [r["call_id"] for r in records], [f"order-{n}" for n in range(8)])
-        for r in records:
+        check("ten calls", [r["call_id"] for r in records], ["c188-10", "c188-6"] + [f"order-{n}" for n in range(8)])
+        late = [s["ssrc"] for r in records for s in r["streams"] if s["ssrc"] == 0xC0DE]
+        check("RTP between the two lingers' deadlines joins no call", late, [])
+        for r in records[2:]:
             n = int(r["call_id"].split("-")[1])
             streams = [(s["ssrc"], s["packets"]) for s in r["streams"]]
             check(f"{r['call_id']}: the new stream only, not the stale one", streams, [(0xA000 + n, 1)])
