@@ -166,6 +166,14 @@ def run(path, cores):
         return records, json.load(f)
 
 
+def same_at_more_shards(path, records, report, shard_counts=(2, 3)):
+    """The records and streams report of one shard, checked against those of more."""
+    for cores in shard_counts:
+        again, other = run(path, cores)
+        check(f"--cores {cores}: the same records", again, records)
+        check(f"--cores {cores}: the same streams report", other["streams"], report["streams"])
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         cap = Capture()
@@ -183,7 +191,6 @@ def main():
 
         records, report = run(path, 1)
         check("six calls", [r["call_id"] for r in records], [f"rtcp-{n}" for n in range(1, 7)])
-        streams = report["streams"]
         by_call = {r["call_id"]: r for r in records}
         # Next to an even RTP port: on the measured streams, as before.
         check("rtcp-1: views on its streams", sorted(s["rtcp"]["reports"] for s in by_call["rtcp-1"]["streams"]
@@ -203,10 +210,7 @@ def main():
         check("rtcp-6: the largest jitter in time", [r["max_jitter_ms"] for r in got], [20.0, 20.0])
         check("rtcp-6: the last jitter at 8 kHz", [r["jitter_ms"] for r in got], [10.0, 10.0])
         check("rtcp-6: by_codec under source=rtcp", report["streams"]["reported"]["by_codec"], {"pcma": 10})
-        for cores in (2, 3):
-            again, other = run(path, cores)
-            check(f"--cores {cores}: the same records", again, records)
-            check(f"--cores {cores}: the same streams report", other["streams"], streams)
+        same_at_more_shards(path, records, report)
     return 1 if failures else 0
 
 
