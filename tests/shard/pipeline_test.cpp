@@ -80,6 +80,24 @@ struct Run {
     std::unique_ptr<Pipeline> pipeline;
 };
 
+// One lossless shard whose worker is a W, started: the single-shard mode, which delivers in place.
+template <class W>
+struct OneShard {
+    W* worker = nullptr;
+    std::unique_ptr<Pipeline> pipeline;
+
+    OneShard() {
+        PipelineOptions o;
+        o.lossless = true;
+        auto owned = std::make_unique<W>();
+        worker = owned.get();
+        std::vector<std::unique_ptr<Worker>> ws;
+        ws.push_back(std::move(owned));
+        pipeline = std::make_unique<Pipeline>(o, std::move(ws));
+        pipeline->start();
+    }
+};
+
 Run make(std::size_t shards, PipelineOptions options) {
     options.shards = shards;
     std::vector<std::unique_ptr<Worker>> ws;
@@ -719,14 +737,9 @@ public:
 
 TEST_CASE("a single shard looks one agent datagram ahead in the stable input, and holds nothing past it",
           "[shard][pipeline]") {
-    PipelineOptions o;
-    o.lossless = true;
-    auto owned = std::make_unique<LookaheadWorker>();
-    LookaheadWorker& w = *owned;
-    std::vector<std::unique_ptr<Worker>> ws;
-    ws.push_back(std::move(owned));
-    Pipeline pipeline(o, std::move(ws));
-    pipeline.start();
+    OneShard<LookaheadWorker> one;
+    LookaheadWorker& w = *one.worker;
+    Pipeline& pipeline = *one.pipeline;
     auto& producer = pipeline.producer(0);
 
     const std::string input = "aabbbcccc";  // the "capture": three payloads of 2, 3 and 4 bytes
@@ -809,14 +822,9 @@ private:
 // media that reach its addresses then are no longer its own (hepd pcap, one shard).
 TEST_CASE("a single shard runs the SIP side's timers before a datagram whose time reached a deadline",
           "[shard][pipeline]") {
-    PipelineOptions o;
-    o.lossless = true;
-    auto owned = std::make_unique<DeadlineWorker>();
-    DeadlineWorker& w = *owned;
-    std::vector<std::unique_ptr<Worker>> ws;
-    ws.push_back(std::move(owned));
-    Pipeline pipeline(o, std::move(ws));
-    pipeline.start();
+    OneShard<DeadlineWorker> one;
+    DeadlineWorker& w = *one.worker;
+    Pipeline& pipeline = *one.pipeline;
     auto& producer = pipeline.producer(0);
     const std::string media = "rtp";
     const std::string end = "end";
