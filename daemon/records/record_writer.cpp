@@ -155,31 +155,30 @@ bool RecordWriter::poll() {
 
 // Counters move by differences so that they stay monotonic whatever the sources do.
 void RecordWriter::publish() {
-    const auto& f = file_.stats();
-    if (f.lines > stats_.written.value()) stats_.written.add(f.lines - stats_.written.value());
-    if (f.bytes > stats_.bytes.value()) stats_.bytes.add(f.bytes - stats_.bytes.value());
-    if (f.rotations > stats_.rotations.value()) stats_.rotations.add(f.rotations - stats_.rotations.value());
-    if (f.write_errors > stats_.write_errors.value())
-        stats_.write_errors.add(f.write_errors - stats_.write_errors.value());
-    if (f.reopens > stats_.reopens.value()) stats_.reopens.add(f.reopens - stats_.reopens.value());
-    if (f.truncated_lines > stats_.truncated_lines.value())
-        stats_.truncated_lines.add(f.truncated_lines - stats_.truncated_lines.value());
-    if (f.lost_lines > published_lost_) {
-        stats_.dropped[static_cast<std::size_t>(DropReason::write_error)].add(f.lost_lines - published_lost_);
-        published_lost_ = f.lost_lines;
-    }
-    const auto& j = joiner_.counts();
-    auto move = [](Counter& c, std::uint64_t now, std::uint64_t& before) {
-        if (now > before) c.add(now - before);
-        before = now;
+    // A counter that mirrors a source's total catches up with it.
+    const auto catch_up = [](Counter& c, std::uint64_t total) {
+        if (total > c.value()) c.add(total - c.value());
     };
-    move(stats_.dropped[static_cast<std::size_t>(DropReason::media_cap)], j.media_cap, published_joins_.media_cap);
-    move(stats_.dropped[static_cast<std::size_t>(DropReason::media_expired)], j.media_expired,
-         published_joins_.media_expired);
-    move(stats_.unbound_streams, j.unbound_streams, published_joins_.unbound_streams);
-    const std::uint64_t queue = queue_drops();
-    auto& full = stats_.dropped[static_cast<std::size_t>(DropReason::queue_full)];
-    if (queue > full.value()) full.add(queue - full.value());
+    // One that adds a source's growth to what it counts already, from where it was last read.
+    const auto add_growth = [](Counter& c, std::uint64_t total, std::uint64_t& before) {
+        if (total > before) c.add(total - before);
+        before = total;
+    };
+    const auto& f = file_.stats();
+    catch_up(stats_.written, f.lines);
+    catch_up(stats_.bytes, f.bytes);
+    catch_up(stats_.rotations, f.rotations);
+    catch_up(stats_.write_errors, f.write_errors);
+    catch_up(stats_.reopens, f.reopens);
+    catch_up(stats_.truncated_lines, f.truncated_lines);
+    add_growth(stats_.dropped[static_cast<std::size_t>(DropReason::write_error)], f.lost_lines, published_lost_);
+    const auto& j = joiner_.counts();
+    add_growth(stats_.dropped[static_cast<std::size_t>(DropReason::media_cap)], j.media_cap,
+               published_joins_.media_cap);
+    add_growth(stats_.dropped[static_cast<std::size_t>(DropReason::media_expired)], j.media_expired,
+               published_joins_.media_expired);
+    add_growth(stats_.unbound_streams, j.unbound_streams, published_joins_.unbound_streams);
+    catch_up(stats_.dropped[static_cast<std::size_t>(DropReason::queue_full)], queue_drops());
     stats_.held.add(static_cast<std::int64_t>(joiner_.held()) - stats_.held.value());
     stats_.waiting.add(static_cast<std::int64_t>(joiner_.waiting()) - stats_.waiting.value());
 }

@@ -547,7 +547,7 @@ public:
                 // media after it wait for this, not for the next regular publication.
                 publish_reading();
             } else if (held_.empty() && media_may_go(d.order, watermark_)) {
-                ready_for_media(d, before);
+                ready_for_media(d, before, watermark_);
                 worker().process(d, *this);
                 catch_up_clock();
             } else {
@@ -623,11 +623,10 @@ private:
     }
 
     // Where a single reader stood before this media datagram (`before`: the newest input time
-    // before it): its SIP side's timers, on through the datagram's own time when a deadline is
-    // due by then (this shard's own ends of bindings due by then), every binding and end before
-    // it applied, then its media side's timers.
-    [[gnu::always_inline]] void ready_for_media(const Datagram& d, Timestamp before) {
-        const Timestamp through = std::max(before, d.time);
+    // before it; `through`: the newest up to it, its own included): its SIP side's timers, on
+    // through the datagram's own time when a deadline is due by then (this shard's own ends of
+    // bindings due by then), every binding and end before it applied, then its media side's timers.
+    [[gnu::always_inline]] void ready_for_media(const Datagram& d, Timestamp before, Timestamp through) {
         sip_to(before);
         sip_due_to(through);
         apply_bindings_before(d.order, through, before);
@@ -717,7 +716,7 @@ private:
             drain_own_held(true);
             const Timestamp through = std::max(before, d.time);
             while (!media_may_go(d.order, through)) wait_for_peers(d.order, through);
-            ready_for_media(d, before);
+            ready_for_media(d, before, through);
             worker().process(d, *this);
             catch_up_clock();
             return;
@@ -748,7 +747,7 @@ private:
                     wait_for_peers(d.order, through);
                     continue;
                 }
-                ready_for_media(d, before);
+                ready_for_media(d, before, through);
                 held_before_.pop_front();
                 worker().process(d, *this);
                 ++h.next;

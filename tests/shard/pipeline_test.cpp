@@ -706,19 +706,10 @@ TEST_CASE("ordered mode: the final flush does not wait on a shard that waits for
 
 namespace {
 
-// Logs, in order, what a single shard fed directly is asked: "look:<text>", "process:<text>"
-// with the key it looked up ("+key <hash>"), and "advance:<time>" (both sides' timers), or
-// "sip:<time>" and "media:<time>" (one side's).
-class LookaheadWorker final : public Worker {
+// Logs, in order, what a single shard fed directly is asked: "process:<text>", and
+// "advance:<time>" (both sides' timers), or "sip:<time>" and "media:<time>" (one side's).
+class LoggingWorker : public Worker {
 public:
-    Lookahead look_ahead(const Datagram& d) const noexcept override {
-        log.push_back("look:" + std::string(as_text(d.payload)));
-        return DuplicateKey{d.payload.size(), 0, d.kind};
-    }
-    void process_ahead(const Datagram& d, const Lookahead& ahead, BindingSink& /*out*/) override {
-        log.push_back("process:" + std::string(as_text(d.payload)) + " +key " +
-                      (ahead ? std::to_string(ahead->hash) : std::string("none")));
-    }
     void process(const Datagram& d, BindingSink& /*out*/) override {
         log.push_back("process:" + std::string(as_text(d.payload)));
     }
@@ -731,6 +722,20 @@ public:
     void finish(Timestamp /*end*/) override {}
 
     mutable std::vector<std::string> log;
+};
+
+// Also logs "look:<text>", and the key each datagram processed with lookahead was looked up with
+// ("+key <hash>").
+class LookaheadWorker final : public LoggingWorker {
+public:
+    Lookahead look_ahead(const Datagram& d) const noexcept override {
+        log.push_back("look:" + std::string(as_text(d.payload)));
+        return DuplicateKey{d.payload.size(), 0, d.kind};
+    }
+    void process_ahead(const Datagram& d, const Lookahead& ahead, BindingSink& /*out*/) override {
+        log.push_back("process:" + std::string(as_text(d.payload)) + " +key " +
+                      (ahead ? std::to_string(ahead->hash) : std::string("none")));
+    }
 };
 
 }  // namespace
@@ -784,34 +789,28 @@ TEST_CASE("a single shard looks one agent datagram ahead in the stable input, an
 namespace {
 
 // A single shard's SIP deadline: "end" processed sets it to the time in `end_at`, a SIP-side step
-// that reaches it clears it. Logs what LookaheadWorker logs.
-class DeadlineWorker final : public Worker {
+// that reaches it clears it. Logs what LoggingWorker logs.
+class DeadlineWorker final : public LoggingWorker {
 public:
-    void process(const Datagram& d, BindingSink& /*out*/) override {
-        log.push_back("process:" + std::string(as_text(d.payload)));
+    void process(const Datagram& d, BindingSink& out) override {
+        LoggingWorker::process(d, out);
         if (as_text(d.payload) == "end") deadline_us = end_at;
     }
-    void bind(const MediaBinding& /*binding*/) override {}
     void advance(Timestamp now, BindingSink& out) override {
-        log.push_back("advance:" + std::to_string(now.us));
-        expire(now, out);
+        LoggingWorker::advance(now, out);
+        expire(now);
     }
     void advance_sip(Timestamp now, BindingSink& out) override {
-        log.push_back("sip:" + std::to_string(now.us));
-        expire(now, out);
-    }
-    void advance_media(Timestamp now, BindingSink& /*out*/) override {
-        log.push_back("media:" + std::to_string(now.us));
+        LoggingWorker::advance_sip(now, out);
+        expire(now);
     }
     std::int64_t next_sip_deadline_us() const noexcept override { return deadline_us; }
-    void finish(Timestamp /*end*/) override {}
 
-    std::vector<std::string> log;
     std::int64_t deadline_us = std::numeric_limits<std::int64_t>::max();
     std::int64_t end_at = 0;
 
 private:
-    void expire(Timestamp now, BindingSink& /*out*/) {
+    void expire(Timestamp now) {
         if (now.us >= deadline_us) deadline_us = std::numeric_limits<std::int64_t>::max();
     }
 };
