@@ -700,10 +700,17 @@ void DialogTable::expire(Timestamp now) {
     transactions_.expire(now);
     if (now.us < due_.earliest()) return;
     // Every live dialog has an armed deadline no later than its own, so every dialog that is due
-    // comes up here; one that is not due yet (its deadline moved on) is armed again.
+    // comes up here; one whose deadline moved on is armed again at it. One deadline at a time, in
+    // deadline order: what a step of the clock brings (dialogs ended, removed, their bindings'
+    // ends) goes in the same order whatever steps came before (a shard reading beside others
+    // steps less often than a single reader).
     while (const auto item = due_.pop_due(now.us)) {
         if (!table_.contains(item->at)) continue;  // retired or evicted since
-        const std::uint32_t kept = settle(item->at, now, true);
+        if (table_[item->at].time(DialogTime::deadline).us != item->deadline_us) {
+            queue_deadline(item->at);
+            continue;
+        }
+        const std::uint32_t kept = on_deadline(item->at, true);
         if (kept != Table::kNone) queue_deadline(kept);
     }
 }

@@ -11,6 +11,10 @@ And the ends of two calls' bindings that one step of their shard's SIP clock bri
 lingers run out 2.8 s apart, nothing in the input between) apply at their own deadlines, in
 deadline order whatever order the dialog table sends them in: RTP to the address of the call
 whose linger ran out first, between the two deadlines, joins no call.
+And two dialogs of one Call-ID leave their table in the order their lingers run out, not in the
+order of the deadlines armed at their INVITEs, however often the clock stepped in between (a
+shard reading beside others steps less often than a single reader): an RTCP-JSON report naming
+only the Call-ID joins the same one of them at any shard count.
 1, 2 and 3 shards give the same records and streams report. The capture is built here
 (pcap_rtcp_test's builders), in input order, not sorted by time.
 
@@ -23,7 +27,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from hepd_live import check, failures  # noqa: E402
-from pcap_rtcp_test import rtp, run, same_at_more_shards, sdp, sip, udp_frame  # noqa: E402
+from pcap_rtcp_test import hep3, rr_json, rtp, run, same_at_more_shards, sdp, sip, udp_frame  # noqa: E402
 
 
 class InputOrder:
@@ -74,24 +78,52 @@ def ends_out_of_order(cap, t):
             sip("SIP/2.0 100 Trying", "other", "fo", None, 1, "INVITE", "10.0.0.1"))
 
 
+def one_call_id_twice(cap, t, elsewhere):
+    """Two dialogs of Call-ID `twice` whose deadlines armed at their INVITEs (t + 32, t + 42) come
+    in the other order than the ends of their lingers (t + 52, t + 47), and an RTCP-JSON report
+    that names only the Call-ID. A packet at t + 45 (on another shard when there are more) makes a
+    single reader's clock step between the armed deadlines and the lingers' ends; a shard reading
+    beside others steps at t + 60 only. The report joins the dialog that left the table first."""
+    b = "10.1.20.2"
+    for at, src, dst, msg in [
+        (0.0, "10.0.20.1", b, sip(f"INVITE sip:bob@{b} SIP/2.0", "twice", "fa", None, 1, "INVITE", "10.0.20.1",
+                                   sdp("10.0.20.1", 20000))),
+        (0.1, b, "10.0.20.1", sip("SIP/2.0 200 OK", "twice", "fa", "ta", 1, "INVITE", "10.0.20.1", sdp(b, 30000))),
+        (10.0, "10.0.21.1", b, sip(f"INVITE sip:bob@{b} SIP/2.0", "twice", "fb", None, 1, "INVITE", "10.0.21.1",
+                                    sdp("10.0.21.1", 20000))),
+        (10.1, b, "10.0.21.1", sip("SIP/2.0 200 OK", "twice", "fb", "tb", 1, "INVITE", "10.0.21.1", sdp(b, 30002))),
+        (15.0, "10.0.21.1", b, sip(f"BYE sip:bob@{b} SIP/2.0", "twice", "fb", "tb", 2, "BYE", "10.0.21.1")),
+        (20.0, "10.0.20.1", b, sip(f"BYE sip:bob@{b} SIP/2.0", "twice", "fa", "ta", 2, "BYE", "10.0.20.1")),
+    ]:
+        cap.add(t + at, src, 5060, dst, 5060, msg)
+    cap.add(t + 16.0, "192.0.2.9", 40000, "192.0.2.10", 9060,
+            hep3("10.0.21.1", 20001, b, 30003, t + 16.0, 5, rr_json(0x7001, 0x7002, 3), "twice"))
+    cap.add(t + 45.0, "192.0.2.5", 41000, elsewhere, 20000, rtp(1000, 0, 0xD00D))
+    cap.add(t + 60.0, "192.0.2.5", 41000, elsewhere, 20000, rtp(1001, 160, 0xD00D))
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         cap = InputOrder()
         for n in range(8):
             stale(cap, n, back=n % 2 == 1)
         ends_out_of_order(cap, 3000.0)
+        one_call_id_twice(cap, 6000.0, "10.9.0.4")
         path = os.path.join(tmp, "order.pcap")
         cap.write(path)
 
         records, report = run(path, 1)
-        check("ten calls", [r["call_id"] for r in records], ["c188-10", "c188-6"] + [f"order-{n}" for n in range(8)])
+        check("twelve calls", [r["call_id"] for r in records],
+              ["c188-10", "c188-6"] + [f"order-{n}" for n in range(8)] + ["twice", "twice"])
         late = [s["ssrc"] for r in records for s in r["streams"] if s["ssrc"] == 0xC0DE]
         check("RTP between the two lingers' deadlines joins no call", late, [])
-        for r in records[2:]:
+        for r in records[2:10]:
             n = int(r["call_id"].split("-")[1])
             streams = [(s["ssrc"], s["packets"]) for s in r["streams"]]
             check(f"{r['call_id']}: the new stream only, not the stale one", streams, [(0xA000 + n, 1)])
         check("the stale streams end idle, none rebound", report["streams"]["finished"].get("rebound", 0), 0)
+        check("the report joins the dialog whose linger ran out first",
+              sorted((r["from_tag"], len(r["reported"])) for r in records[10:]), [("fa", 0), ("fb", 1)])
         same_at_more_shards(path, records, report)
     return 1 if failures else 0
 
