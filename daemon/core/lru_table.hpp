@@ -96,12 +96,18 @@ public:
     // Index of the entry with this key, or kNone. `eq(stored_key)` compares against the probe.
     template <class Eq>
     std::uint32_t find(std::uint64_t hash, Eq&& eq) const noexcept {
+        return find_entry(hash, [&](const Entry& e) { return eq(e.key); });
+    }
+    // The same for a table whose identity is partly in the value: `eq(entry)`. Always inlined:
+    // find() is on the packet path and must stay the loop it was.
+    template <class Eq>
+    [[gnu::always_inline]] std::uint32_t find_entry(std::uint64_t hash, Eq&& eq) const noexcept {
         const std::size_t mask = index_.size() - 1;
         const std::uint32_t t = tag(hash);
         for (std::size_t i = home(hash) & mask;; i = (i + 1) & mask) {
             const Slot s = index_[i];
             if (s == kEmpty) return kNone;
-            if ((s & kTagMask) == t && eq(entries_[s & kEntryMask].key)) return s & kEntryMask;
+            if ((s & kTagMask) == t && eq(entries_[s & kEntryMask])) return s & kEntryMask;
         }
     }
 

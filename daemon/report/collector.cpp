@@ -58,6 +58,7 @@ bool ShardCollector::worse_reported(const ReportedRow& a, const ReportedRow& b) 
     if (a.max_jitter_ms != b.max_jitter_ms) return a.max_jitter_ms > b.max_jitter_ms;
     if (a.call_id != b.call_id) return a.call_id < b.call_id;
     if (a.ssrc != b.ssrc) return a.ssrc < b.ssrc;
+    if (a.reporter != b.reporter) return a.reporter < b.reporter;  // two views of one SSRC
     return a.first < b.first;
 }
 
@@ -74,8 +75,8 @@ void ShardCollector::on_reported_stream_finished(const rtp::FinishedReported& fi
     row.call_id = key.call_id.view();
     row.ssrc = key.ssrc;
     row.first = stream.first;
-    if (worst_reported_.size() >= keep_ && !worse_reported(row, worst_reported_.back())) return;
     row.reporter = stream.reporter;
+    if (worst_reported_.size() >= keep_ && !worse_reported(row, worst_reported_.back())) return;
     row.reports = s.reports;
     row.codec = std::string(rtp::to_string(s.codec));
     row.lost = s.lost;

@@ -32,6 +32,8 @@
 namespace hepd::rtp {
 
 // The Call-ID as a CompactText (16 bytes, not 32): the table refuses longer correlation ids.
+// A reported stream is one reporter's view: the table tells two by ReportedStream::reporter
+// too (the two ends of a call may send with one SSRC, as sipp does).
 struct ReportedKey {
     CompactText call_id;
     std::uint32_t ssrc = 0;  // the stream the reports describe (report block source SSRC)

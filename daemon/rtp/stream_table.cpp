@@ -721,9 +721,8 @@ std::uint32_t StreamTable::rtcp_binding(const Endpoint& reporter, const Endpoint
 ReceiverView& StreamTable::report_to_call(const PacketMeta& meta, std::string_view call_id, const Endpoint& reporter,
                                           std::uint32_t reporter_ssrc, std::uint32_t ssrc, std::uint8_t fraction_lost,
                                           std::uint32_t jitter) {
-    const std::uint32_t r = reported_stream(call_id, ssrc, meta.time);
+    const std::uint32_t r = reported_stream(call_id, ssrc, reporter, meta.time);
     ReportedStream& reported = reported_[r].stream;
-    reported.reporter = reporter;
     reported.reporter_ssrc = reporter_ssrc;
     reported.last = std::max(reported.last, meta.time);
     // The codec first: this report's jitter is in the clock of the codec in use now.
@@ -845,10 +844,18 @@ void StreamTable::on_rtcp(const PacketMeta& meta, ByteSpan payload) {
     }
 }
 
-std::uint32_t StreamTable::reported_stream(std::string_view call_id, std::uint32_t ssrc, Timestamp now) {
+[[gnu::always_inline]] inline std::uint32_t StreamTable::find_reported_at(std::string_view call_id, std::uint32_t ssrc,
+                                                                          const Endpoint& reporter,
+                                                                          std::uint64_t hash) const noexcept {
+    return reported_.find_entry(hash, [&](const ReportedLru::Entry& e) {
+        return e.key.ssrc == ssrc && e.value.stream.reporter == reporter && e.key.call_id == call_id;
+    });
+}
+
+std::uint32_t StreamTable::reported_stream(std::string_view call_id, std::uint32_t ssrc, const Endpoint& reporter,
+                                           Timestamp now) {
     const std::uint64_t hash = hash_reported(call_id, ssrc);
-    std::uint32_t i =
-        reported_.find(hash, [&](const ReportedKey& k) { return k.ssrc == ssrc && k.call_id == call_id; });
+    std::uint32_t i = find_reported_at(call_id, ssrc, reporter, hash);
     if (i == kNone) {
         if (reported_.full()) {
             end_reported(reported_.oldest(), FinishReason::evicted);
@@ -861,6 +868,7 @@ std::uint32_t StreamTable::reported_stream(std::string_view call_id, std::uint32
             });
         }
         ReportedSlot fresh;
+        fresh.stream.reporter = reporter;
         fresh.stream.first = now;
         StoredReportedKey key;
         key.call_id = CompactText(call_id);
@@ -1100,8 +1108,9 @@ bool StreamTable::insert(const StreamKey& key, const Stream& stream) {
 }
 
 bool StreamTable::insert_reported(const ReportedKey& key, const ReportedStream& stream) {
-    if (find_reported(key.call_id, key.ssrc) != nullptr) return false;
-    reported_[reported_stream(key.call_id, key.ssrc, stream.first)].stream = stream;
+    if (find_reported_at(key.call_id, key.ssrc, stream.reporter, hash_reported(key.call_id, key.ssrc)) != kNone)
+        return false;
+    reported_[reported_stream(key.call_id, key.ssrc, stream.reporter, stream.first)].stream = stream;
     return true;
 }
 

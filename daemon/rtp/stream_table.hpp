@@ -175,7 +175,7 @@ public:
     const Binding* find_binding(const Endpoint& media, const Endpoint& peer = {}) const noexcept;
     // The newest binding of media_key(media) that no stream uses, or null.
     const Binding* pending_binding(const Endpoint& media) const noexcept;
-    const ReportedStream* find_reported(std::string_view call_id, std::uint32_t ssrc) const noexcept;
+    const ReportedStream* find_reported(std::string_view call_id, std::uint32_t ssrc) const noexcept;  // any reporter's
     StreamSummary summary(const StreamKey& key) const noexcept;
 
     // Snapshot support: visit live records (least recently active first) and put back fully
@@ -342,7 +342,12 @@ private:
     void apply_report_block(const PacketMeta& meta, const Endpoint& reporter, std::uint32_t reporter_ssrc,
                             std::uint32_t ssrc, std::uint8_t fraction_lost, std::int32_t cumulative_lost,
                             std::uint32_t jitter, std::uint32_t lsr, std::uint32_t dlsr, std::uint32_t arrival);
-    std::uint32_t reported_stream(std::string_view call_id, std::uint32_t ssrc, Timestamp now);
+    // The reporter's view of `ssrc` under the Call-ID (created when absent): each receiver's own,
+    // as the reporter's shard keeps it (two ends of a call may send with one SSRC).
+    std::uint32_t reported_stream(std::string_view call_id, std::uint32_t ssrc, const Endpoint& reporter,
+                                  Timestamp now);
+    std::uint32_t find_reported_at(std::string_view call_id, std::uint32_t ssrc, const Endpoint& reporter,
+                                   std::uint64_t hash) const noexcept;
     void end_reported(std::uint32_t at, FinishReason reason);  // finish, unlink and erase
     void finish_reported(std::uint32_t at, FinishReason reason);
     void note_reporter_binding(std::uint32_t at, std::string_view call_id, const Endpoint& peer);

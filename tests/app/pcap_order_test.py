@@ -15,6 +15,10 @@ And two dialogs of one Call-ID leave their table in the order their lingers run 
 order of the deadlines armed at their INVITEs, however often the clock stepped in between (a
 shard reading beside others steps less often than a single reader): an RTCP-JSON report naming
 only the Call-ID joins the same one of them at any shard count.
+And a stream known only from RTCP-JSON is one reporter's view: the two ends of a sipp-style call
+(one SSRC both ways) each report on the stream they receive, and each report stays with its
+reporter's view, as at more shards (a reporter's address decides its shard), not one view with
+the other end's reports folded in.
 1, 2 and 3 shards give the same records and streams report. The capture is built here
 (pcap_rtcp_test's builders), in input order, not sorted by time.
 
@@ -102,6 +106,24 @@ def one_call_id_twice(cap, t, elsewhere):
     cap.add(t + 60.0, "192.0.2.5", 41000, elsewhere, 20000, rtp(1001, 160, 0xD00D))
 
 
+def one_ssrc_both_ways(cap, t):
+    """Call `sipp-ssrc` (sipp-style: both ends send with one SSRC; their RTP not captured), and each
+    end's RTCP-JSON reports on the stream it receives: two views of SSRC 0x5150 under one Call-ID,
+    from two reporters (whose addresses are not always on one shard)."""
+    a, b = "10.0.30.1", "10.1.30.2"
+    for at, src, dst, msg in [
+        (0.0, a, b, sip(f"INVITE sip:bob@{b} SIP/2.0", "sipp-ssrc", "fs", None, 1, "INVITE", a, sdp(a, 20000))),
+        (0.1, b, a, sip("SIP/2.0 200 OK", "sipp-ssrc", "fs", "ts", 1, "INVITE", a, sdp(b, 30000))),
+        (9.0, a, b, sip(f"BYE sip:bob@{b} SIP/2.0", "sipp-ssrc", "fs", "ts", 2, "BYE", a)),
+    ]:
+        cap.add(t + at, src, 5060, dst, 5060, msg)
+    for k in range(3):
+        cap.add(t + 1.5 + k, "192.0.2.9", 40000, "192.0.2.10", 9060,
+                hep3(a, 20001, b, 30001, t + 1.5 + k, 5, rr_json(0x5150, 0x5150, 1 + k), "sipp-ssrc"))
+        cap.add(t + 1.6 + k, "192.0.2.9", 40000, "192.0.2.10", 9060,
+                hep3(b, 30001, a, 20001, t + 1.6 + k, 5, rr_json(0x5150, 0x5150, 7 + k), "sipp-ssrc"))
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         cap = InputOrder()
@@ -109,12 +131,13 @@ def main():
             stale(cap, n, back=n % 2 == 1)
         ends_out_of_order(cap, 3000.0)
         one_call_id_twice(cap, 6000.0, "10.9.0.4")
+        one_ssrc_both_ways(cap, 7000.0)
         path = os.path.join(tmp, "order.pcap")
         cap.write(path)
 
         records, report = run(path, 1)
-        check("twelve calls", [r["call_id"] for r in records],
-              ["c188-10", "c188-6"] + [f"order-{n}" for n in range(8)] + ["twice", "twice"])
+        check("thirteen calls", [r["call_id"] for r in records],
+              ["c188-10", "c188-6"] + [f"order-{n}" for n in range(8)] + ["sipp-ssrc", "twice", "twice"])
         late = [s["ssrc"] for r in records for s in r["streams"] if s["ssrc"] == 0xC0DE]
         check("RTP between the two lingers' deadlines joins no call", late, [])
         for r in records[2:10]:
@@ -123,7 +146,10 @@ def main():
             check(f"{r['call_id']}: the new stream only, not the stale one", streams, [(0xA000 + n, 1)])
         check("the stale streams end idle, none rebound", report["streams"]["finished"].get("rebound", 0), 0)
         check("the report joins the dialog whose linger ran out first",
-              sorted((r["from_tag"], len(r["reported"])) for r in records[10:]), [("fa", 0), ("fb", 1)])
+              sorted((r["from_tag"], len(r["reported"])) for r in records[11:13]), [("fa", 0), ("fb", 1)])
+        check("sipp-ssrc: each reporter's view of the SSRC its own, with its own reports",
+              sorted((s["reporter_ip"], s["reports"], s["cumulative_lost"]) for s in records[10]["reported"]),
+              [("10.0.30.1", 3, 3), ("10.1.30.2", 3, 9)])
         same_at_more_shards(path, records, report)
     return 1 if failures else 0
 

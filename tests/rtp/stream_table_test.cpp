@@ -1175,7 +1175,12 @@ TEST_CASE("snapshot round trip: visit everything, insert it into a new table", "
     CHECK(b.binding_of({alice, bob, 1})->call_id == "snap@x");
     CHECK(*b.find_reported("snap@x", 4) == *a.find_reported("snap@x", 4));
     CHECK_FALSE(b.insert({alice, bob, 1}, Stream{}));
-    CHECK_FALSE(b.insert_reported(ReportedKey{CompactText("snap@x"), 4}, ReportedStream{}));
+    ReportedStream again;  // the same reporter's view again: refused; another reporter's is its own
+    again.reporter = a.find_reported("snap@x", 4)->reporter;
+    CHECK_FALSE(b.insert_reported(ReportedKey{CompactText("snap@x"), 4}, again));
+    again.reporter = carol;
+    CHECK(b.insert_reported(ReportedKey{CompactText("snap@x"), 4}, again));
+    CHECK(b.reported_size() == 2);
 }
 
 TEST_CASE("snapshot round trip: a shared address's newest binding stays its newest", "[rtp][stream][table][snapshot]") {
