@@ -131,17 +131,27 @@ SeqVerdict observe_packet(Stream& s, const RtpPacket& p, Timestamp arrival, Timi
         return verdict;
     }
 
-    if (is_event_shaped(p)) {
-        ++s.event_packets;
-        keep_voice_reference(s, voice_arrival);
-        return verdict;
+    if (is_event_shaped(p)) [[unlikely]] {
+        // An event by its size only where no rtpmap names the type: RFC 3389 comfort noise and
+        // voice may be 4 octets too.
+        const Codec named = binding != nullptr ? binding->codec_of(p.payload_type) : Codec::unknown;
+        if (named == Codec::comfort_noise) {
+            ++s.comfort_noise_packets;
+            keep_voice_reference(s, voice_arrival);
+            return verdict;
+        }
+        if (named == Codec::unknown || named == Codec::telephone_event) {
+            ++s.event_packets;
+            keep_voice_reference(s, voice_arrival);
+            return verdict;
+        }
     }
     const StaticPayload assigned = static_payload(p.payload_type);
     // Another payload type than the voice one (rare: a change, comfort noise, events): what the
     // SDP names a dynamic one.
     Codec named = Codec::unknown;
     if (p.payload_type != s.voice_payload_type && assigned.clock_rate == 0 && binding != nullptr)
-        if (const int at = binding->find(p.payload_type); at >= 0) named = binding->codec(static_cast<std::size_t>(at));
+        named = binding->codec_of(p.payload_type);
     if (named == Codec::telephone_event) {
         ++s.event_packets;
         keep_voice_reference(s, voice_arrival);
@@ -222,8 +232,7 @@ void meet_binding(Stream& s, const Binding& binding) {
         std::array<bool, UnboundRuns::kTypes> moved{};
         for (std::size_t i = 0; i < UnboundRuns::kTypes; ++i) {
             const std::uint8_t pt = runs.payload_type[i];
-            const int at = pt == kNoPayloadType ? -1 : binding.find(pt);
-            const Codec named = at >= 0 ? binding.codec(static_cast<std::size_t>(at)) : Codec::unknown;
+            const Codec named = pt == kNoPayloadType ? Codec::unknown : binding.codec_of(pt);
             if (is_voice_codec(named)) continue;
             const std::uint32_t packets = runs.packets[i] + (pt == s.voice_payload_type ? voice : 0);
             (named == Codec::comfort_noise ? s.comfort_noise_packets : s.event_packets) += packets;

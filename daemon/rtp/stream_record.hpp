@@ -22,22 +22,24 @@
 // change (counted) and restarts the reference (no D across a codec switch). A stream that
 // carries only events (a separate SSRC, as sipp sends them) has no jitter and no MOS.
 //
-// Events are recognised by shape: a dynamic payload type (96-127) with a 4-octet payload (RFC
-// 4733 section 2.3); comfort noise by its static payload types (13, 19). A dynamic payload type
-// that the binding's rtpmap names CN or telephone-event is neither voice (CN/16000 on 105, as
-// WebRTC offers, or events several to a packet): the binding is consulted only when a packet's
-// payload type is not the stream's voice one, so rarely. Otherwise the per-packet path does not
-// look at the media binding, so the result is the same whether the binding arrives before or
-// after the first packets (the binding crosses a queue between shards): dynamic CN packets before
-// a late binding count as voice until it comes, and then move (meet_binding), except for jitter
-// already taken between them; the estimate under a clock outside the candidates (below) starts
-// from a candidate's at a late binding. The clock rate of a dynamic payload type is the one thing
-// that needs SDP: until it is known the estimator runs once per candidate clock
-// (kCandidateClockRates) and the binding's rtpmap picks the candidate when the stream is read or
-// finished; without a binding, the candidate under which the stream is smoothest (smallest
-// maximum jitter) is taken. An rtpmap clock that is none of the candidates (SILK 24000, G.722.1
-// 32000, L16 44100: any rate of kClockRates) gets an estimate of its own when the stream and its
-// binding meet (bind_clock), seeded from the nearest candidate's.
+// Events are recognised by shape: a dynamic payload type (96-127) with a 4-octet payload (RFC 4733
+// section 2.3), unless the binding's rtpmap names that type otherwise (a 4-octet CN packet, a noise
+// level and three reflection coefficients, is comfort noise; of a voice codec, voice); comfort
+// noise by its static payload types (13, 19). A dynamic payload type that the binding's rtpmap
+// names CN or telephone-event is neither voice (CN/16000 on 105, as WebRTC offers, or events
+// several to a packet): the binding is consulted only when a packet's payload type is not the
+// stream's voice one or the packet is event-shaped, so rarely. Otherwise the per-packet path does
+// not look at the media binding, so the result is the same whether the binding arrives before or
+// after the first packets (the binding crosses a queue between shards): dynamic CN packets before a
+// late binding count as voice until it comes, and then move (meet_binding), except for jitter
+// already taken between them; the estimate under a clock outside the candidates (below) starts from
+// a candidate's at a late binding. The clock rate of a dynamic payload type is the one thing that
+// needs SDP: until it is known the estimator runs once per candidate clock (kCandidateClockRates)
+// and the binding's rtpmap picks the candidate when the stream is read or finished; without a
+// binding, the candidate under which the stream is smoothest (smallest maximum jitter) is taken. An
+// rtpmap clock that is none of the candidates (SILK 24000, G.722.1 32000, L16 44100: any rate of
+// kClockRates) gets an estimate of its own when the stream and its binding meet (bind_clock),
+// seeded from the nearest candidate's.
 #include "core/address.hpp"
 #include "core/compact_text.hpp"
 #include "core/media_binding.hpp"
@@ -266,7 +268,8 @@ struct TakenPacket {
 };
 TakenPacket take_held(Stream& stream) noexcept;
 
-// An RFC 4733 event by shape: dynamic payload type and a 4-octet payload.
+// An RFC 4733 event by shape: dynamic payload type and a 4-octet payload (an rtpmap that names the
+// type otherwise decides: observe_packet).
 inline bool is_event_shaped(const RtpPacket& packet) noexcept {
     return packet.payload_type >= 96 && packet.payload_type <= 127 && packet.payload.size() == 4;
 }
@@ -327,6 +330,11 @@ struct Binding {
         for (std::size_t i = 0; i < codec_count && i < kMaxBindingCodecs; ++i)
             if (payload_types[i] == payload_type) return static_cast<int>(i);
         return -1;
+    }
+    // What the rtpmap entry for `payload_type` names, or Codec::unknown without one.
+    Codec codec_of(std::uint8_t payload_type) const noexcept {
+        const int at = find(payload_type);
+        return at >= 0 ? codec(static_cast<std::size_t>(at)) : Codec::unknown;
     }
 
     friend bool operator==(const Binding&, const Binding&) = default;

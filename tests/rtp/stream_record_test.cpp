@@ -412,3 +412,58 @@ TEST_CASE("meet_binding: telephone-event packets of several events before the bi
     CHECK(s.payload_type_changes == 0);
     CHECK(s.voice_packets() == 110);
 }
+
+namespace {
+
+// PCMA with a 4-octet comfort noise packet on dynamic 105 (RFC 3389 3: a noise level and three
+// reflection coefficients), events on 101 and on 100 (no rtpmap), and an opus stream some of
+// whose packets are 4 octets; each packet given `binding` (null: none yet).
+struct FourOctets {
+    Stream pcma;
+    Stream opus;
+};
+FourOctets play_four_octets(const Binding* binding) {
+    FourOctets out;
+    std::uint16_t seq = 1;
+    std::uint32_t ts = 0;
+    std::int64_t at = 0;
+    const auto send = [&](Stream& s, std::uint8_t pt, std::size_t size, int count, std::uint32_t step) {
+        for (int i = 0; i < count; ++i, at += 20'000, ts += step)
+            observe_packet(s, make_rtp(pt, seq++, ts, 8, size), Timestamp{kBaseUs + at}, Timing::in_line, binding);
+    };
+    send(out.pcma, 8, 160, 50, 160);
+    send(out.pcma, 105, 4, 3, 160);
+    send(out.pcma, 8, 160, 50, 160);
+    send(out.pcma, 101, 4, 5, 0);
+    send(out.pcma, 100, 4, 2, 0);
+    send(out.pcma, 8, 160, 10, 160);
+    seq = 1;
+    ts = 0;
+    send(out.opus, 111, 80, 20, 960);
+    send(out.opus, 111, 4, 5, 960);
+    send(out.opus, 111, 80, 20, 960);
+    return out;
+}
+
+Binding four_octets_binding() {
+    return make_binding(media_binding(ep("10.0.0.2:40000"), "cn4@x", 0,
+                                      {codec(8, "PCMA", 8000), codec(111, "opus", 48000), codec(105, "CN", 16000),
+                                       codec(101, "telephone-event", 8000)}));
+}
+
+}  // namespace
+
+TEST_CASE("a 4-octet packet of a dynamic type the binding names is what it names, not an event by its size",
+          "[rtp][stream][binding]") {
+    const Binding binding = four_octets_binding();
+    const FourOctets bound = play_four_octets(&binding);
+    CHECK(bound.pcma.comfort_noise_packets == 3);
+    CHECK(bound.pcma.event_packets == 7);  // 101 names events; 100 no rtpmap: by their shape
+    CHECK(bound.pcma.voice_packets() == 110);
+    CHECK(bound.pcma.payload_type_changes == 0);
+    CHECK(bound.opus.event_packets == 0);
+    CHECK(bound.opus.comfort_noise_packets == 0);
+    CHECK(bound.opus.voice_packets() == 45);
+    CHECK(bound.opus.payload_type_changes == 0);
+    CHECK(summarize(bound.opus, &binding, {}).max_jitter_ms == 0.0);
+}
