@@ -508,12 +508,15 @@ void Collector::collect_rtp(Writer& out, const rtp::StreamStats& s) const {
     out.counter("hepd_rtp_binding_events_total",
                 "Media bindings that did not attach cleanly: late (streams already running), rebound (SDP of "
                 "another call for a pair or address with running streams), expired (no stream came), ambiguous "
-                "(a stream from a sender no SDP named, to an address several calls share: left unbound).");
+                "(a stream from a sender no SDP named, to an address several calls share: left unbound), untracked (a "
+                "late one naming CN, events or voice a dynamic payload type that came before it and that the "
+                "stream did not note, more than two: its packets stay voice or events as counted).");
     out.add(as_double(value_of(s.late_bindings)), {{"event", "late"}});
     out.add(as_double(value_of(s.rebindings)), {{"event", "rebound"}});
     out.add(as_double(value_of(s.pending_bindings_expired)), {{"event", "expired"}});
     out.add(as_double(value_of(s.bindings_released)), {{"event", "released"}});
     out.add(as_double(value_of(s.ambiguous_bindings)), {{"event", "ambiguous"}});
+    out.add(as_double(value_of(s.untracked_late_types)), {{"event", "untracked"}});
     out.counter("hepd_rtp_clock_rate_unmatched_total",
                 "Finished RTP streams whose SDP clock rate matched no candidate (jitter taken at the best guess).");
     out.add(as_double(value_of(s.clock_rate_unmatched)));

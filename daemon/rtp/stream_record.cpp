@@ -75,6 +75,31 @@ void keep_voice_reference(Stream& s, std::int64_t voice_arrival) noexcept {
     if ((s.flags & Stream::kHasVoiceReference) != 0) s.set_voice_reference(voice_arrival);
 }
 
+// The slot of dynamic type `pt` in UnboundRuns, else a free one (claimed), else for a run (`run`)
+// one that holds event-shaped packets only (claimed: they stay events, untracked), else none (-1,
+// untracked).
+int unbound_slot(StreamExtras& extras, std::uint8_t pt, bool run) noexcept {
+    UnboundRuns& runs = extras.unbound;
+    int free = -1;
+    for (std::size_t i = 0; i < UnboundRuns::kTypes; ++i) {
+        if (runs.payload_type[i] == pt) return static_cast<int>(i);
+        const bool shaped_only = run && runs.before[i] == UnboundRuns::kNoRun;
+        if (free < 0 && (runs.payload_type[i] == kNoPayloadType || shaped_only)) free = static_cast<int>(i);
+    }
+    if (free < 0) {
+        (run ? extras.untracked_run : extras.untracked_shaped) = pt;
+        return -1;
+    }
+    const auto at = static_cast<std::size_t>(free);
+    if (runs.payload_type[at] != kNoPayloadType) extras.untracked_shaped = runs.payload_type[at];
+    runs.payload_type[at] = pt;
+    runs.before[at] = UnboundRuns::kNoRun;
+    runs.changes[at] = 0;
+    runs.shaped[at] = 0;
+    runs.packets[at] = 0;
+    return free;
+}
+
 // A voice packet of payload type `pt` changes the voice payload type of a stream that has no
 // binding (it is counted already): the run of the type it leaves closes, one of a dynamic type
 // opens (UnboundRuns).
@@ -91,15 +116,24 @@ void keep_voice_reference(Stream& s, std::int64_t voice_arrival) noexcept {
         }
     }
     if (!dynamic) return;
-    UnboundRuns& runs = s.extras.mut().unbound;  // a dynamic type runs the candidate clocks in extras anyway
-    for (std::size_t i = 0; i < UnboundRuns::kTypes; ++i) {
-        if (runs.payload_type[i] != pt && runs.payload_type[i] != kNoPayloadType) continue;
-        runs.payload_type[i] = pt;
-        runs.packets[i] -= voice_before;
-        runs.before[i] = from;
-        if (counted) ++runs.changes[i];
-        return;
-    }
+    StreamExtras& extras = s.extras.mut();  // a dynamic type runs the candidate clocks in extras anyway
+    UnboundRuns& runs = extras.unbound;
+    const int at = unbound_slot(extras, pt, true);
+    if (at < 0) return;
+    const auto i = static_cast<std::size_t>(at);
+    runs.packets[i] -= voice_before;
+    runs.before[i] = from;
+    if (counted) ++runs.changes[i];
+}
+
+// An event-shaped packet of payload type `pt` (counted as an event already) of a stream that has
+// no binding: the binding may yet name its type comfort noise or voice.
+[[gnu::noinline]] void note_unbound_shaped(Stream& s, std::uint8_t pt) {
+    StreamExtras& extras = s.extras.mut();
+    const int at = unbound_slot(extras, pt, false);
+    if (at < 0) return;
+    std::uint16_t& shaped = extras.unbound.shaped[static_cast<std::size_t>(at)];
+    if (shaped != std::numeric_limits<std::uint16_t>::max()) ++shaped;
 }
 
 }  // namespace
@@ -141,6 +175,7 @@ SeqVerdict observe_packet(Stream& s, const RtpPacket& p, Timestamp arrival, Timi
             return verdict;
         }
         if (named == Codec::unknown || named == Codec::telephone_event) {
+            if (binding == nullptr) note_unbound_shaped(s, p.payload_type);
             ++s.event_packets;
             keep_voice_reference(s, voice_arrival);
             return verdict;
@@ -223,16 +258,30 @@ void bind_clock(Stream& s, const Binding& binding) {
     extras.bound_us_per_tick = static_cast<float>(1e6 / rate);
 }
 
-void meet_binding(Stream& s, const Binding& binding) {
+bool meet_binding(Stream& s, const Binding& binding) {
+    bool untracked = false;
     if (s.extras.allocated() && s.extras.get().unbound.payload_type[0] != kNoPayloadType) {
         StreamExtras& extras = s.extras.mut();
         const UnboundRuns runs = extras.unbound;
         extras.unbound = UnboundRuns{};
+        // Types no slot was left for: counted still as voice (a run) or events (by their size).
+        const Codec run =
+            extras.untracked_run == kNoPayloadType ? Codec::unknown : binding.codec_of(extras.untracked_run);
+        const Codec shaped =
+            extras.untracked_shaped == kNoPayloadType ? Codec::unknown : binding.codec_of(extras.untracked_shaped);
+        untracked = !is_voice_codec(run) || (shaped != Codec::unknown && shaped != Codec::telephone_event);
+        extras.untracked_run = kNoPayloadType;
+        extras.untracked_shaped = kNoPayloadType;
         const std::uint32_t voice = s.voice_packets();
         std::array<bool, UnboundRuns::kTypes> moved{};
         for (std::size_t i = 0; i < UnboundRuns::kTypes; ++i) {
             const std::uint8_t pt = runs.payload_type[i];
             const Codec named = pt == kNoPayloadType ? Codec::unknown : binding.codec_of(pt);
+            // Events by their size that the binding names otherwise (Codec::other is a voice codec).
+            if (named == Codec::comfort_noise || (is_voice_codec(named) && named != Codec::unknown)) {
+                s.event_packets -= runs.shaped[i];
+                if (named == Codec::comfort_noise) s.comfort_noise_packets += runs.shaped[i];
+            }
             if (is_voice_codec(named)) continue;
             const std::uint32_t packets = runs.packets[i] + (pt == s.voice_payload_type ? voice : 0);
             (named == Codec::comfort_noise ? s.comfort_noise_packets : s.event_packets) += packets;
@@ -271,6 +320,7 @@ void meet_binding(Stream& s, const Binding& binding) {
         }
     }
     bind_clock(s, binding);
+    return untracked;
 }
 
 namespace {

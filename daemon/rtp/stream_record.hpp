@@ -117,16 +117,25 @@ struct HeldPacket {
     friend bool operator==(const HeldPacket&, const HeldPacket&) = default;
 };
 
-// Dynamic payload types that ran as voice while the stream had no binding (live, RTP may come
-// before the SDP that names them: the 200 OK's HEP later than the first RTP): the binding may yet
-// call one comfort noise or events (a=rtpmap:105 CN/16000), and its packets then move there
-// (meet_binding). Noted at payload-type changes only (a run of CN begins with one), never per
-// packet. Two types (a voice one and a CN one); a third is not noted and stays voice.
+// Dynamic payload types that ran as voice, or were events by their size (4 octets), while the
+// stream had no binding (live, RTP may come before the SDP that names them: the 200 OK's HEP later
+// than the first RTP): the binding may yet call one comfort noise or events (a=rtpmap:105
+// CN/16000), or a 4-octet packet's type CN or a voice codec, and its packets then move there
+// (meet_binding). Noted at payload-type changes and event-shaped packets only (a run of CN
+// begins with a change), never per voice packet. Two types (a voice one and a CN one): a type
+// that runs as voice takes a free slot, else one that holds event-shaped packets only (they stay
+// events: telephone-event, mostly); event-shaped packets take a free slot only. Any other type
+// is not noted: its packets stay as counted (voice, or events by their size) whatever the
+// binding names it, and its payload-type changes stay (StreamExtras::untracked_run and _shaped keep
+// the last such type for meet_binding to tell).
 struct UnboundRuns {
     static constexpr std::size_t kTypes = 2;
+    static constexpr std::uint8_t kNoRun = 0xFE;  // `before` of a type with event-shaped packets only
     std::array<std::uint8_t, kTypes> payload_type{kNoPayloadType, kNoPayloadType};
-    std::array<std::uint8_t, kTypes> before{kNoPayloadType, kNoPayloadType};  // voice type before its last run
+    // Voice type before its last run (kNoPayloadType: the stream began with it; kNoRun: none ran).
+    std::array<std::uint8_t, kTypes> before{kNoPayloadType, kNoPayloadType};
     std::array<std::uint16_t, kTypes> changes{};  // payload-type changes its runs counted (into and out of)
+    std::array<std::uint16_t, kTypes> shaped{};   // its packets counted as events by their size (saturates)
     // Voice packets of its runs; while its run is open (it is the voice payload type), less the
     // stream's voice packets before that run.
     std::array<std::uint32_t, kTypes> packets{};
@@ -142,6 +151,10 @@ struct StreamExtras {
     std::array<JitterEstimate, kCandidateClockRates.size() - 1> candidates{};  // clocks 1.. of kCandidateClockRates
     HeldPacket held;                                     // not in snapshots: at most one packet, re-judged
     std::uint8_t dynamic_payload_type = kNoPayloadType;  // first voice payload type of unknown clock
+    // UnboundRuns: the last type no slot was left for, of a run and of event-shaped packets (in
+    // the hole after dynamic_payload_type).
+    std::uint8_t untracked_run = kNoPayloadType;
+    std::uint8_t untracked_shaped = kNoPayloadType;
     // Under the binding's rtpmap clock of dynamic_payload_type when that is no candidate
     // (bind_clock): its microseconds per timestamp unit are worked out then, not per packet.
     std::uint32_t bound_clock = 0;  // Hz; 0: none
@@ -238,9 +251,12 @@ void bind_clock(Stream& stream, const Binding& binding);
 // packets of a dynamic payload type that ran as voice before it (UnboundRuns) and that the binding
 // names comfort noise or telephone-event move to those counts, with the payload-type changes they
 // made; the voice payload type and the one whose clock the jitter is taken under are the voice
-// ones again. Then bind_clock. Jitter already taken between such packets stays (the estimate is
-// a running filter: no sample leaves it), and so does a codec change across such a run.
-void meet_binding(Stream& stream, const Binding& binding);
+// ones again; packets counted as events by their size move to comfort noise or voice when the
+// binding names their type so. Then bind_clock. Jitter already taken between such packets stays
+// (the estimate is a running filter: no sample leaves it), and so does a codec change across such
+// a run. Returns whether a dynamic type that UnboundRuns did not note stays counted otherwise than
+// the binding names it (voice of CN or events, events of CN or voice): the last such of each kind.
+bool meet_binding(Stream& stream, const Binding& binding);
 
 // A voice packet whose RTP timestamp and arrival time disagree by more than this (under every
 // clock the payload type may have) breaks the stream: sipp replaying the same sequence and

@@ -137,8 +137,9 @@ struct StreamStats {
     std::array<Counter, kStreamTableKindCount> evictions{};  // reason "cap"
     Counter pending_bindings_expired;                        // waited pending_media_timeout for a stream in vain
     Counter late_bindings;                                   // a binding for streams that already had packets
-    Counter rebindings;                                      // SDP of another call for a bound pair or running streams
-    Counter bindings_released;                               // dropped because their dialog ended
+    Counter untracked_late_types;   // a late binding names a type UnboundRuns did not note unlike it was counted
+    Counter rebindings;             // SDP of another call for a bound pair or running streams
+    Counter bindings_released;      // dropped because their dialog ended
     Counter ambiguous_bindings;     // a stream from a sender no SDP named, to an address several calls share: unbound
     Counter clock_rate_unmatched;   // finished stream whose rtpmap clock is no candidate
     Counter unvalidated_streams;    // finished stream that never passed A.1 probation
@@ -182,6 +183,7 @@ struct StreamStats {
         add_all(evictions, o.evictions);
         pending_bindings_expired.add(o.pending_bindings_expired.value());
         late_bindings.add(o.late_bindings.value());
+        untracked_late_types.add(o.untracked_late_types.value());
         rebindings.add(o.rebindings.value());
         bindings_released.add(o.bindings_released.value());
         ambiguous_bindings.add(o.ambiguous_bindings.value());

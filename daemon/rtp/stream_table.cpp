@@ -384,7 +384,7 @@ void StreamTable::join(std::uint32_t stream, std::uint32_t binding, Timestamp wh
     }
     slot.binding = binding;
     if (binding == kNone) return;
-    meet_binding(slot.stream, bindings_.entry(binding).value.binding);
+    if (meet_binding(slot.stream, bindings_.entry(binding).value.binding)) stats_.untracked_late_types.add();
     if (bindings_[binding].streams++ == 0) {
         --pending_count_;
         stats_.pending_bindings.add(-1);

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <tuple>
 #include <vector>
 
 using namespace hepd;
@@ -466,4 +467,26 @@ TEST_CASE("a 4-octet packet of a dynamic type the binding names is what it names
     CHECK(bound.opus.voice_packets() == 45);
     CHECK(bound.opus.payload_type_changes == 0);
     CHECK(summarize(bound.opus, &binding, {}).max_jitter_ms == 0.0);
+}
+
+TEST_CASE("meet_binding: 4-octet packets of a dynamic type before the binding become what it names",
+          "[rtp][stream][binding]") {
+    // The same packets before the binding (events by their size) and then the binding: the same
+    // counts as with the binding first.
+    const Binding binding = four_octets_binding();
+    const FourOctets bound = play_four_octets(&binding);
+    FourOctets late = play_four_octets(nullptr);
+    CHECK(late.pcma.event_packets == 10);
+    CHECK(late.opus.event_packets == 5);
+    CHECK_FALSE(meet_binding(late.pcma, binding));  // 100, in no slot, is named nothing: events still
+    CHECK_FALSE(meet_binding(late.opus, binding));
+    for (const auto& [name, was, is] :
+         {std::tuple{"pcma", &bound.pcma, &late.pcma}, {"opus", &bound.opus, &late.opus}}) {
+        INFO(name);
+        CHECK(is->comfort_noise_packets == was->comfort_noise_packets);
+        CHECK(is->event_packets == was->event_packets);
+        CHECK(is->voice_packets() == was->voice_packets());
+        CHECK(is->payload_type_changes == was->payload_type_changes);
+        CHECK(is->voice_payload_type == was->voice_payload_type);
+    }
 }

@@ -769,6 +769,59 @@ TEST_CASE("comfort noise on a dynamic payload type before a late binding is comf
           111, 48000, true, 250);
 }
 
+TEST_CASE("a third dynamic payload type before a late binding stays as counted, and the binding is counted untracked",
+          "[rtp][stream][table][binding]") {
+    // Opus with events on 101 (4 octets), comfort noise on 105 and events several to a packet on
+    // 110, all before the binding: UnboundRuns notes two types. The runs of opus and 105 take the
+    // slots (105 the one 101's event-shaped packets held: they stay events, as their rtpmap says);
+    // 110 finds none, so its packets stay voice and its payload-type changes stay.
+    const MediaBinding binding =
+        media_binding(bob, "third@x", 0,
+                      {codec(111, "opus", 48000), codec(105, "CN", 16000), codec(101, "telephone-event", 8000),
+                       codec(110, "telephone-event", 48000)});
+    const auto play = [&](bool late, std::uint64_t* untracked) {
+        StreamTable t(small_config());
+        RecordingSink sink;
+        t.set_sink(&sink);
+        if (!late) t.bind(binding);
+        std::uint16_t seq = 1;
+        std::uint32_t ts = 0;
+        std::int64_t at = 0;
+        const auto send = [&](std::uint8_t pt, std::size_t size, int count) {
+            for (int i = 0; i < count; ++i, at += 20'000, ts += 960)
+                t.on_rtp(meta_at(at, alice, bob), make_rtp(pt, seq++, ts, 0x77, size));
+        };
+        send(111, 80, 50);
+        send(101, 4, 5);
+        send(105, 1, 1);
+        send(111, 80, 50);
+        send(110, 8, 3);
+        send(111, 80, 50);
+        if (late) t.bind(binding);
+        send(111, 80, 10);
+        t.finish_all(Timestamp{kBaseUs + 20'000'000});
+        *untracked = t.stats().untracked_late_types.value();
+        REQUIRE(sink.finished.size() == 1);
+        return sink.finished[0];
+    };
+    std::uint64_t untracked = 0;
+    const Finished early = play(false, &untracked);
+    CHECK(untracked == 0);
+    CHECK(early.stream.comfort_noise_packets == 1);
+    CHECK(early.stream.event_packets == 8);
+    CHECK(early.stream.voice_packets() == 160);
+    CHECK(early.stream.payload_type_changes == 0);
+    const Finished late = play(true, &untracked);
+    REQUIRE(late.bound);
+    CHECK(untracked == 1);
+    CHECK(late.stream.comfort_noise_packets == 1);
+    CHECK(late.stream.event_packets == 5);
+    CHECK(late.stream.voice_packets() == 163);     // 110's three
+    CHECK(late.stream.payload_type_changes == 2);  // into and out of 110
+    CHECK(late.stream.voice_payload_type == 111);
+    CHECK(late.summary.codec == Codec::opus);
+}
+
 TEST_CASE("another call's SDP for a running pair ends its streams; the next packet starts the new call's",
           "[rtp][stream][table][binding]") {
     StreamTable t(small_config());
