@@ -77,60 +77,70 @@ void keep_voice_reference(Stream& s, std::int64_t voice_arrival) noexcept {
 
 // The slot of dynamic type `pt` in UnboundRuns, else a free one (claimed), else for a run (`run`)
 // one that holds event-shaped packets only (claimed: they stay events, untracked), else none (-1,
-// untracked).
-int unbound_slot(StreamExtras& extras, std::uint8_t pt, bool run) noexcept {
+// untracked). A type claims a slot before it has run, so the changes kept without it are all so far.
+int unbound_slot(const Stream& s, StreamExtras& extras, std::uint8_t pt, bool run) noexcept {
     UnboundRuns& runs = extras.unbound;
     int free = -1;
+    int shaped_only = -1;
     for (std::size_t i = 0; i < UnboundRuns::kTypes; ++i) {
         if (runs.payload_type[i] == pt) return static_cast<int>(i);
-        const bool shaped_only = run && runs.before[i] == UnboundRuns::kNoRun;
-        if (free < 0 && (runs.payload_type[i] == kNoPayloadType || shaped_only)) free = static_cast<int>(i);
+        if (free < 0 && runs.payload_type[i] == kNoPayloadType) free = static_cast<int>(i);
+        if (shaped_only < 0 && run && (runs.ran >> i & 1U) == 0) shaped_only = static_cast<int>(i);
     }
+    if (free < 0) free = shaped_only;
     if (free < 0) {
         (run ? extras.untracked_run : extras.untracked_shaped) = pt;
         return -1;
     }
     const auto at = static_cast<std::size_t>(free);
     if (runs.payload_type[at] != kNoPayloadType) extras.untracked_shaped = runs.payload_type[at];
+    static_assert(UnboundRuns::kTypes == 2);
+    const std::size_t other = 1 - at;
+    const bool first = runs.payload_type[other] == kNoPayloadType;
+    if (first) runs.last_other = s.voice_payload_type;  // not noted: the changes are noted from here on
     runs.payload_type[at] = pt;
-    runs.before[at] = UnboundRuns::kNoRun;
-    runs.changes[at] = 0;
     runs.shaped[at] = 0;
     runs.packets[at] = 0;
+    runs.kept_changes[at] = s.payload_type_changes;
+    runs.kept_changes[UnboundRuns::kBoth - 1] = first ? s.payload_type_changes : runs.kept_changes[other];
     return free;
 }
 
 // A voice packet of payload type `pt` changes the voice payload type of a stream that has no
 // binding (it is counted already): the run of the type it leaves closes, one of a dynamic type
-// opens (UnboundRuns).
+// opens, and the change counts for each set of noted types whose runs it does not enter
+// (UnboundRuns).
 [[gnu::noinline]] void note_unbound_change(Stream& s, std::uint8_t pt, bool dynamic) {
+    if (!dynamic && !s.extras.allocated()) return;  // nothing noted yet
     const std::uint8_t from = s.voice_payload_type;
-    const bool counted = from != kNoPayloadType;  // a payload-type change
     const std::uint32_t voice_before = s.voice_packets() - 1;
-    if (counted && s.extras.allocated()) {
-        UnboundRuns& runs = s.extras.mut().unbound;
-        for (std::size_t i = 0; i < UnboundRuns::kTypes; ++i) {
-            if (runs.payload_type[i] != from) continue;
-            runs.packets[i] += voice_before;
-            ++runs.changes[i];
-        }
-    }
-    if (!dynamic) return;
     StreamExtras& extras = s.extras.mut();  // a dynamic type runs the candidate clocks in extras anyway
     UnboundRuns& runs = extras.unbound;
-    const int at = unbound_slot(extras, pt, true);
-    if (at < 0) return;
-    const auto i = static_cast<std::size_t>(at);
-    runs.packets[i] -= voice_before;
-    runs.before[i] = from;
-    if (counted) ++runs.changes[i];
+    if (dynamic) unbound_slot(s, extras, pt, true);
+    // Without the types of `mask`, the voice type this one follows.
+    const auto kept_before = [&](unsigned mask) {
+        if (!runs.noted(from, mask)) return from;
+        return mask == UnboundRuns::kBoth ? runs.last_other : runs.previous;
+    };
+    for (unsigned mask = 1; mask <= UnboundRuns::kBoth; ++mask) {
+        const std::uint8_t before = kept_before(mask);
+        if (!runs.noted(pt, mask) && before != kNoPayloadType && before != pt) ++runs.kept_changes[mask - 1];
+    }
+    for (std::size_t i = 0; i < UnboundRuns::kTypes; ++i) {
+        if (from != kNoPayloadType && runs.payload_type[i] == from) runs.packets[i] += voice_before;
+        if (runs.payload_type[i] != pt) continue;
+        runs.packets[i] -= voice_before;
+        runs.ran = static_cast<std::uint8_t>(runs.ran | 1U << i);
+    }
+    runs.previous = from;
+    if (!runs.noted(pt, UnboundRuns::kBoth)) runs.last_other = pt;
 }
 
 // An event-shaped packet of payload type `pt` (counted as an event already) of a stream that has
 // no binding: the binding may yet name its type comfort noise or voice.
 [[gnu::noinline]] void note_unbound_shaped(Stream& s, std::uint8_t pt) {
     StreamExtras& extras = s.extras.mut();
-    const int at = unbound_slot(extras, pt, false);
+    const int at = unbound_slot(s, extras, pt, false);
     if (at < 0) return;
     std::uint16_t& shaped = extras.unbound.shaped[static_cast<std::size_t>(at)];
     if (shaped != std::numeric_limits<std::uint16_t>::max()) ++shaped;
@@ -285,16 +295,13 @@ bool meet_binding(Stream& s, const Binding& binding) {
             if (is_voice_codec(named)) continue;
             const std::uint32_t packets = runs.packets[i] + (pt == s.voice_payload_type ? voice : 0);
             (named == Codec::comfort_noise ? s.comfort_noise_packets : s.event_packets) += packets;
-            s.payload_type_changes =
-                static_cast<std::uint16_t>(s.payload_type_changes - std::min(s.payload_type_changes, runs.changes[i]));
             moved[i] = true;
         }
+        const unsigned mask = (moved[0] ? 1U : 0U) | (moved[1] ? 2U : 0U);
+        if (mask != 0) s.payload_type_changes = runs.kept_changes[mask - 1];
         // The voice type before the runs that were none: the reference was one of their packets.
-        for (std::size_t hop = 0; hop < UnboundRuns::kTypes; ++hop) {
-            std::size_t i = 0;
-            while (i < UnboundRuns::kTypes && !(moved[i] && runs.payload_type[i] == s.voice_payload_type)) ++i;
-            if (i == UnboundRuns::kTypes) break;
-            s.voice_payload_type = runs.before[i];
+        if (runs.noted(s.voice_payload_type, mask)) {
+            s.voice_payload_type = mask == UnboundRuns::kBoth ? runs.last_other : runs.previous;
             s.flags = static_cast<std::uint8_t>(s.flags & ~Stream::kHasVoiceReference);
         }
         // The candidate clocks ran for one of them (the stream began with it): they are the

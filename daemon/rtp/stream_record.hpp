@@ -127,18 +127,32 @@ struct HeldPacket {
 // events: telephone-event, mostly); event-shaped packets take a free slot only. Any other type
 // is not noted: its packets stay as counted (voice, or events by their size) whatever the
 // binding names it, and its payload-type changes stay (StreamExtras::untracked_run and _shaped keep
-// the last such type for meet_binding to tell).
+// the last such type for meet_binding to tell). Once a type is noted, every payload-type change
+// is (the stream's extras are allocated).
 struct UnboundRuns {
-    static constexpr std::size_t kTypes = 2;
-    static constexpr std::uint8_t kNoRun = 0xFE;  // `before` of a type with event-shaped packets only
+    static constexpr std::size_t kTypes = 2;               // unbound_slot and meet_binding pair them
+    static constexpr unsigned kBoth = (1U << kTypes) - 1;  // a mask of both types
     std::array<std::uint8_t, kTypes> payload_type{kNoPayloadType, kNoPayloadType};
-    // Voice type before its last run (kNoPayloadType: the stream began with it; kNoRun: none ran).
-    std::array<std::uint8_t, kTypes> before{kNoPayloadType, kNoPayloadType};
-    std::array<std::uint16_t, kTypes> changes{};  // payload-type changes its runs counted (into and out of)
-    std::array<std::uint16_t, kTypes> shaped{};   // its packets counted as events by their size (saturates)
+    std::uint8_t ran = 0;  // bit i: payload_type[i] ran as voice (else it had event-shaped packets only)
+    // The voice type before the current run, and the last voice type that is neither noted one:
+    // the voice type again when the binding names the current one, or both, no voice.
+    std::uint8_t previous = kNoPayloadType;
+    std::uint8_t last_other = kNoPayloadType;
+    // The payload-type changes the stream would have counted without the runs of payload_type[0],
+    // of [1], of both (index: a bit per type, less one): a CN run between two packets of one voice
+    // type takes its two changes with it, one across a codec change keeps one.
+    std::array<std::uint16_t, kBoth> kept_changes{};
+    std::array<std::uint16_t, kTypes> shaped{};  // its packets counted as events by their size (saturates)
     // Voice packets of its runs; while its run is open (it is the voice payload type), less the
     // stream's voice packets before that run.
     std::array<std::uint32_t, kTypes> packets{};
+
+    // Whether `pt` is one of the types of `mask` (a bit per slot).
+    bool noted(std::uint8_t pt, unsigned mask) const noexcept {
+        for (std::size_t i = 0; i < kTypes; ++i)
+            if ((mask >> i & 1U) != 0 && pt != kNoPayloadType && payload_type[i] == pt) return true;
+        return false;
+    }
 
     friend bool operator==(const UnboundRuns&, const UnboundRuns&) = default;
 };
@@ -251,11 +265,12 @@ void bind_clock(Stream& stream, const Binding& binding);
 // packets of a dynamic payload type that ran as voice before it (UnboundRuns) and that the binding
 // names comfort noise or telephone-event move to those counts, with the payload-type changes they
 // made; the voice payload type and the one whose clock the jitter is taken under are the voice
-// ones again; packets counted as events by their size move to comfort noise or voice when the
-// binding names their type so. Then bind_clock. Jitter already taken between such packets stays
-// (the estimate is a running filter: no sample leaves it), and so does a codec change across such
-// a run. Returns whether a dynamic type that UnboundRuns did not note stays counted otherwise than
-// the binding names it (voice of CN or events, events of CN or voice): the last such of each kind.
+// ones again, and the payload-type changes those the binding first would have counted (a codec
+// change across such a run stays); packets counted as events by their size move to comfort noise
+// or voice when the binding names their type so. Then bind_clock. Jitter already taken between
+// such packets stays (the estimate is a running filter: no sample leaves it). Returns whether a dynamic type that
+// UnboundRuns did not note stays counted otherwise than the binding names it (voice of CN or events, events of CN or
+// voice): the last such of each kind.
 bool meet_binding(Stream& stream, const Binding& binding);
 
 // A voice packet whose RTP timestamp and arrival time disagree by more than this (under every

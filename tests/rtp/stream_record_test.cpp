@@ -490,3 +490,79 @@ TEST_CASE("meet_binding: 4-octet packets of a dynamic type before the binding be
         CHECK(is->voice_payload_type == was->voice_payload_type);
     }
 }
+
+namespace {
+
+struct Run {
+    std::uint8_t pt;
+    std::size_t size;
+    int count;
+};
+
+// `runs` of 20 ms packets on one stream, each packet given `binding` (null: none yet).
+Stream play_runs(const std::vector<Run>& runs, const Binding* binding) {
+    Stream s;
+    std::uint16_t seq = 1;
+    std::uint32_t ts = 0;
+    std::int64_t at = 0;
+    for (const Run& r : runs)
+        for (int i = 0; i < r.count; ++i, at += 20'000, ts += 160)
+            observe_packet(s, make_rtp(r.pt, seq++, ts, 9, r.size), Timestamp{kBaseUs + at}, Timing::in_line, binding);
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("meet_binding: payload-type changes are those the binding first would have counted",
+          "[rtp][stream][binding]") {
+    // Comfort noise (105) and events several to a packet (101) run as voice until the binding
+    // names them; once it does, the changes left are those between the voice types around them.
+    const Binding binding = make_binding(media_binding(ep("10.0.0.2:40000"), "changes@x", 0,
+                                                       {codec(8, "PCMA", 8000), codec(0, "PCMU", 8000),
+                                                        codec(105, "CN", 16000), codec(101, "telephone-event", 8000)}));
+    struct Case {
+        const char* name;
+        std::vector<Run> runs;
+    };
+    const Case cases[] = {
+        {"events straight after comfort noise, then a codec change",
+         {{8, 160, 50}, {105, 1, 1}, {101, 8, 3}, {8, 160, 50}, {0, 160, 50}}},
+        {"a codec change across comfort noise", {{8, 160, 50}, {105, 1, 1}, {0, 160, 50}}},
+        {"a codec change across comfort noise and events", {{8, 160, 50}, {105, 1, 2}, {101, 8, 3}, {0, 160, 50}}},
+        {"comfort noise then events, bound during the events", {{8, 160, 50}, {105, 1, 1}, {101, 8, 3}}},
+        {"beginning in silence", {{105, 1, 1}, {101, 8, 2}, {0, 160, 50}, {105, 1, 1}, {0, 160, 50}}},
+        {"back and forth",
+         {{8, 160, 20}, {105, 1, 1}, {0, 160, 20}, {105, 1, 1}, {8, 160, 20}, {101, 8, 2}, {8, 160, 5}}},
+    };
+    for (const Case& c : cases) {
+        INFO(c.name);
+        const Stream early = play_runs(c.runs, &binding);
+        Stream late = play_runs(c.runs, nullptr);
+        meet_binding(late, binding);
+        CHECK(late.payload_type_changes == early.payload_type_changes);
+        CHECK(late.voice_payload_type == early.voice_payload_type);
+        CHECK(late.comfort_noise_packets == early.comfort_noise_packets);
+        CHECK(late.event_packets == early.event_packets);
+        CHECK(late.voice_packets() == early.voice_packets());
+    }
+    // Any order of two voice codecs, comfort noise and events several to a packet (the two
+    // dynamic types UnboundRuns notes), bound at the end.
+    std::uint32_t state = 2026;
+    for (int n = 0; n < 2000; ++n) {
+        std::vector<Run> runs;
+        const int count = 1 + static_cast<int>((state >> 16) % 7);
+        for (int r = 0; r < count; ++r) {
+            state = state * 1664525U + 1013904223U;
+            const Run kinds[] = {{8, 160, 3}, {0, 160, 3}, {105, 1, 1}, {101, 8, 2}};
+            runs.push_back(kinds[(state >> 20) % 4]);
+        }
+        const Stream early = play_runs(runs, &binding);
+        Stream late = play_runs(runs, nullptr);
+        meet_binding(late, binding);
+        INFO("sequence " << n);
+        REQUIRE(late.payload_type_changes == early.payload_type_changes);
+        REQUIRE(late.voice_payload_type == early.voice_payload_type);
+        REQUIRE(late.comfort_noise_packets == early.comfort_noise_packets);
+        REQUIRE(late.event_packets == early.event_packets);
+    }
+}
