@@ -53,14 +53,17 @@ ReportedFigures reported_figures(const rtp::FinishedReported& finished) {
     return f;
 }
 
+// Two of one key from one first packet (a capture merged with one that overlaps it) go by how
+// they ended, so that their order never depends on which finished first (shard count).
 void sort_media(CallRecord& record) {
     std::sort(record.streams.begin(), record.streams.end(), [](const StreamFigures& a, const StreamFigures& b) {
-        return std::tie(a.first, a.key.src, a.key.dst, a.key.ssrc) <
-               std::tie(b.first, b.key.src, b.key.dst, b.key.ssrc);
+        return std::tie(a.first, a.key.src, a.key.dst, a.key.ssrc, a.last, a.packets, a.reason, a.summary.codec) <
+               std::tie(b.first, b.key.src, b.key.dst, b.key.ssrc, b.last, b.packets, b.reason, b.summary.codec);
     });
     std::sort(record.reported.begin(), record.reported.end(), [](const ReportedFigures& a, const ReportedFigures& b) {
-        return std::tie(a.first, a.ssrc, a.reporter, a.reporter_ssrc) <
-               std::tie(b.first, b.ssrc, b.reporter, b.reporter_ssrc);
+        return std::tie(a.first, a.ssrc, a.reporter, a.reporter_ssrc, a.last, a.view.reports, a.reason,
+                        a.summary.codec) < std::tie(b.first, b.ssrc, b.reporter, b.reporter_ssrc, b.last,
+                                                    b.view.reports, b.reason, b.summary.codec);
     });
 }
 

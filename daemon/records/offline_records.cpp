@@ -51,6 +51,16 @@ std::vector<CallRecord> join_offline(std::vector<ShardEvents*>& shards, OfflineR
     std::vector<CallRecord> records;
     joiner.take_all(records);
     std::sort(records.begin(), records.end(), record_before);
+    // A call held twice (a capture merged with one that overlaps it): its records by their lines,
+    // not in the order its dialogs left the table, which the shard count may change.
+    for (auto first = records.begin(); first != records.end();) {
+        const auto last =
+            std::find_if(first + 1, records.end(), [&](const CallRecord& r) { return record_before(*first, r); });
+        if (last - first > 1)
+            std::sort(first, last,
+                      [](const CallRecord& a, const CallRecord& b) { return record_line(a) < record_line(b); });
+        first = last;
+    }
     result.records = records.size();
     result.joins = joiner.counts();
     result.unjoined_media = joiner.waiting();

@@ -16,7 +16,8 @@ bool ShardCollector::worse(const StreamRow& a, const StreamRow& b) noexcept {
     if (a.dst != b.dst) return a.dst < b.dst;
     if (a.ssrc != b.ssrc) return a.ssrc < b.ssrc;
     if (a.first != b.first) return a.first < b.first;  // several streams of one (src, dst, SSRC), one per call
-    return std::tie(a.last, a.packets, a.expected, a.lost) < std::tie(b.last, b.packets, b.expected, b.lost);
+    return std::tie(a.last, a.packets, a.expected, a.lost, a.codec) <
+           std::tie(b.last, b.packets, b.expected, b.lost, b.codec);
 }
 
 void ShardCollector::on_stream_finished(const rtp::FinishedStream& f) {
@@ -59,7 +60,8 @@ bool ShardCollector::worse_reported(const ReportedRow& a, const ReportedRow& b) 
     if (a.call_id != b.call_id) return a.call_id < b.call_id;
     if (a.ssrc != b.ssrc) return a.ssrc < b.ssrc;
     if (a.reporter != b.reporter) return a.reporter < b.reporter;  // two views of one SSRC
-    return a.first < b.first;
+    return std::tie(a.first, a.last, a.reports, a.lost, a.codec) <
+           std::tie(b.first, b.last, b.reports, b.lost, b.codec);
 }
 
 void ShardCollector::on_reported_stream_finished(const rtp::FinishedReported& finished) {

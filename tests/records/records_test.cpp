@@ -2,6 +2,7 @@
 // names taken from URIs, the join of streams to dialogs, the rotated file (real files in a
 // temporary directory, /dev/full for a full disk) and the writer's bounded queues.
 #include "records/call_record.hpp"
+#include "records/offline_records.hpp"
 #include "records/record_file.hpp"
 #include "records/record_joiner.hpp"
 #include "records/record_writer.hpp"
@@ -429,6 +430,45 @@ TEST_CASE("joiner: streams join their dialog in either order, by Call-ID and dia
     j.take_due(1'000 + o.media_wait_us, out);
     CHECK(j.waiting() == 0);
     CHECK(j.counts().media_expired == 1);
+}
+
+TEST_CASE("record order: two streams of one key and first packet go in one order whatever order they came in",
+          "[records]") {
+    // A capture merged with one that overlaps it: the same packets make a stream twice, one
+    // ending idle, the other flushed at the end; two reports of one reporter likewise.
+    StreamFigures idle = stream_of("c1", "a", 1, 10);
+    StreamFigures flushed = idle;
+    flushed.reason = rtp::FinishReason::flushed;
+    ReportedFigures early = report_of("c1", 9);
+    ReportedFigures late = early;
+    late.reason = rtp::FinishReason::flushed;
+    CallRecord one;
+    one.streams = {idle, flushed};
+    one.reported = {early, late};
+    CallRecord other;
+    other.streams = {flushed, idle};
+    other.reported = {late, early};
+    sort_media(one);
+    sort_media(other);
+    CHECK(record_line(one) == record_line(other));
+}
+
+TEST_CASE("offline records: a call held twice is written in one order whatever order its dialogs left in",
+          "[records]") {
+    // The same call from two merged captures that overlap: one ended by its BYE, one timed out.
+    DialogFigures ended = answered_call("c1", "a", 1'000'000);
+    DialogFigures timed_out = ended;
+    timed_out.dialog.state = sip::DialogState::timed_out;
+    const auto lines = [&](const DialogFigures& first, const DialogFigures& second) {
+        ShardEvents shard(nullptr, nullptr, nullptr);
+        shard.dialogs = {first, second};
+        std::vector<ShardEvents*> shards{&shard};
+        OfflineResult result;
+        std::string out;
+        for (const CallRecord& r : join_offline(shards, result)) out += record_line(r);
+        return out;
+    };
+    CHECK(lines(ended, timed_out) == lines(timed_out, ended));
 }
 
 TEST_CASE("joiner: waiting media and held dialogs are capped", "[records]") {

@@ -286,6 +286,28 @@ TEST_CASE("report: PDD and setup extremes cover the calls still ringing or up at
     CHECK(collector.failed_total() == 0);  // unfinished calls are not failed ones
 }
 
+TEST_CASE("report: worst streams that tie on every figure but one still have one order", "[report]") {
+    // One stream counted twice (overlapping captures merged), once with its codec known.
+    StreamRow a;
+    a.call_id = "c1";
+    a.ssrc = 5;
+    a.codec = "pcma";
+    StreamRow b = a;
+    b.codec = "unknown";
+    CHECK(ShardCollector::worse(a, b) != ShardCollector::worse(b, a));
+    ReportedRow r;
+    r.call_id = "c1";
+    r.ssrc = 5;
+    r.last = Timestamp{2'000'000};
+    r.codec = "pcma";
+    ReportedRow q = r;
+    q.codec = "unknown";
+    CHECK(ShardCollector::worse_reported(r, q) != ShardCollector::worse_reported(q, r));
+    q = r;
+    q.last = Timestamp{3'000'000};
+    CHECK(ShardCollector::worse_reported(r, q) != ShardCollector::worse_reported(q, r));
+}
+
 TEST_CASE("report: the JSON text replaces packet bytes that are not UTF-8", "[report]") {
     // Call-IDs and tags are whatever the packets held; the report must still be written.
     Input in;
