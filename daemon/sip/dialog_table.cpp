@@ -141,7 +141,7 @@ Disposition DialogTable::process(const Message& m, const PacketMeta& meta) {
         at = lookup(call_hash, m.call_id, m.to.tag);
         side = Party::callee;
     }
-    if (at != Table::kNone) at = settle(at, meta.time, false);
+    if (at != Table::kNone) at = settle(at, meta.time);
     if (at != Table::kNone && side == Party::caller && follows_redirect(table_[at], m)) {
         // Its linger cut short: the key now names the new call.
         account_removed(table_.entry(at), false, at, meta.time);
@@ -656,8 +656,8 @@ void DialogTable::finish(Dialog& d, DialogState state, Timestamp when) {
     count_cause(d);
 }
 
-std::uint32_t DialogTable::settle(std::uint32_t at, Timestamp now, bool by_clock) {
-    while (at != Table::kNone && table_[at].time(DialogTime::deadline) <= now) at = on_deadline(at, by_clock);
+std::uint32_t DialogTable::settle(std::uint32_t at, Timestamp now) {
+    while (at != Table::kNone && table_[at].time(DialogTime::deadline) <= now) at = on_deadline(at, false);
     return at;
 }
 

@@ -155,9 +155,10 @@ private:
     void on_invite_response(Dialog& d, std::size_t hop_index, const Message& m, Timestamp now);
     void emit_sdp(std::uint32_t at, const Message& m, Hop hop, Timestamp now);
 
-    // by_clock: the packet clock reached `now` (expire()), not a message of the dialog.
-    std::uint32_t settle(std::uint32_t at, Timestamp now, bool by_clock);
+    // A message of the dialog at `now`: the timer steps its deadlines due by then.
+    std::uint32_t settle(std::uint32_t at, Timestamp now);
     // One timer step: finish an open dialog, or retire a finished one. Returns kNone if retired.
+    // by_clock: the packet clock reached the deadline (expire()), not a message of the dialog.
     std::uint32_t on_deadline(std::uint32_t at, bool by_clock);
     void finish(Dialog& d, DialogState state, Timestamp when);
     void classify_peers(Dialog& d);
