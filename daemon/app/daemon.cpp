@@ -336,7 +336,7 @@ void Daemon::start_relays(std::size_t producers) {
 
 int Daemon::open_listeners() {
     ingest::IngestPathOptions path_options;
-    path_options.intake = app::live_intake_options(cfg_);
+    path_options.intake = app::intake_options(cfg_);
     path_options.max_batch_age = cfg_.shards.max_batch_age;
     auto new_sink = [this](std::size_t) -> ingest::DatagramSink& {
         const std::size_t index = sinks_.size();

@@ -9,11 +9,6 @@ intake::IntakeOptions intake_options(const config::Config& cfg) {
     for (const auto& pt : cfg.hep.payload_types) o.payload_types.set(pt.code, pt.name, pt.payload_class);
     o.auth_key = cfg.hep.auth_key;
     o.max_decompressed_bytes = cfg.hep.max_decompressed_bytes;
-    return o;
-}
-
-intake::IntakeOptions live_intake_options(const config::Config& cfg) {
-    intake::IntakeOptions o = intake_options(cfg);
     intake::SenderClockOptions clocks;
     clocks.offset_limit_us = cfg.hep.clock_offset_limit.count();
     o.sender_clocks = clocks;

@@ -10,10 +10,9 @@
 
 namespace hepd::app {
 
-// The offline intake: capture times are the clock.
+// The intake of the daemon and of `hepd pcap`: every HEP sender's capture times kept on the
+// receive clock (live: the wall clock; offline: the capture's frame times).
 intake::IntakeOptions intake_options(const config::Config& cfg);
-// The daemon's intake: the same, with every sender's capture times kept on the receive clock.
-intake::IntakeOptions live_intake_options(const config::Config& cfg);
 shard::ShardConfig shard_config(const config::Config& cfg);
 pcap::CaptureOptions capture_options(const config::Config& cfg);
 // records: with its path resolved under state.dir.

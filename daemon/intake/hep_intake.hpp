@@ -27,8 +27,10 @@ struct IntakeOptions {
     std::string auth_key;  // empty: not required
     std::size_t max_decompressed_bytes = 65536;
     AgentMap agents;
-    // Live: senders' capture times are brought onto the receive clock (see sender_clocks.hpp).
-    // Unset offline (`hepd pcap`), where the capture time is the clock.
+    // Senders' capture times are brought onto the receive clock (see sender_clocks.hpp): live the
+    // wall clock, offline (`hepd pcap`) the frame times of the capture, one clock for all agents
+    // (an agent an hour behind would otherwise look an hour idle to the shards). Unset: each
+    // datagram's own capture time is the clock.
     std::optional<SenderClockOptions> sender_clocks;
 };
 

@@ -1,18 +1,20 @@
 #pragma once
-// Live mode only: every sender's capture times brought onto the receive clock.
+// Every HEP sender's capture times brought onto the receive clock: live the wall clock, offline
+// (`hepd pcap`) the capture's frame times (the capturing host's one clock).
 //
 // The shards have one clock, the capture time of the datagrams (Datagram::time), and every timer
-// runs on it (INVITE timeout, call cap, linger, stream idle, transaction timeout). Offline that is
-// right: a capture is one clock. Live, senders' clocks disagree (no NTP, timezone slips), and a
-// sender one hour behind would have its calls expired by the others' packets at once.
+// runs on it (INVITE timeout, call cap, linger, stream idle, transaction timeout). Senders' clocks
+// disagree (no NTP, timezone slips), and a sender one hour behind would have its calls expired by
+// the others' packets at once, its streams cut into pieces: live, and offline in a capture of HEP
+// from several agents, whose HEP headers carry each agent's own clock.
 //
 // Why a constant shift per sender rather than a second time on every datagram: the offset
 // `receive time - capture time` is measured at a sender's first packet and held. While it is
 // within the limit the capture times are used as sent; beyond it every time of that sender is
 // shifted by the held offset. A constant shift keeps every interval within the sender exact (PDD,
 // set-up, duration, jitter), lands its times on the receive clock that all other senders are on
-// (so no sender's clock can expire another's calls), and needs no change in the shards, the
-// snapshots or the offline mode (which does not use this class at all).
+// (so no sender's clock can expire another's calls), and needs no change in the shards or the
+// snapshots.
 //
 // The rule, per packet: the corrected time must stay within the limit of the receive time. When
 // it does not (a clock step, or a delivery delayed by more than the limit) the offset is measured
